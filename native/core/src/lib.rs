@@ -1,0 +1,35 @@
+//! cutpoint-core: content-defined chunking with SS-CDC.
+//!
+//! Layers, from simplest:
+//! * [`reference_cuts`] — the readable sequential oracle;
+//! * [`Engine::cuts`] / [`Engine::chunks`] — SS-CDC over a slice (stage 1 on all threads and
+//!   SIMD lanes, stage 2 sequential), with fingerprints;
+//! * [`Engine::stream`] — the same over any `Read`, with bounded memory.
+//!
+//! Every engine yields the reference's boundaries for the same profile, whatever the backend,
+//! threads, segment size or read sizes.
+
+pub mod backend;
+pub mod engine;
+pub mod error;
+pub mod fingerprint;
+pub mod hash;
+pub mod profile;
+pub mod reference;
+pub mod sequential;
+pub mod stage1;
+pub mod stage2;
+
+pub use backend::Backend;
+pub use engine::{default_threads, Chunk, Chunker, Engine, Options, StreamChunker};
+pub use error::Error;
+pub use fingerprint::{hex, Digest, HashAlg};
+pub use profile::{Family, Profile};
+pub use reference::{naive_cuts, reference_cuts};
+pub use sequential::sequential_cuts;
+
+/// Cut offsets of `data` under `profile` with the default engine (all cores, detected backend).
+pub fn cut(profile: &Profile, data: &[u8]) -> Result<Vec<usize>, Error> {
+    let e = Engine::new(profile.clone(), Options { hash: HashAlg::None, ..Options::default() })?;
+    Ok(e.cuts(data))
+}

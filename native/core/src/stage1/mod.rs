@@ -1,0 +1,57 @@
+//! Stage 1: boundary candidates over segments, in parallel.
+//!
+//! Every kernel has the same signature ([`Stage1Fn`]): given the buffer `data`, a list of
+//! segments (ranges of cut positions `e`, each with `W <= e <= data.len()`), and bitmaps whose
+//! bit `i` stands for position `origin + i`, it sets the bit of every position whose window
+//! hash matches. `loose` is empty when the profile has one class; otherwise a position sets its
+//! `loose` bit when it matches the loose mask and its `strict` bit too when it matches the
+//! strict one. Kernels only set bits (callers zero the bitmaps), so segments may share words.
+//!
+//! The hash at `e` depends only on `data[e - W..e]`, so each segment warms its chain up over
+//! the `W` bytes before its first position: segments are independent and any split gives the
+//! same bits.
+
+use crate::hash::Tables;
+use std::ops::Range;
+
+pub mod interleaved;
+pub mod scalar;
+#[cfg(all(target_arch = "x86_64", cutpoint_simd_todo))]
+pub mod avx2;
+#[cfg(all(target_arch = "x86_64", cutpoint_simd_todo))]
+pub mod avx512;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub mod simd128;
+
+/// The one kernel signature.
+///
+/// # Safety
+/// The caller guarantees that the CPU supports the kernel's instruction set, that every
+/// segment satisfies `W <= start <= end <= data.len()`, and that the bitmaps cover every
+/// position of every segment (`(e - origin) / 64 < strict.len()`, same for `loose` when
+/// non-empty).
+pub type Stage1Fn = unsafe fn(&Tables, &[u8], &[Range<usize>], usize, &mut [u64], &mut [u64]);
+
+/// Sets the bit(s) for a matching position (`h` already matched the loose mask).
+#[inline(always)]
+pub(crate) fn mark(t: &Tables, h: u64, bit: usize, strict: &mut [u64], loose: &mut [u64]) {
+    if loose.is_empty() {
+        strict[bit >> 6] |= 1u64 << (bit & 63);
+    } else {
+        loose[bit >> 6] |= 1u64 << (bit & 63);
+        if t.is_strict(h) {
+            strict[bit >> 6] |= 1u64 << (bit & 63);
+        }
+    }
+}
+
+/// Checks the safety contract (cheap; once per call).
+pub(crate) fn check_args(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usize, strict: &[u64], loose: &[u64]) {
+    for s in segs {
+        assert!(s.start >= t.window && s.start <= s.end && s.end <= data.len() && s.start >= origin);
+        if s.end > s.start {
+            assert!((s.end - 1 - origin) / 64 < strict.len());
+            assert!(loose.is_empty() || (s.end - 1 - origin) / 64 < loose.len());
+        }
+    }
+}
