@@ -10,6 +10,7 @@
 //! threads, segment size or read sizes.
 
 pub mod backend;
+pub mod datagen;
 pub mod engine;
 pub mod error;
 pub mod fingerprint;
