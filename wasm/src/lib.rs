@@ -1,0 +1,363 @@
+//! WebAssembly bindings over `cutpoint-core`: no chunking logic of its own.
+//!
+//! The boundary is narrow (CONVENTIONS 11): each object owns one preallocated input buffer in
+//! wasm memory; JavaScript copies (or reads a file straight) into the view at `inputPtr()` and
+//! calls a method with lengths; results come back as typed arrays (`Uint32Array` candidate
+//! offsets, `Float64Array` cut offsets, a `Uint8Array` of concatenated digests).
+//!
+//! * [`Stage1`] — stage 1 of the core (the chosen kernel) over one slice of a file: the bytes
+//!   `[a - W, b)` give the candidates of the positions `[a, b)`, independently of every other
+//!   slice. Workers run this.
+//! * [`Stage2`] — the core's stage-2 `Selector`, fed the slices' candidates in file order. The
+//!   coordinator runs this.
+//! * [`Hasher`] — BLAKE3 / SHA-256 of consecutive chunks, from the core's fingerprint code.
+
+use cutpoint_core::hash::Tables;
+use cutpoint_core::stage1::{self, Stage1Fn};
+use cutpoint_core::stage2::{Bits, Selector};
+use cutpoint_core::{HashAlg, Profile};
+use std::fmt::Display;
+use wasm_bindgen::prelude::*;
+
+const SIMD: bool = cfg!(target_feature = "simd128");
+
+fn err(e: impl Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+/// `cutpoint-wasm/VERSION/simd128` or `.../plain`: saved state carries it.
+#[wasm_bindgen(js_name = buildId)]
+pub fn build_id() -> String {
+    format!("cutpoint-wasm/{}/{}", env!("CARGO_PKG_VERSION"), if SIMD { "simd128" } else { "plain" })
+}
+
+/// Stage-1 backends of this build, lowest tier first.
+#[wasm_bindgen]
+pub fn backends() -> Vec<String> {
+    let mut v = vec!["scalar".to_string(), "interleaved".to_string()];
+    if SIMD {
+        v.push("simd128".into());
+    }
+    v
+}
+
+/// The backend used when none is asked for: the fastest this build has.
+#[wasm_bindgen(js_name = defaultBackend)]
+pub fn default_backend() -> String {
+    if SIMD { "simd128" } else { "interleaved" }.to_string()
+}
+
+fn kernel(name: &str) -> Result<(Stage1Fn, &'static str), JsError> {
+    let name = name.trim().to_ascii_lowercase();
+    let name = if name.is_empty() || name == "auto" { default_backend() } else { name };
+    match name.as_str() {
+        "scalar" => Ok((stage1::scalar::stage1 as Stage1Fn, "scalar")),
+        "interleaved" => Ok((stage1::interleaved::stage1 as Stage1Fn, "interleaved")),
+        #[cfg(target_feature = "simd128")]
+        "simd128" => Ok((stage1::simd128::stage1 as Stage1Fn, "simd128")),
+        #[cfg(not(target_feature = "simd128"))]
+        "simd128" => Err(err("backend 'simd128' is not in this build (plain wasm); load the simd128 build")),
+        other => Err(err(format!("unknown backend '{other}' (known: {})", backends().join(", ")))),
+    }
+}
+
+fn parse(profile: &str) -> Result<Profile, JsError> {
+    profile.parse::<Profile>().map_err(err)
+}
+
+/// A parsed, validated profile.
+#[wasm_bindgen]
+pub struct ProfileInfo {
+    p: Profile,
+}
+
+#[wasm_bindgen]
+impl ProfileInfo {
+    #[wasm_bindgen(getter)]
+    pub fn canonical(&self) -> String {
+        self.p.to_string()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn family(&self) -> String {
+        self.p.family.name().to_string()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn window(&self) -> usize {
+        self.p.window
+    }
+    #[wasm_bindgen(getter)]
+    pub fn min(&self) -> usize {
+        self.p.min
+    }
+    #[wasm_bindgen(getter)]
+    pub fn avg(&self) -> usize {
+        self.p.avg
+    }
+    #[wasm_bindgen(getter)]
+    pub fn max(&self) -> usize {
+        self.p.max
+    }
+    #[wasm_bindgen(getter, js_name = twoClasses)]
+    pub fn two_classes(&self) -> bool {
+        self.p.two_classes()
+    }
+}
+
+/// Parses a profile string (`gear:2k:8k:64k`, ...); the error says what is wrong.
+#[wasm_bindgen(js_name = parseProfile)]
+pub fn parse_profile(profile: &str) -> Result<ProfileInfo, JsError> {
+    Ok(ProfileInfo { p: parse(profile)? })
+}
+
+/// Stage 1 over one slice of a file.
+#[wasm_bindgen]
+pub struct Stage1 {
+    tables: Box<Tables>,
+    kernel: Stage1Fn,
+    backend: &'static str,
+    two: bool,
+    input: Vec<u8>,
+    strict: Vec<u64>,
+    loose: Vec<u64>,
+    positions: usize,
+}
+
+#[wasm_bindgen]
+impl Stage1 {
+    /// `backend`: "" for the build's default; `capacity`: the largest slice in bytes.
+    #[wasm_bindgen(constructor)]
+    pub fn new(profile: &str, backend: &str, capacity: usize) -> Result<Stage1, JsError> {
+        let p = parse(profile)?;
+        let (kernel, backend) = kernel(backend)?;
+        Ok(Stage1 {
+            tables: Tables::new(&p),
+            kernel,
+            backend,
+            two: p.two_classes(),
+            input: vec![0; capacity],
+            strict: Vec::new(),
+            loose: Vec::new(),
+            positions: 0,
+        })
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn backend(&self) -> String {
+        self.backend.to_string()
+    }
+
+    /// Address of the input buffer in wasm memory (re-read it after any call: memory may grow).
+    #[wasm_bindgen(js_name = inputPtr)]
+    pub fn input_ptr(&mut self) -> *mut u8 {
+        self.input.as_mut_ptr()
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn capacity(&self) -> usize {
+        self.input.len()
+    }
+
+    /// `input[..len]` holds the file bytes `[s, s + len)`. Finds the candidates of the positions
+    /// `[s + p, s + q)` (`q <= len`), cutting them into segments of `segment` bytes for the
+    /// kernel's lanes (0: let the kernel split). `p` must be at least the window unless `s` is
+    /// the start of the file (positions before the window are never candidates).
+    pub fn scan(&mut self, len: usize, p: usize, q: usize, segment: usize) -> Result<(), JsError> {
+        let w = self.tables.window;
+        if len > self.input.len() || p > q || q > len {
+            return Err(err(format!("stage 1: bad slice (len {len}, positions {p}..{q}, capacity {})", self.input.len())));
+        }
+        let n = q - p;
+        let words = n.div_ceil(64);
+        self.strict.clear();
+        self.strict.resize(words, 0);
+        self.loose.clear();
+        if self.two {
+            self.loose.resize(words, 0);
+        }
+        self.positions = n;
+        let lo = p.max(w);
+        if lo < q {
+            let mut segs = Vec::new();
+            let seg = if segment == 0 { q - lo } else { segment };
+            let mut a = lo;
+            while a < q {
+                let b = (a + seg).min(q);
+                segs.push(a..b);
+                a = b;
+            }
+            // SAFETY: the kernel comes from `kernel()`, which only names kernels compiled into
+            // this build (simd128 only when the module was built with +simd128, and a module
+            // with simd128 instructions only validates on engines that have them); every
+            // segment lies in [W, len] and the bitmaps cover [p, q). The kernel re-checks.
+            unsafe { (self.kernel)(&self.tables, &self.input[..len], &segs, p, &mut self.strict, &mut self.loose) };
+        }
+        Ok(())
+    }
+
+    /// Candidates of the last scan (the strict class, or the only class), as offsets from `p`.
+    #[wasm_bindgen(js_name = strictOffsets)]
+    pub fn strict_offsets(&self) -> Vec<u32> {
+        offsets(&self.strict)
+    }
+
+    /// Loose-class candidates of the last scan (empty for one-class profiles).
+    #[wasm_bindgen(js_name = looseOffsets)]
+    pub fn loose_offsets(&self) -> Vec<u32> {
+        offsets(&self.loose)
+    }
+}
+
+fn offsets(words: &[u64]) -> Vec<u32> {
+    let mut v = Vec::new();
+    for (i, &w) in words.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            v.push((i * 64) as u32 + w.trailing_zeros());
+            w &= w - 1;
+        }
+    }
+    v
+}
+
+/// Stage 2, fed slices in file order.
+#[wasm_bindgen]
+pub struct Stage2 {
+    p: Profile,
+    sel: Selector,
+    /// Absolute offset of the selector's position 0 (wasm32 `usize` is 32 bits, files are not).
+    base: u64,
+    next: u64,
+    strict: Vec<u64>,
+    loose: Vec<u64>,
+    out: Vec<usize>,
+}
+
+const REBASE: usize = 1 << 30;
+
+#[wasm_bindgen]
+impl Stage2 {
+    #[wasm_bindgen(constructor)]
+    pub fn new(profile: &str) -> Result<Stage2, JsError> {
+        let p = parse(profile)?;
+        let sel = Selector::new(p.min, p.avg, p.max, p.two_classes());
+        Ok(Stage2 { p, sel, base: 0, next: 0, strict: Vec::new(), loose: Vec::new(), out: Vec::new() })
+    }
+
+    /// The candidates of the positions `[p, q)` (offsets from `p`, as [`Stage1`] returns them);
+    /// `p` is where the previous call ended (0 first). Returns the cuts they decide.
+    pub fn feed(&mut self, p: f64, q: f64, strict: &[u32], loose: &[u32]) -> Result<Vec<f64>, JsError> {
+        let (p, q) = (p as u64, q as u64);
+        if p != self.next || q < p || q - p > (1 << 31) {
+            return Err(err(format!("stage 2: slices out of order (expected {}, got {p}..{q})", self.next)));
+        }
+        if self.sel.start() >= REBASE {
+            // The selector keeps only the current chunk's start: a fresh one at 0 is the same
+            // state, shifted.
+            self.base += self.sel.start() as u64;
+            self.sel = Selector::new(self.p.min, self.p.avg, self.p.max, self.p.two_classes());
+        }
+        let n = (q - p) as usize;
+        let words = n.div_ceil(64);
+        let fill = |bits: &mut Vec<u64>, offs: &[u32]| -> Result<(), JsError> {
+            bits.clear();
+            bits.resize(words, 0);
+            for &o in offs {
+                let o = o as usize;
+                if o >= n {
+                    return Err(err(format!("stage 2: candidate offset {o} outside a slice of {n}")));
+                }
+                bits[o >> 6] |= 1u64 << (o & 63);
+            }
+            Ok(())
+        };
+        fill(&mut self.strict, strict)?;
+        fill(&mut self.loose, loose)?;
+        let rp = (p - self.base) as usize;
+        let rq = (q - self.base) as usize;
+        self.out.clear();
+        self.sel.select(Bits { words: &self.strict, origin: rp }, Bits { words: &self.loose, origin: rp }, rp, rq, &mut self.out);
+        self.next = q;
+        Ok(self.out.iter().map(|&c| (c as u64 + self.base) as f64).collect())
+    }
+
+    /// End of input at `n`: the last cut, if any.
+    pub fn finish(&mut self, n: f64) -> Result<Vec<f64>, JsError> {
+        let n = n as u64;
+        if n != self.next {
+            return Err(err(format!("stage 2: finished at {n} but fed up to {}", self.next)));
+        }
+        self.out.clear();
+        self.sel.finish((n - self.base) as usize, &mut self.out);
+        Ok(self.out.iter().map(|&c| (c as u64 + self.base) as f64).collect())
+    }
+
+    /// Start of the chunk not yet cut (absolute).
+    #[wasm_bindgen(getter)]
+    pub fn start(&self) -> f64 {
+        (self.sel.start() as u64 + self.base) as f64
+    }
+}
+
+fn alg(name: &str) -> Result<HashAlg, JsError> {
+    HashAlg::parse(name).map_err(err)
+}
+
+/// Fingerprints of consecutive chunks.
+#[wasm_bindgen]
+pub struct Hasher {
+    alg: HashAlg,
+    input: Vec<u8>,
+}
+
+#[wasm_bindgen]
+impl Hasher {
+    #[wasm_bindgen(constructor)]
+    pub fn new(alg_name: &str, capacity: usize) -> Result<Hasher, JsError> {
+        let a = alg(alg_name)?;
+        if a == HashAlg::None {
+            return Err(err("hash 'none' has no digests"));
+        }
+        Ok(Hasher { alg: a, input: vec![0; capacity] })
+    }
+    #[wasm_bindgen(js_name = inputPtr)]
+    pub fn input_ptr(&mut self) -> *mut u8 {
+        self.input.as_mut_ptr()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn capacity(&self) -> usize {
+        self.input.len()
+    }
+    /// Grows the buffer to at least `capacity` bytes (never shrinks).
+    pub fn reserve(&mut self, capacity: usize) {
+        if capacity > self.input.len() {
+            self.input.resize(capacity, 0);
+        }
+    }
+    /// `input` holds consecutive chunks of these lengths; returns their digests, 32 bytes each.
+    pub fn digests(&mut self, lengths: &[u32]) -> Result<Vec<u8>, JsError> {
+        let total: usize = lengths.iter().map(|&l| l as usize).sum();
+        if total > self.input.len() {
+            return Err(err(format!("hash: {total} bytes of chunks exceed the buffer ({})", self.input.len())));
+        }
+        let mut out = Vec::with_capacity(lengths.len() * 32);
+        let mut a = 0;
+        for &l in lengths {
+            let b = a + l as usize;
+            out.extend_from_slice(&self.alg.digest(&self.input[a..b]).expect("not none"));
+            a = b;
+        }
+        Ok(out)
+    }
+}
+
+/// One digest of `bytes` (copies them in; for small inputs and benchmarks).
+#[wasm_bindgen]
+pub fn digest(alg_name: &str, bytes: &[u8]) -> Result<Vec<u8>, JsError> {
+    alg(alg_name)?.digest(bytes).map(|d| d.to_vec()).ok_or_else(|| err("hash 'none' has no digests"))
+}
+
+/// Cut offsets of `bytes` by the core's sequential reference chunker (tests only).
+#[wasm_bindgen(js_name = referenceCuts)]
+pub fn reference_cuts(profile: &str, bytes: &[u8]) -> Result<Vec<f64>, JsError> {
+    Ok(cutpoint_core::reference_cuts(&parse(profile)?, bytes).into_iter().map(|c| c as f64).collect())
+}
