@@ -1,6 +1,8 @@
 //! `cutpoint gen`: deterministic test data (see `cutpoint_core::datagen`).
 
 use clap::Args;
+use cutpoint_core::{datagen, profile::parse_size, Error};
+use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -31,6 +33,26 @@ pub struct GenArgs {
     stream: bool,
 }
 
-pub fn run(_a: &GenArgs) -> Result<(), (u8, String)> {
-    Err((2, "gen: not wired yet".into()))
+pub fn run(a: &GenArgs) -> Result<(), (u8, String)> {
+    let usage = |m: String| (2u8, m);
+    let size = parse_size(&a.size).map_err(|e| usage(format!("--size: {e}")))? as u64;
+    if a.stream {
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+        return match datagen::write_random(&mut out, size, a.seed).and_then(|_| out.flush().map_err(Error::Io)) {
+            Ok(()) => Ok(()),
+            Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            Err(e) => Err((1, format!("<stdout>: {e}"))),
+        };
+    }
+    let dir = a.out.as_ref().ok_or_else(|| usage("--out DIR is required".into()))?;
+    let paths = datagen::write_versions(dir, size, a.versions, a.mods, a.mod_size, a.region, a.seed).map_err(|e| match e {
+        Error::Io(e) => (1, format!("{}: {e}", dir.display())),
+        other => usage(other.to_string()),
+    })?;
+    for p in paths {
+        let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+        println!("{}\t{len}", p.display());
+    }
+    Ok(())
 }

@@ -48,6 +48,11 @@ enum Cmd {
         /// Chunk this many files at once (each gets threads / jobs threads); dedup stays in order.
         #[arg(long, default_value_t = 1)]
         jobs: usize,
+        /// Chunk the naive way instead (P-Dedupe/SFSS): fixed segments of this size, each
+        /// chunked independently. Boundaries then depend on the segment size; this exists to
+        /// show the dedup loss that SS-CDC avoids.
+        #[arg(long, value_name = "SEGMENT")]
+        naive: Option<String>,
     },
     /// List the stage-1 backends this CPU supports and the one chosen by default.
     Backends,
@@ -113,7 +118,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Chunk { file, engine, format } => cmd_chunk(&file, &engine, format),
-        Cmd::Stats { files, engine, json, jobs } => cmd_stats(&files, &engine, json, jobs),
+        Cmd::Stats { files, engine, json, jobs, naive } => cmd_stats(&files, &engine, json, jobs, naive.as_deref()),
         Cmd::Backends => cmd_backends(),
         Cmd::Gen(args) => gen::run(&args).map_err(|e| Fail { code: e.0, msg: e.1 }),
     };
@@ -219,6 +224,8 @@ struct FileStats {
 #[derive(Serialize)]
 struct Report {
     profile: String,
+    /// `ss-cdc`, or `naive:<segment size>`.
+    mode: String,
     backend: &'static str,
     threads: usize,
     hash: &'static str,
@@ -234,6 +241,41 @@ fn chunk_file(engine: &Engine, path: &PathBuf, bar: &ProgressBar, mut on_chunk: 
         let c = c.map_err(|e| Fail::from_core(&name(path), e))?;
         bar.inc(c.length as u64);
         on_chunk(&c);
+    }
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+/// The naive segment-parallel chunking of one file: segments of `seg` bytes read one at a
+/// time (bounded memory), each chunked from its own start, then fingerprinted.
+fn chunk_file_naive(engine: &Engine, seg: usize, path: &PathBuf, bar: &ProgressBar, mut on_chunk: impl FnMut(&Chunk)) -> Result<f64, Fail> {
+    let (mut reader, _) = open(path)?;
+    let t0 = Instant::now();
+    let mut buf = vec![0u8; seg];
+    let mut offset = 0u64;
+    loop {
+        let mut n = 0;
+        while n < seg {
+            match reader.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Fail::io(format!("{}: {e}", name(path)))),
+            }
+        }
+        if n == 0 {
+            break;
+        }
+        let mut prev = 0;
+        for cut in cutpoint_core::naive_cuts(engine.profile(), &buf[..n], seg) {
+            let bytes = &buf[prev..cut];
+            on_chunk(&Chunk { offset: offset + prev as u64, length: cut - prev, hash: engine.hash_alg().digest(bytes) });
+            prev = cut;
+        }
+        bar.inc(n as u64);
+        offset += n as u64;
+        if n < seg {
+            break;
+        }
     }
     Ok(t0.elapsed().as_secs_f64())
 }
@@ -273,10 +315,19 @@ fn file_stats(file: String, bytes: u64, chunks: u64, unique: Option<u64>, secs: 
     }
 }
 
-fn cmd_stats(files: &[PathBuf], args: &EngineArgs, json: bool, jobs: usize) -> Result<(), Fail> {
+fn cmd_stats(files: &[PathBuf], args: &EngineArgs, json: bool, jobs: usize, naive: Option<&str>) -> Result<(), Fail> {
     if jobs == 0 {
         return Err(Fail::usage("--jobs must be at least 1"));
     }
+    let naive = match naive {
+        Some(s) => Some(
+            cutpoint_core::profile::parse_size(s)
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| Fail::usage(format!("--naive '{s}' is not a segment size (examples: 512k, 1m)")))?,
+        ),
+        None => None,
+    };
     let probe = args.engine(Some(1))?; // validates options once, before any file is opened
     let total_threads = if args.threads == 0 { cutpoint_core::default_threads() } else { args.threads };
     let jobs = jobs.min(files.len());
@@ -305,12 +356,15 @@ fn cmd_stats(files: &[PathBuf], args: &EngineArgs, json: bool, jobs: usize) -> R
     let mut dedup = Dedup { enabled: probe.hash_alg() != HashAlg::None, seen: HashSet::new() };
     let t_all = Instant::now();
     let mut per = Vec::new();
+    if naive.is_some() && jobs > 1 {
+        return Err(Fail::usage("--naive works with --jobs 1"));
+    }
     if jobs <= 1 {
         // One file at a time on all threads; dedup as the chunks stream by.
         let engine = args.engine(None)?;
         for f in files {
             let (mut bytes, mut n, mut unique) = (0u64, 0u64, 0u64);
-            let secs = chunk_file(&engine, f, &bar, |c| {
+            let on_chunk = |c: &Chunk| {
                 bytes += c.length as u64;
                 n += 1;
                 if let (true, Some(h)) = (dedup.enabled, c.hash) {
@@ -318,7 +372,11 @@ fn cmd_stats(files: &[PathBuf], args: &EngineArgs, json: bool, jobs: usize) -> R
                         unique += c.length as u64;
                     }
                 }
-            })?;
+            };
+            let secs = match naive {
+                Some(seg) => chunk_file_naive(&engine, seg, f, &bar, on_chunk)?,
+                None => chunk_file(&engine, f, &bar, on_chunk)?,
+            };
             per.push(file_stats(name(f), bytes, n, dedup.enabled.then_some(unique), secs));
         }
     } else {
@@ -356,6 +414,7 @@ fn cmd_stats(files: &[PathBuf], args: &EngineArgs, json: bool, jobs: usize) -> R
 
     let report = Report {
         profile: probe.profile().to_string(),
+        mode: naive.map(|s| format!("naive:{}", cutpoint_core::profile::fmt_size(s))).unwrap_or_else(|| "ss-cdc".into()),
         backend: probe.backend().name(),
         threads: total_threads,
         hash: probe.hash_alg().name(),
@@ -372,8 +431,12 @@ fn cmd_stats(files: &[PathBuf], args: &EngineArgs, json: bool, jobs: usize) -> R
     }
     writeln!(
         out,
-        "profile {}  backend {}  threads {}  hash {}",
-        report.profile, report.backend, report.threads, report.hash
+        "profile {}  backend {}  threads {}  hash {}{}",
+        report.profile,
+        report.backend,
+        report.threads,
+        report.hash,
+        naive.map(|s| format!("  NAIVE segments of {}", cutpoint_core::profile::fmt_size(s))).unwrap_or_default()
     )
     .map_err(wr)?;
     writeln!(out, "{:<40} {:>14} {:>9} {:>9} {:>14} {:>7} {:>9}", "file", "bytes", "chunks", "avg", "unique", "dedup", "MB/s")
