@@ -1,0 +1,434 @@
+// cutpoint for browsers, Node and Deno: SS-CDC chunking and fingerprints over a worker pool.
+//
+// The algorithms live once, in the Rust core compiled to WebAssembly. This file orchestrates:
+// workers run stage 1 over their own slices (the bytes [a - W, b) decide the candidates of the
+// positions [a, b), whatever else is cut where) and fingerprint chunks; the coordinator feeds the
+// slices' candidates to the core's stage 2 in file order and emits chunks in file order
+// (P-Dedupe's ordered parallel fingerprinting). The main thread never holds a whole Blob/file.
+
+import { Pool } from './pool.js'
+import type { HashRes, SourceDesc, Stage1Res } from './protocol.js'
+import { isDeno, isNode, loadWasm, resolveFlavor, simdSupported, type Flavor, type Wasm, type WasmStage2 } from './wasm.js'
+
+export { simdSupported, type Flavor }
+
+export type HashName = 'blake3' | 'sha256' | 'none'
+
+export interface ChunkOptions {
+  /** Chunking profile, e.g. `gear:2k:8k:64k` (the default), `crc32:2k:16k:64k`. */
+  profile?: string
+  /** Workers; default `navigator.hardwareConcurrency` / `os.availableParallelism()`. 0: no workers, this thread. */
+  workers?: number
+  /** Bytes of positions each stage-1 job covers (default 4 MiB). Any size gives the same chunks. */
+  segmentSize?: number
+  /** Kernel segment size inside a job (default 0: the kernel splits the job over its lanes). */
+  laneSegment?: number
+  /** Fingerprint (default blake3). */
+  hash?: HashName
+  /** Stage-1 kernel: 'simd128', 'interleaved', 'scalar' (default: the fastest in the build). */
+  backend?: string
+  /** Which wasm build the workers load (default: the one `init()` chose). */
+  wasm?: Flavor | 'auto'
+  /** Bytes of chunks per fingerprint job (default 4 MiB). */
+  hashBatch?: number
+}
+
+export interface Chunk {
+  offset: number
+  length: number
+  /** Lower-case hex digest; absent with `hash: 'none'`. */
+  hash?: string
+}
+
+export interface InitInfo {
+  buildId: string
+  flavor: Flavor
+  backends: string[]
+  defaultBackend: string
+}
+
+let wasm: Wasm | undefined
+
+/** Loads the WebAssembly module (simd128 if the engine has it, else plain; or as forced). Call once before anything else. */
+export async function init(opts: { wasm?: Flavor | 'auto' } = {}): Promise<InitInfo> {
+  const flavor = resolveFlavor(opts.wasm)
+  if (!wasm || wasm.flavor !== flavor) wasm = await loadWasm(flavor)
+  return info()
+}
+
+/** What `init()` loaded. */
+export function info(): InitInfo {
+  const w = need()
+  return { buildId: w.mod.buildId(), flavor: w.flavor, backends: w.mod.backends(), defaultBackend: w.mod.defaultBackend() }
+}
+
+function need(): Wasm {
+  if (!wasm) throw new Error('cutpoint: call `await init()` before using the library')
+  return wasm
+}
+
+/** The canonical form of a profile string; throws a clear error for a bad one. */
+export function parseProfile(profile: string): { canonical: string; window: number; min: number; avg: number; max: number; twoClasses: boolean } {
+  const p = need().mod.parseProfile(profile)
+  try {
+    return { canonical: p.canonical, window: p.window, min: p.min, avg: p.avg, max: p.max, twoClasses: p.twoClasses }
+  } finally {
+    p.free()
+  }
+}
+
+/** One digest (hex) computed by the core's wasm BLAKE3 / SHA-256, in this thread. */
+export function digest(alg: 'blake3' | 'sha256', bytes: Uint8Array): string {
+  return hex(need().mod.digest(alg, bytes))
+}
+
+/** The core's sequential reference chunker (tests). */
+export function referenceCuts(profile: string, bytes: Uint8Array): number[] {
+  return Array.from(need().mod.referenceCuts(profile, bytes))
+}
+
+const DEFAULT_PROFILE = 'gear:2k:8k:64k'
+const MiB = 1 << 20
+
+async function defaultWorkers(): Promise<number> {
+  const g = globalThis as any
+  if (isNode) {
+    const osName = 'node:os'
+    const os = await import(/* @vite-ignore */ osName)
+    return os.availableParallelism?.() ?? os.cpus().length
+  }
+  return g.navigator?.hardwareConcurrency || 1
+}
+
+interface Resolved {
+  profile: ReturnType<typeof parseProfile>
+  workers: number
+  segment: number
+  lane: number
+  hash: HashName
+  backend: string
+  flavor: Flavor
+  hashBatch: number
+}
+
+async function resolve(opts: ChunkOptions): Promise<Resolved> {
+  const w = need()
+  const profile = parseProfile(opts.profile ?? DEFAULT_PROFILE)
+  const hash = opts.hash ?? 'blake3'
+  if (!['blake3', 'sha256', 'none'].includes(hash)) throw new Error(`cutpoint: unknown hash '${hash}' (known: blake3, sha256, none)`)
+  const workers = opts.workers ?? (await defaultWorkers())
+  if (!Number.isInteger(workers) || workers < 0 || workers > 256) throw new Error(`cutpoint: workers must be an integer in 0..256 (got ${workers})`)
+  const segment = opts.segmentSize ?? 4 * MiB
+  if (!Number.isInteger(segment) || segment < 1 || segment > 1 << 30) throw new Error(`cutpoint: segmentSize must be an integer in 1..1 GiB (got ${segment})`)
+  const lane = opts.laneSegment ?? 0
+  const flavor = opts.wasm ? resolveFlavor(opts.wasm) : w.flavor
+  const backend = opts.backend ?? ''
+  if (backend && flavor === w.flavor && !w.mod.backends().includes(backend)) {
+    throw new Error(`cutpoint: backend '${backend}' is not in the ${flavor} build (available: ${w.mod.backends().join(', ')})`)
+  }
+  const hashBatch = Math.max(1, opts.hashBatch ?? 4 * MiB)
+  return { profile, workers, segment, lane, hash, backend, flavor, hashBatch }
+}
+
+function hex(b: Uint8Array): string {
+  let s = ''
+  for (let i = 0; i < b.length; i++) s += (b[i] < 16 ? '0' : '') + b[i].toString(16)
+  return s
+}
+
+/** Chunks decided but not yet fingerprinted, batched into hash jobs; emitted in order. */
+class Emitter {
+  private lastCut = 0
+  private batchStart = 0
+  private lens: number[] = []
+  private batchBytes = 0
+  private queue: { start: number; lens: number[]; p: Promise<HashRes>; done: boolean }[] = []
+  private plain: Chunk[] = []
+
+  constructor(
+    private pool: Pool,
+    private r: Resolved,
+    private bytesFor: (start: number, end: number) => Uint8Array | undefined,
+  ) {}
+
+  /** Earliest byte offset a future hash job needs. */
+  get needFrom(): number {
+    return this.lens.length ? this.batchStart : this.lastCut
+  }
+
+  add(cuts: Float64Array) {
+    for (const c of cuts) {
+      const len = c - this.lastCut
+      if (this.r.hash === 'none') {
+        this.plain.push({ offset: this.lastCut, length: len })
+      } else {
+        if (!this.lens.length) this.batchStart = this.lastCut
+        this.lens.push(len)
+        this.batchBytes += len
+        if (this.batchBytes >= this.r.hashBatch) this.flush()
+      }
+      this.lastCut = c
+    }
+  }
+
+  flush() {
+    if (!this.lens.length) return
+    const start = this.batchStart
+    const lens = this.lens
+    const lengths = Uint32Array.from(lens)
+    const bytes = this.bytesFor(start, start + this.batchBytes)
+    const transfer = [lengths.buffer as ArrayBuffer]
+    if (bytes) transfer.push(bytes.buffer as ArrayBuffer)
+    const item = { start, lens, p: this.pool.run<HashRes>({ type: 'cutpoint:hash', start, lengths, bytes } as any, transfer), done: false }
+    item.p.then(
+      () => (item.done = true),
+      () => (item.done = true),
+    )
+    this.queue.push(item)
+    this.lens = []
+    this.batchBytes = 0
+  }
+
+  /** Chunks ready in order; waits for the oldest hash job while more than `maxPending` are out. */
+  async take(maxPending: number): Promise<Chunk[]> {
+    const out = this.plain
+    this.plain = []
+    while (this.queue.length && (this.queue[0].done || this.queue.length > maxPending)) {
+      const item = this.queue.shift()!
+      const res = await item.p
+      let off = item.start
+      item.lens.forEach((len, i) => {
+        out.push({ offset: off, length: len, hash: hex(res.digests.subarray(32 * i, 32 * i + 32)) })
+        off += len
+      })
+    }
+    return out
+  }
+}
+
+function sourceOf(input: Uint8Array | Blob | string): { desc: SourceDesc; size: () => Promise<number>; bytesFor?: (s: number, e: number) => Uint8Array } {
+  if (input instanceof Uint8Array) {
+    if (typeof SharedArrayBuffer !== 'undefined' && input.buffer instanceof SharedArrayBuffer) {
+      return { desc: { kind: 'shared', bytes: input }, size: async () => input.length }
+    }
+    return { desc: { kind: 'message' }, size: async () => input.length, bytesFor: (s, e) => input.slice(s, e) }
+  }
+  if (typeof Blob !== 'undefined' && input instanceof Blob) {
+    return { desc: { kind: 'blob', blob: input }, size: async () => input.size }
+  }
+  if (typeof input === 'string') {
+    if (!isNode && !isDeno) throw new Error('cutpoint: a path input needs Node or Deno')
+    return {
+      desc: { kind: 'path', path: input },
+      size: async () => {
+        try {
+          if (isDeno) return (await (globalThis as any).Deno.stat(input)).size
+          const fsName = 'node:fs/promises'
+          const fs = await import(/* @vite-ignore */ fsName)
+          return (await fs.stat(input)).size
+        } catch (e: any) {
+          throw new Error(`cutpoint: cannot read ${input}: ${e?.message ?? e}`)
+        }
+      },
+    }
+  }
+  throw new TypeError('cutpoint: input must be a Uint8Array, Blob/File, ReadableStream or a path')
+}
+
+async function startPool(r: Resolved, source: SourceDesc): Promise<Pool> {
+  return Pool.create(r.workers, {
+    flavor: r.flavor,
+    profile: r.profile.canonical,
+    backend: r.backend,
+    hash: r.hash,
+    capacity: Math.min(r.segment, 1 << 30) + r.profile.window,
+    source,
+  })
+}
+
+/**
+ * Chunks `input` (Uint8Array, Blob/File, ReadableStream of Uint8Array, or a path on Node/Deno) and
+ * yields `{offset, length, hash}` in file order. Same boundaries and digests as the native CLI.
+ */
+export function chunk(input: Uint8Array | Blob | ReadableStream<Uint8Array> | string, opts: ChunkOptions = {}): AsyncIterable<Chunk> {
+  need()
+  if (typeof ReadableStream !== 'undefined' && input instanceof ReadableStream) return chunkStream(input, opts)
+  const src = sourceOf(input as Uint8Array | Blob | string)
+  return chunkRandom(src, opts)
+}
+
+/** Collects every chunk (convenience for small inputs and tests). */
+export async function chunkAll(input: Parameters<typeof chunk>[0], opts: ChunkOptions = {}): Promise<Chunk[]> {
+  const out: Chunk[] = []
+  for await (const c of chunk(input, opts)) out.push(c)
+  return out
+}
+
+async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: ChunkOptions): AsyncGenerator<Chunk> {
+  const r = await resolve(opts)
+  const size = await src.size()
+  const pool = await startPool(r, src.desc)
+  const st2 = new (need().mod.Stage2)(r.profile.canonical)
+  try {
+    const em = new Emitter(pool, r, (s, e) => src.bytesFor?.(s, e))
+    const W = r.profile.window
+    const nseg = Math.ceil(size / r.segment)
+    const look = 2 * pool.size
+    const jobs: Promise<Stage1Res>[] = []
+    let launched = 0
+    const launch = () => {
+      const i = launched++
+      const a = i * r.segment
+      const b = Math.min(a + r.segment, size)
+      const start = Math.max(0, a - W)
+      const bytes = src.bytesFor?.(start, b)
+      jobs[i] = pool.run<Stage1Res>({ type: 'cutpoint:stage1', start, a, b, lane: r.lane, bytes } as any, bytes ? [bytes.buffer as ArrayBuffer] : [])
+      jobs[i].catch(() => {})
+    }
+    for (let i = 0; i < nseg; i++) {
+      while (launched < nseg && launched <= i + look) launch()
+      const res = await jobs[i]
+      delete jobs[i]
+      const a = i * r.segment
+      const b = Math.min(a + r.segment, size)
+      em.add(st2.feed(a, b, res.strict, res.loose))
+      if (b === size) em.add(st2.finish(size))
+      yield* await em.take(look)
+    }
+    em.flush()
+    yield* await em.take(0)
+  } finally {
+    st2.free()
+    pool.terminate()
+  }
+}
+
+async function* chunkStream(stream: ReadableStream<Uint8Array>, opts: ChunkOptions): AsyncGenerator<Chunk> {
+  const c = await createChunker(opts)
+  const reader = stream.getReader()
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      yield* await c.update(value)
+    }
+    yield* await c.finish()
+  } finally {
+    c.close()
+    reader.releaseLock()
+  }
+}
+
+export interface Chunker {
+  /** Adds bytes; resolves to the chunks completed so far (in order, maybe none). */
+  update(bytes: Uint8Array): Promise<Chunk[]>
+  /** Ends the input; resolves to the remaining chunks. The chunker is closed afterwards. */
+  finish(): Promise<Chunk[]>
+  /** Stops the workers (also after an error). */
+  close(): void
+}
+
+/** A stateful chunker for data that arrives in pieces. Any piece sizes give the same chunks. */
+export async function createChunker(opts: ChunkOptions = {}): Promise<Chunker> {
+  const r = await resolve(opts)
+  const pool = await startPool(r, { kind: 'message' })
+  const st2: WasmStage2 = new (need().mod.Stage2)(r.profile.canonical)
+  const W = r.profile.window
+  // Bytes [base, base + len) of the stream are in held[0..len).
+  let held = new Uint8Array(0)
+  let base = 0
+  let len = 0
+  let nextA = 0
+  let fed = 0
+  let closed = false
+  const jobs: { a: number; b: number; p: Promise<Stage1Res>; done: boolean }[] = []
+  const em = new Emitter(pool, r, (s, e) => held.slice(s - base, e - base))
+  const look = 2 * pool.size
+
+  const launch = (b: number) => {
+    const a = nextA
+    const start = Math.max(0, a - W)
+    const bytes = held.slice(start - base, b - base)
+    const job = { a, b, p: pool.run<Stage1Res>({ type: 'cutpoint:stage1', start, a, b, lane: r.lane, bytes } as any, [bytes.buffer as ArrayBuffer]), done: false }
+    job.p.then(
+      () => (job.done = true),
+      () => (job.done = true),
+    )
+    jobs.push(job)
+    nextA = b
+  }
+  const drain = async (all: boolean) => {
+    while (jobs.length && (all || jobs[0].done || jobs.length > look)) {
+      const j = jobs.shift()!
+      const res = await j.p
+      em.add(st2.feed(j.a, j.b, res.strict, res.loose))
+      fed = j.b
+    }
+  }
+  const compact = () => {
+    const keep = Math.min(Math.max(0, nextA - W), em.needFrom, st2.start)
+    const drop = keep - base
+    if (drop > 0 && drop >= len / 2) {
+      held.copyWithin(0, drop, len)
+      len -= drop
+      base = keep
+    }
+  }
+  const guard = async <T>(f: () => Promise<T>): Promise<T> => {
+    if (closed) throw new Error('cutpoint: the chunker is closed')
+    try {
+      return await f()
+    } catch (e) {
+      close()
+      throw e
+    }
+  }
+  const close = () => {
+    if (closed) return
+    closed = true
+    st2.free()
+    pool.terminate()
+  }
+  return {
+    update: (bytes) =>
+      guard(async () => {
+        if (len + bytes.length > held.length) {
+          const grown = new Uint8Array(Math.max(len + bytes.length, held.length * 2, 1 << 16))
+          grown.set(held.subarray(0, len))
+          held = grown
+        }
+        held.set(bytes, len)
+        len += bytes.length
+        while (base + len - nextA >= r.segment) launch(nextA + r.segment)
+        await drain(false)
+        compact()
+        return em.take(look)
+      }),
+    finish: () =>
+      guard(async () => {
+        const end = base + len
+        if (end > nextA) launch(end)
+        await drain(true)
+        if (fed !== end) st2.feed(fed, end, new Uint32Array(0), new Uint32Array(0))
+        em.add(st2.finish(end))
+        em.flush()
+        const out = await em.take(0)
+        close()
+        return out
+      }),
+    close,
+  }
+}
+
+/** Test hooks (not part of the API). */
+export const __test = {
+  async poolCrash(opts: ChunkOptions = {}) {
+    const r = await resolve(opts)
+    const pool = await startPool(r, { kind: 'message' })
+    try {
+      await Promise.race([pool.crashOne(), pool.run({ type: 'cutpoint:stage1', start: 0, a: 0, b: 0, lane: 0, bytes: new Uint8Array(0) } as any)])
+    } finally {
+      pool.terminate()
+    }
+  },
+}

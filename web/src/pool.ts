@@ -1,0 +1,185 @@
+// A pool of workers (Web Workers, worker_threads on Node, Deno workers), one job per worker at a
+// time, FIFO. Any worker error or crash fails every pending job and terminates the pool.
+import { Handler } from '../../worker/handler.js'
+import type { InitMsg, ReadyRes, Request, Response } from './protocol.js'
+import { isNode } from './wasm.js'
+
+interface Port {
+  post(msg: Request, transfer: ArrayBuffer[]): void
+  terminate(): void
+}
+
+type Listener = { message(r: Response): void; fail(e: Error): void }
+
+async function spawn(l: Listener): Promise<Port> {
+  if (isNode) {
+    const wtName = 'node:worker_threads'
+    const { Worker } = await import(/* @vite-ignore */ wtName)
+    const w = new Worker(new URL('../../worker/cutpoint.worker.js', import.meta.url))
+    let stopped = false
+    w.on('message', (r: Response) => l.message(r))
+    w.on('error', (e: Error) => l.fail(new Error(`cutpoint: worker failed: ${e?.message ?? e}`)))
+    w.on('exit', (code: number) => {
+      if (!stopped) l.fail(new Error(`cutpoint: worker exited unexpectedly (code ${code})`))
+    })
+    return {
+      post: (m, t) => w.postMessage(m, t),
+      terminate: () => {
+        stopped = true
+        void w.terminate()
+      },
+    }
+  }
+  // Written out in full so bundlers (Vite) find and emit the worker.
+  const w = new Worker(new URL('../../worker/cutpoint.worker.js', import.meta.url), { type: 'module', name: 'cutpoint' })
+  w.onmessage = (e: MessageEvent) => l.message(e.data)
+  w.onerror = (e: ErrorEvent) => {
+    e.preventDefault?.()
+    l.fail(new Error(`cutpoint: worker failed: ${e.message || 'error while loading or running the worker'}`))
+  }
+  w.onmessageerror = () => l.fail(new Error('cutpoint: a worker message could not be read'))
+  return { post: (m, t) => w.postMessage(m, t), terminate: () => w.terminate() }
+}
+
+/** The coordinator's thread as a "worker" (workers: 0). */
+function inline(l: Listener): Port {
+  const h = new Handler()
+  let chain = Promise.resolve()
+  let stopped = false
+  return {
+    post: (m) => {
+      chain = chain.then(async () => {
+        let r: Response
+        try {
+          r = (await h.handle(m)).res
+        } catch (e: any) {
+          r = { type: 'cutpoint:error', id: m.id, message: String(e?.message ?? e) }
+        }
+        if (!stopped) l.message(r)
+      })
+    },
+    terminate: () => {
+      stopped = true
+      void chain.then(() => h.close())
+    },
+  }
+}
+
+interface Job {
+  msg: Request
+  transfer: ArrayBuffer[]
+  resolve(r: any): void
+  reject(e: Error): void
+}
+
+interface Slot {
+  port?: Port
+  job?: Job
+}
+
+export class Pool {
+  private slots: Slot[] = []
+  private queue: Job[] = []
+  private nextId = 1
+  private failed?: Error
+  private closed = false
+  readonly info: { buildId: string; backend: string } = { buildId: '', backend: '' }
+
+  private constructor(readonly size: number) {}
+
+  /** Starts `n` workers (0: run in this thread) and sends each `init`. */
+  static async create(n: number, init: Omit<InitMsg, 'type' | 'id'>): Promise<Pool> {
+    const pool = new Pool(Math.max(1, n))
+    const listeners = (slot: Slot): Listener => ({
+      message: (r) => pool.onMessage(slot, r),
+      fail: (e) => pool.fail(e),
+    })
+    for (let i = 0; i < pool.size; i++) {
+      const slot: Slot = {}
+      pool.slots.push(slot)
+    }
+    try {
+      await Promise.all(
+        pool.slots.map(async (slot) => {
+          slot.port = n === 0 ? inline(listeners(slot)) : await spawn(listeners(slot))
+        }),
+      )
+      const ready: ReadyRes[] = await Promise.all(
+        pool.slots.map((slot) => pool.runOn<ReadyRes>(slot, { type: 'cutpoint:init', ...init } as InitMsg, [])),
+      )
+      Object.assign(pool.info, { buildId: ready[0].buildId, backend: ready[0].backend })
+    } catch (e) {
+      pool.terminate()
+      throw e
+    }
+    return pool
+  }
+
+  /** Runs a job on the next free worker. */
+  run<T extends Response>(msg: Omit<Request, 'id'>, transfer: ArrayBuffer[] = []): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.failed || this.closed) return reject(this.failed ?? new Error('cutpoint: the worker pool is closed'))
+      const job: Job = { msg: { ...msg, id: this.nextId++ } as Request, transfer, resolve, reject }
+      const slot = this.slots.find((s) => !s.job && s.port)
+      if (slot) this.start(slot, job)
+      else this.queue.push(job)
+    })
+  }
+
+  private runOn<T>(slot: Slot, msg: Request, transfer: ArrayBuffer[]): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      msg.id = this.nextId++
+      this.start(slot, { msg, transfer, resolve, reject })
+    })
+  }
+
+  private start(slot: Slot, job: Job) {
+    slot.job = job
+    try {
+      slot.port!.post(job.msg, job.transfer)
+    } catch (e: any) {
+      this.fail(new Error(`cutpoint: cannot send a job to a worker: ${e?.message ?? e}`))
+    }
+  }
+
+  private onMessage(slot: Slot, r: Response) {
+    const job = slot.job
+    if (!job || job.msg.id !== r.id) {
+      this.fail(new Error(`cutpoint: unexpected message from a worker (${r?.type} #${r?.id})`))
+      return
+    }
+    slot.job = undefined
+    if (r.type === 'cutpoint:error') {
+      this.fail(new Error(`cutpoint: ${r.message}`))
+      job.reject(this.failed!)
+      return
+    }
+    job.resolve(r)
+    const next = this.queue.shift()
+    if (next) this.start(slot, next)
+  }
+
+  /** Fails every pending job with `e` and stops the workers. */
+  fail(e: Error) {
+    if (this.failed) return
+    this.failed = e
+    for (const s of this.slots) {
+      s.job?.reject(e)
+      s.job = undefined
+    }
+    for (const j of this.queue.splice(0)) j.reject(e)
+    this.terminate()
+  }
+
+  terminate() {
+    if (this.closed) return
+    this.closed = true
+    for (const s of this.slots) s.port?.terminate()
+    for (const j of this.queue.splice(0)) j.reject(this.failed ?? new Error('cutpoint: the worker pool was closed'))
+  }
+
+  /** Test hook: makes one worker crash. */
+  crashOne(): Promise<unknown> {
+    return this.run({ type: 'cutpoint:crash' } as any)
+  }
+}

@@ -1,0 +1,78 @@
+// Messages between the coordinator and the workers. Every type is prefixed `cutpoint:`.
+import type { Flavor } from './wasm.js'
+
+/** Where a worker reads its slices from. */
+export type SourceDesc =
+  /** A Blob or File: the worker reads `blob.slice(start, end)` itself. */
+  | { kind: 'blob'; blob: Blob }
+  /** A file by path (Node, Deno): the worker opens it and reads at offsets. */
+  | { kind: 'path'; path: string }
+  /** Bytes in a SharedArrayBuffer: the worker copies its slice out. */
+  | { kind: 'shared'; bytes: Uint8Array }
+  /** The coordinator sends each job's bytes (streams, ordinary Uint8Arrays). */
+  | { kind: 'message' }
+
+export interface InitMsg {
+  type: 'cutpoint:init'
+  id: number
+  flavor: Flavor
+  profile: string
+  backend: string
+  hash: string
+  /** Largest stage-1 slice in bytes (segment + window). */
+  capacity: number
+  source: SourceDesc
+}
+
+/** Stage 1 of positions `[a, b)`, from the bytes `[start, b)` (`start = max(0, a - W)`). */
+export interface Stage1Msg {
+  type: 'cutpoint:stage1'
+  id: number
+  start: number
+  a: number
+  b: number
+  /** Kernel segment size within the slice (0: the kernel splits by its lanes). */
+  lane: number
+  bytes?: Uint8Array
+}
+
+/** Digests of consecutive chunks starting at `start` with these lengths. */
+export interface HashMsg {
+  type: 'cutpoint:hash'
+  id: number
+  start: number
+  lengths: Uint32Array
+  bytes?: Uint8Array
+}
+
+/** Test hook: the worker dies (uncaught error) while handling this. */
+export interface CrashMsg {
+  type: 'cutpoint:crash'
+  id: number
+}
+
+export type Request = InitMsg | Stage1Msg | HashMsg | CrashMsg
+
+export interface ReadyRes {
+  type: 'cutpoint:ready'
+  id: number
+  buildId: string
+  backend: string
+}
+export interface Stage1Res {
+  type: 'cutpoint:stage1'
+  id: number
+  strict: Uint32Array
+  loose: Uint32Array
+}
+export interface HashRes {
+  type: 'cutpoint:hash'
+  id: number
+  digests: Uint8Array
+}
+export interface ErrorRes {
+  type: 'cutpoint:error'
+  id: number
+  message: string
+}
+export type Response = ReadyRes | Stage1Res | HashRes | ErrorRes

@@ -1,0 +1,138 @@
+// What a worker does: loads the wasm once, reads its own slices of the source straight into
+// wasm memory, runs the core's stage 1 or fingerprints, and answers with compact typed arrays.
+// Also runs in the coordinator's thread when `workers: 0` is asked for.
+import { loadWasm, isDeno, type Wasm, type WasmHasher, type WasmStage1 } from '../web/src/wasm.js'
+import type { InitMsg, Request, Response, SourceDesc } from '../web/src/protocol.js'
+
+export interface Answer {
+  res: Response
+  transfer: ArrayBuffer[]
+}
+
+type Reader = (start: number, end: number, into: () => Uint8Array) => Promise<void>
+
+export class Handler {
+  private wasm?: Wasm
+  private st1?: WasmStage1
+  private hasher?: WasmHasher
+  private read?: Reader
+  private closeSource?: () => Promise<void>
+
+  async handle(msg: Request): Promise<Answer> {
+    switch (msg.type) {
+      case 'cutpoint:init':
+        return this.init(msg)
+      case 'cutpoint:stage1': {
+        const st1 = this.need(this.st1)
+        const len = msg.b - msg.start
+        if (len > st1.capacity) throw new Error(`slice of ${len} bytes exceeds the worker buffer (${st1.capacity})`)
+        await this.fill(msg.start, msg.b, msg.bytes, () => this.wasm!.view(st1.inputPtr(), len))
+        st1.scan(len, msg.a - msg.start, msg.b - msg.start, msg.lane)
+        const strict = st1.strictOffsets()
+        const loose = st1.looseOffsets()
+        return { res: { type: 'cutpoint:stage1', id: msg.id, strict, loose }, transfer: [strict.buffer as ArrayBuffer, loose.buffer as ArrayBuffer] }
+      }
+      case 'cutpoint:hash': {
+        const h = this.need(this.hasher)
+        let total = 0
+        for (const l of msg.lengths) total += l
+        h.reserve(total)
+        await this.fill(msg.start, msg.start + total, msg.bytes, () => this.wasm!.view(h.inputPtr(), total))
+        const digests = h.digests(msg.lengths)
+        return { res: { type: 'cutpoint:hash', id: msg.id, digests }, transfer: [digests.buffer as ArrayBuffer] }
+      }
+      case 'cutpoint:crash':
+        setTimeout(() => {
+          throw new Error('cutpoint: test crash')
+        })
+        return new Promise(() => {})
+      default:
+        throw new Error(`unknown message ${(msg as any)?.type}`)
+    }
+  }
+
+  async close(): Promise<void> {
+    this.st1?.free()
+    this.hasher?.free()
+    this.st1 = this.hasher = undefined
+    await this.closeSource?.()
+    this.closeSource = undefined
+  }
+
+  private need<T>(x: T | undefined): T {
+    if (!x) throw new Error('worker used before cutpoint:init')
+    return x
+  }
+
+  private async init(msg: InitMsg): Promise<Answer> {
+    await this.close()
+    this.wasm = await loadWasm(msg.flavor)
+    const m = this.wasm.mod
+    this.st1 = new m.Stage1(msg.profile, msg.backend, msg.capacity)
+    if (msg.hash !== 'none') this.hasher = new m.Hasher(msg.hash, 1 << 16)
+    this.read = await openSource(msg.source, (c) => (this.closeSource = c))
+    return {
+      res: { type: 'cutpoint:ready', id: msg.id, buildId: m.buildId(), backend: this.st1.backend },
+      transfer: [],
+    }
+  }
+
+  private async fill(start: number, end: number, bytes: Uint8Array | undefined, into: () => Uint8Array) {
+    if (bytes) {
+      if (bytes.length !== end - start) throw new Error(`job carries ${bytes.length} bytes, expected ${end - start}`)
+      into().set(bytes)
+    } else {
+      await this.need(this.read)(start, end, into)
+    }
+  }
+}
+
+async function openSource(src: SourceDesc, onClose: (c: () => Promise<void>) => void): Promise<Reader> {
+  switch (src.kind) {
+    case 'message':
+      return async () => {
+        throw new Error('this source sends bytes with each job')
+      }
+    case 'shared':
+      return async (s, e, into) => into().set(src.bytes.subarray(s, e))
+    case 'blob':
+      return async (s, e, into) => {
+        let buf: ArrayBuffer
+        try {
+          buf = await src.blob.slice(s, e).arrayBuffer()
+        } catch (err: any) {
+          throw new Error(`cannot read bytes ${s}..${e} of the file: ${err?.message ?? err}`)
+        }
+        if (buf.byteLength !== e - s) throw new Error(`short read at ${s}: the file changed while it was read`)
+        into().set(new Uint8Array(buf))
+      }
+    case 'path': {
+      if (isDeno) {
+        const D = (globalThis as any).Deno
+        const f = await D.open(src.path, { read: true })
+        onClose(async () => f.close())
+        return async (s, e, into) => {
+          await f.seek(s, D.SeekMode.Start)
+          let off = 0
+          while (off < e - s) {
+            const n = await f.read(into().subarray(off, e - s))
+            if (n === null || n === 0) throw new Error(`${src.path}: short read at ${s + off} (file shrank?)`)
+            off += n
+          }
+        }
+      }
+      const fsName = 'node:fs/promises'
+      const fs = await import(/* @vite-ignore */ fsName)
+      const fh = await fs.open(src.path, 'r')
+      onClose(async () => fh.close())
+      return async (s, e, into) => {
+        let off = 0
+        while (off < e - s) {
+          const { bytesRead } = await fh.read(into(), off, e - s - off, s + off)
+          if (bytesRead === 0) throw new Error(`${src.path}: short read at ${s + off} (file shrank?)`)
+          off += bytesRead
+        }
+      }
+    }
+  }
+}
