@@ -1,6 +1,7 @@
 //! The stage-1 backend registry: chosen once, forceable, reported.
 
 use crate::error::Error;
+use crate::profile::Family;
 use crate::stage1::{self, Stage1Fn};
 use std::sync::OnceLock;
 
@@ -58,9 +59,9 @@ impl Backend {
     pub fn is_supported(self) -> bool {
         match self {
             Backend::Scalar | Backend::Interleaved => true,
-            #[cfg(all(target_arch = "x86_64", cutpoint_simd_todo))]
+            #[cfg(target_arch = "x86_64")]
             Backend::Avx2 => std::is_x86_feature_detected!("avx2"),
-            #[cfg(all(target_arch = "x86_64", cutpoint_simd_todo))]
+            #[cfg(target_arch = "x86_64")]
             Backend::Avx512 => {
                 std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw")
             }
@@ -84,9 +85,9 @@ impl Backend {
         match self {
             Backend::Scalar => stage1::scalar::stage1,
             Backend::Interleaved => stage1::interleaved::stage1,
-            #[cfg(all(target_arch = "x86_64", cutpoint_simd_todo))]
+            #[cfg(target_arch = "x86_64")]
             Backend::Avx2 => stage1::avx2::stage1,
-            #[cfg(all(target_arch = "x86_64", cutpoint_simd_todo))]
+            #[cfg(target_arch = "x86_64")]
             Backend::Avx512 => stage1::avx512::stage1,
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             Backend::Simd128 => stage1::simd128::stage1,
@@ -100,8 +101,8 @@ impl Backend {
         match self {
             Backend::Scalar => 1,
             Backend::Interleaved => stage1::interleaved::LANES,
-            Backend::Avx2 => 8,
-            Backend::Avx512 => 16,
+            Backend::Avx2 => 16,
+            Backend::Avx512 => 64,
             Backend::Simd128 => 4,
         }
     }
@@ -118,28 +119,56 @@ pub fn available() -> Vec<Backend> {
     ALL.iter().copied().filter(|b| b.is_supported()).collect()
 }
 
-/// The default backend: `CUTPOINT_BACKEND` if set (an unknown or unsupported name is an
-/// error), else the fastest measured on this kind of CPU. Chosen once and cached.
-pub fn detect() -> Result<Backend, Error> {
-    static CHOICE: OnceLock<Result<Backend, String>> = OnceLock::new();
-    CHOICE
-        .get_or_init(|| match std::env::var("CUTPOINT_BACKEND") {
-            Ok(name) if !name.trim().is_empty() => Backend::parse(&name)
-                .map_err(|e| format!("CUTPOINT_BACKEND: {e}")),
-            _ => Ok(fastest()),
+/// The default backend for `family`: `CUTPOINT_BACKEND` if set (an unknown or unsupported
+/// name is an error), else the fastest kernel measured for that family on this kind of CPU.
+/// Chosen once per family and cached.
+pub fn detect_for(family: Family) -> Result<Backend, Error> {
+    static CHOICE: [OnceLock<Result<Backend, String>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let slot = match family {
+        Family::Crc32 => 0,
+        Family::Rabin => 1,
+        Family::Gear => 2,
+    };
+    CHOICE[slot]
+        .get_or_init(|| match forced() {
+            Some(r) => r,
+            None => Ok(fastest(family)),
         })
         .clone()
         .map_err(Error::Config)
 }
 
-/// The preference order, fastest first, from `npm run bench` on this machine (see README).
-fn fastest() -> Backend {
-    for b in PREFERENCE {
-        if b.is_supported() {
-            return b;
-        }
-    }
-    Backend::Scalar
+/// The default backend for the default profile's family (see [`detect_for`]).
+pub fn detect() -> Result<Backend, Error> {
+    detect_for(crate::profile::Profile::default_profile().family)
 }
 
-const PREFERENCE: [Backend; 5] = [Backend::Avx512, Backend::Avx2, Backend::Simd128, Backend::Interleaved, Backend::Scalar];
+/// `CUTPOINT_BACKEND`, when set and not empty.
+fn forced() -> Option<Result<Backend, String>> {
+    match std::env::var("CUTPOINT_BACKEND") {
+        Ok(name) if !name.trim().is_empty() => {
+            Some(Backend::parse(&name).map_err(|e| format!("CUTPOINT_BACKEND: {e}")))
+        }
+        _ => None,
+    }
+}
+
+/// The first supported backend of the family's preference list.
+pub fn fastest(family: Family) -> Backend {
+    preference(family).iter().copied().find(|b| b.is_supported()).unwrap_or(Backend::Scalar)
+}
+
+/// Preference per family, fastest first, from `cargo bench --bench chunking -- stage1/` and
+/// `cargo run --release --example speed` (median of repeated runs, 64 MiB of seeded random
+/// bytes, one thread; see README for the full table).
+pub fn preference(family: Family) -> &'static [Backend] {
+    match family {
+        Family::Crc32 => &CRC32_PREFERENCE,
+        Family::Rabin => &RABIN_PREFERENCE,
+        Family::Gear => &GEAR_PREFERENCE,
+    }
+}
+
+const CRC32_PREFERENCE: [Backend; 5] = [Backend::Avx512, Backend::Avx2, Backend::Simd128, Backend::Interleaved, Backend::Scalar];
+const RABIN_PREFERENCE: [Backend; 5] = [Backend::Avx512, Backend::Avx2, Backend::Simd128, Backend::Interleaved, Backend::Scalar];
+const GEAR_PREFERENCE: [Backend; 5] = [Backend::Avx512, Backend::Avx2, Backend::Simd128, Backend::Interleaved, Backend::Scalar];

@@ -65,7 +65,7 @@ impl Engine {
                 return Err(Error::config(format!("backend '{}' is not supported on this CPU", b.name())))
             }
             Some(b) => b,
-            None => backend::detect()?,
+            None => backend::detect_for(profile.family)?,
         };
         if opts.segment_size == Some(0) {
             return Err(Error::config("segment size must be at least 1 byte"));
@@ -256,6 +256,80 @@ impl Engine {
             }
         }
         chunks.iter_mut().for_each(one);
+    }
+
+    /// Fingerprints `chunks` with this engine's algorithm and threads, in place, keeping their
+    /// order; `buf` holds the bytes `[base, base + buf.len())`, which must cover every chunk.
+    pub fn fingerprint_chunks(&self, buf: &[u8], base: u64, chunks: &mut [Chunk]) -> Result<(), Error> {
+        let end = base + buf.len() as u64;
+        if let Some(c) = chunks.iter().find(|c| c.offset < base || c.offset + c.length as u64 > end) {
+            return Err(Error::config(format!(
+                "chunk [{}, {}) is outside the buffer [{base}, {end})",
+                c.offset,
+                c.offset + c.length as u64
+            )));
+        }
+        let base = usize::try_from(base).map_err(|_| Error::config("offset too large for this platform"))?;
+        self.fingerprint(buf, base, chunks);
+        Ok(())
+    }
+
+    /// Regular chunking resumed at a boundary `start` (e.g. RapidCDC's fallback after a missed
+    /// hint): the chunks [`Engine::scan_resumed`] then finds are the ones the boundary rule
+    /// gives for an input whose chunk starts at `start`, whatever blocks the caller scans.
+    pub fn resume(&self, start: usize) -> Resumed {
+        let mut sc = Scanner::new(&self.profile);
+        sc.sel.restart(start);
+        Resumed { sc, next: start + self.profile.min, min: self.profile.min }
+    }
+
+    /// Stage 1 (on this engine's threads) and stage 2 over positions
+    /// `[r.next_position(), q)`, appending the cuts found to `out`. `buf` holds the bytes
+    /// `[base, base + buf.len())`, which must include `[r.next_position() - W, q - 1)`.
+    /// Returns the number of positions scanned (0 when `q <= r.next_position()`).
+    pub fn scan_resumed(&self, r: &mut Resumed, buf: &[u8], base: usize, q: usize, out: &mut Vec<usize>) -> Result<usize, Error> {
+        let p = r.next_position();
+        if q <= p {
+            return Ok(0);
+        }
+        let w = self.profile.window;
+        if p < w || p - w < base || q - 1 > base + buf.len() {
+            return Err(Error::config(format!(
+                "positions [{p}, {q}) need bytes [{}, {}); the buffer holds [{base}, {})",
+                p.saturating_sub(w),
+                q - 1,
+                base + buf.len()
+            )));
+        }
+        self.scan(&mut r.sc, buf, base, p, q, out);
+        r.next = q;
+        Ok(q - p)
+    }
+}
+
+/// State of a resumed regular chunking (see [`Engine::resume`]).
+pub struct Resumed {
+    sc: Scanner,
+    /// Positions before `next` have been scanned.
+    next: usize,
+    min: usize,
+}
+
+impl Resumed {
+    /// Start of the current, not yet cut, chunk.
+    pub fn start(&self) -> usize {
+        self.sc.sel.start()
+    }
+
+    /// The first position the next scan examines: positions below `start + MIN` cannot cut,
+    /// so a scan never begins before it.
+    pub fn next_position(&self) -> usize {
+        self.next.max(self.sc.sel.start() + self.min)
+    }
+
+    /// End of input at `n`: the open chunk, if any, ends there.
+    pub fn finish(&mut self, n: usize, out: &mut Vec<usize>) {
+        self.sc.sel.finish(n, out);
     }
 }
 

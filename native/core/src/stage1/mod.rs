@@ -16,9 +16,9 @@ use std::ops::Range;
 
 pub mod interleaved;
 pub mod scalar;
-#[cfg(all(target_arch = "x86_64", cutpoint_simd_todo))]
+#[cfg(target_arch = "x86_64")]
 pub mod avx2;
-#[cfg(all(target_arch = "x86_64", cutpoint_simd_todo))]
+#[cfg(target_arch = "x86_64")]
 pub mod avx512;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub mod simd128;

@@ -1,0 +1,687 @@
+//! AVX-512 stage-1 kernel.
+//!
+//! Two designs, both measured (`cargo bench --bench chunking -- stage1/avx512`):
+//!
+//! * **Gathers** — the SS-CDC paper's design: one segment per lane, 16 × u32 lanes per register
+//!   for crc32 (`_mm512_i32gather_epi32` into `crct` and `crcu`, the data fetched four rolls
+//!   at a time as one dword per lane), 8 × u64 lanes for rabin and gear
+//!   (`_mm512_i64gather_epi64` into the tables, one qword of data per lane per eight rolls).
+//!   `G` registers advance together to hide the gathers' latency.
+//! * **Byte-sliced GF(2) affine** (crc32, needs GFNI and VBMI): CRC-32 is linear over GF(2),
+//!   so each byte of `crct[x]` — and of the leaving byte's contribution — is an 8×8 bit matrix
+//!   times `x`: one `vgf2p8affineqb`. The state of 64 segments is held as four byte planes
+//!   (plane `p` = byte `p` of every lane's CRC), so one roll of 64 chains is 8 affine products
+//!   and 4 XORs, with no memory lookups at all. The data is transposed 64 × 64 bytes at a time
+//!   (qword transposes plus one `vpermb`) into a ring that also supplies the leaving bytes.
+//!
+//! Why gathers lose: a 16-lane `vpgatherdd` is 16 loads; each crc32 roll needs two of them,
+//! and the `crct` one sits on the dependency chain with ~20+ cycles latency, whereas the
+//! interleaved scalar kernel's chains issue plain loads. The affine form removes the table
+//! loads entirely. Measured numbers are in `backend.rs` next to the preference table.
+//!
+//! Segments are re-cut into as many near-equal pieces as there are lanes (see
+//! [`super::avx2::pieces`]); each lane warms up over the `W` bytes before its piece, the lanes
+//! run in lockstep over the common length, and each finishes its remainder with the scalar
+//! loop. Small inputs go to the interleaved kernel.
+
+use super::avx2::{min_piece, offsets_fit, pieces};
+use super::mark;
+use super::scalar::scan_from;
+use crate::hash::{crc_add, rabin_add, Tables};
+use crate::profile::Family;
+use std::arch::x86_64::*;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+/// Registers of lanes advanced together in the gather kernels (2 beats 1; 4 is no better).
+const G: usize = 2;
+
+/// Whether the byte-sliced crc32 kernel can run (GFNI + AVX512-VBMI on top of F/BW).
+pub fn has_affine() -> bool {
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| {
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vbmi")
+            && std::is_x86_feature_detected!("gfni")
+    })
+}
+
+/// The kernel: byte-sliced affine crc32 where the CPU has GFNI+VBMI, gathers otherwise.
+///
+/// # Safety
+/// See [`super::Stage1Fn`]; the CPU must support AVX512F and AVX512BW.
+#[target_feature(enable = "avx512f,avx512bw")]
+pub unsafe fn stage1(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+    if t.family == Family::Crc32 && has_affine() && t.window <= MAX_RING_WINDOW {
+        // SAFETY: has_affine() verified avx512f+avx512bw+avx512vbmi+gfni.
+        unsafe { stage1_affine(t, data, segs, origin, strict, loose) }
+    } else {
+        // SAFETY: the caller verified avx512f+avx512bw.
+        unsafe { stage1_gather(t, data, segs, origin, strict, loose) }
+    }
+}
+
+/// The gather design for every family (the paper's kernel).
+///
+/// # Safety
+/// See [`super::Stage1Fn`]; the CPU must support AVX512F and AVX512BW.
+#[target_feature(enable = "avx512f,avx512bw")]
+pub unsafe fn stage1_gather(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+    super::check_args(t, data, segs, origin, strict, loose);
+    if t.magic & !t.mask_loose != 0 {
+        return; // no hash can ever match
+    }
+    let w = t.window;
+    let lanes = match t.family {
+        Family::Crc32 => 16 * G,
+        _ => 8 * G,
+    };
+    let Some(plan) = pieces(segs, lanes, min_piece(w)) else {
+        // SAFETY: the interleaved kernel needs no special instructions; same arguments.
+        return unsafe { super::interleaved::stage1(t, data, segs, origin, strict, loose) };
+    };
+    for group in plan.chunks(lanes) {
+        if group.len() < lanes || !offsets_fit(group, w) {
+            // SAFETY: as above; the pieces lie inside the caller's segments.
+            unsafe { super::interleaved::stage1(t, data, group, origin, strict, loose) };
+            continue;
+        }
+        // SAFETY: avx512f+avx512bw enabled here; `group` has `lanes` pieces each with
+        // `W <= start`, `start + min_piece(W) <= end <= data.len()`, offsets fitting i32.
+        unsafe {
+            match t.family {
+                Family::Crc32 => crc_gather(t, data, group, origin, strict, loose),
+                Family::Rabin => rabin_gather(t, data, group, origin, strict, loose),
+                Family::Gear => gear_gather(t, data, group, origin, strict, loose),
+            }
+        }
+    }
+}
+
+fn lane_offsets(group: &[Range<usize>], w: usize) -> (usize, Vec<i32>) {
+    let base = group.iter().map(|s| s.start - w).min().unwrap();
+    (base, group.iter().map(|s| (s.start - w - base) as i32).collect())
+}
+
+#[inline(never)]
+#[cold]
+fn mark_lanes(t: &Tables, m: u64, hs: &[u64], srcs: &[usize], i: usize, origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+    let mut m = m;
+    while m != 0 {
+        let k = m.trailing_zeros() as usize;
+        m &= m - 1;
+        let h = hs[k];
+        if h & t.mask_loose == t.magic {
+            mark(t, h, srcs[k] + i - origin, strict, loose);
+        }
+    }
+}
+
+fn finish<F: Fn(u64, u8, u8) -> u64>(
+    t: &Tables,
+    data: &[u8],
+    group: &[Range<usize>],
+    done: usize,
+    hs: &[u64],
+    origin: usize,
+    strict: &mut [u64],
+    loose: &mut [u64],
+    roll: F,
+) {
+    for (k, s) in group.iter().enumerate() {
+        let p = s.start + done;
+        if p < s.end {
+            scan_from(t, data, p..s.end, origin, strict, loose, hs[k], &roll);
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn store32(v: &[__m512i; G]) -> Vec<u64> {
+    let mut out = [0u32; 16 * G];
+    for g in 0..G {
+        // SAFETY: `out` has room for 16 u32 per register.
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(16 * g) as *mut _, v[g]) };
+    }
+    out.iter().map(|&x| x as u64).collect()
+}
+
+#[inline(always)]
+unsafe fn store64(v: &[__m512i; G]) -> [u64; 8 * G] {
+    let mut out = [0u64; 8 * G];
+    for g in 0..G {
+        // SAFETY: `out` has room for 8 u64 per register.
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * g) as *mut _, v[g]) };
+    }
+    out
+}
+
+/// crc32 over `16 * G` pieces with gathers.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn crc_gather(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+    let w = t.window;
+    let common = group.iter().map(|s| s.len()).min().unwrap();
+    let (base, offs) = lane_offsets(group, w);
+    let srcs: Vec<usize> = group.iter().map(|s| s.start - w).collect();
+    let p = unsafe { data.as_ptr().add(base) };
+    let crct = t.crct.as_ptr() as *const u8;
+    let crcu = t.crcu.as_ptr() as *const u8;
+    let ff = _mm512_set1_epi32(0xff);
+    let ml = _mm512_set1_epi32(t.mask_loose as u32 as i32);
+    let mg = _mm512_set1_epi32(t.magic as u32 as i32);
+    let mut off = [_mm512_setzero_si512(); G];
+    let mut h = [_mm512_setzero_si512(); G];
+    for g in 0..G {
+        // SAFETY: `offs` has 16 * G entries.
+        off[g] = unsafe { _mm512_loadu_si512(offs.as_ptr().add(16 * g) as *const _) };
+    }
+    // Warm-up: W rolls from 0 with no leaving byte; dword reads end before start + 3 < end.
+    for r in 0..w {
+        let rr = _mm512_set1_epi32(r as i32);
+        for g in 0..G {
+            // SAFETY: data[src_k + r .. src_k + r + 4] is in bounds for every lane.
+            let c = unsafe { _mm512_i32gather_epi32::<1>(_mm512_add_epi32(off[g], rr), p as *const _) };
+            let idx = _mm512_and_si512(_mm512_xor_si512(h[g], c), ff);
+            // SAFETY: idx < 256.
+            let tv = unsafe { _mm512_i32gather_epi32::<4>(idx, crct as *const _) };
+            h[g] = _mm512_xor_si512(_mm512_srli_epi32::<8>(h[g]), tv);
+        }
+    }
+    // Lockstep rolls r = W .. W + n4, four per data gather; check src + r before roll r.
+    let n4 = (common - 1) / 4 * 4;
+    let mut r = w;
+    while r < w + n4 {
+        let rr = _mm512_set1_epi32(r as i32);
+        let rl = _mm512_set1_epi32((r - w) as i32);
+        let mut ent = [_mm512_setzero_si512(); G];
+        let mut lv = [_mm512_setzero_si512(); G];
+        for g in 0..G {
+            // SAFETY: dwords at src + r (ends <= start + common - 1 < end) and src + r - W.
+            unsafe {
+                ent[g] = _mm512_i32gather_epi32::<1>(_mm512_add_epi32(off[g], rr), p as *const _);
+                lv[g] = _mm512_i32gather_epi32::<1>(_mm512_add_epi32(off[g], rl), p as *const _);
+            }
+        }
+        for j in 0..4 {
+            let mut any = 0u64;
+            for g in 0..G {
+                let m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(h[g], ml), mg);
+                any |= (m as u64) << (16 * g);
+            }
+            if any != 0 {
+                let hs = unsafe { store32(&h) };
+                mark_lanes(t, any, &hs, &srcs, r + j, origin, strict, loose);
+            }
+            for g in 0..G {
+                let l = _mm512_and_si512(lv[g], ff);
+                let c = _mm512_and_si512(ent[g], ff);
+                lv[g] = _mm512_srli_epi32::<8>(lv[g]);
+                ent[g] = _mm512_srli_epi32::<8>(ent[g]);
+                // SAFETY: l, idx < 256.
+                let u = unsafe { _mm512_i32gather_epi32::<4>(l, crcu as *const _) };
+                let hh = _mm512_xor_si512(h[g], u);
+                let idx = _mm512_and_si512(_mm512_xor_si512(hh, c), ff);
+                let tv = unsafe { _mm512_i32gather_epi32::<4>(idx, crct as *const _) };
+                h[g] = _mm512_xor_si512(_mm512_srli_epi32::<8>(hh), tv);
+            }
+        }
+        r += 4;
+    }
+    let hs = unsafe { store32(&h) };
+    finish(t, data, group, n4, &hs, origin, strict, loose, |h, o, i| {
+        crc_add(&t.crct, h as u32 ^ t.crcu[o as usize], i) as u64
+    });
+}
+
+/// rabin over `8 * G` pieces with gathers (u64 lanes).
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn rabin_gather(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+    let w = t.window;
+    let common = group.iter().map(|s| s.len()).min().unwrap();
+    let (base, offs) = lane_offsets(group, w);
+    let srcs: Vec<usize> = group.iter().map(|s| s.start - w).collect();
+    let p = unsafe { data.as_ptr().add(base) };
+    let tt = t.rabin_t.as_ptr() as *const u8;
+    let tu = t.rabin_u.as_ptr() as *const u8;
+    let ff = _mm512_set1_epi64(0xff);
+    let ml = _mm512_set1_epi64(t.mask_loose as i64);
+    let mg = _mm512_set1_epi64(t.magic as i64);
+    let mut off = [_mm256_setzero_si256(); G];
+    let mut h = [_mm512_setzero_si512(); G];
+    for g in 0..G {
+        // SAFETY: `offs` has 8 * G entries.
+        off[g] = unsafe { _mm256_loadu_si256(offs.as_ptr().add(8 * g) as *const __m256i) };
+    }
+    for r in 0..w {
+        let rr = _mm256_set1_epi32(r as i32);
+        for g in 0..G {
+            // SAFETY: the qword at src + r ends before start + 7 < end.
+            let c = _mm512_and_si512(unsafe { _mm512_i32gather_epi64::<1>(_mm256_add_epi32(off[g], rr), p as *const _) }, ff);
+            // SAFETY: h < 2^53, so h >> 45 < 256.
+            let tv = unsafe { _mm512_i64gather_epi64::<8>(_mm512_srli_epi64::<45>(h[g]), tt as *const _) };
+            h[g] = _mm512_xor_si512(_mm512_or_si512(_mm512_slli_epi64::<8>(h[g]), c), tv);
+        }
+    }
+    let n8 = (common - 1) / 8 * 8;
+    let mut r = w;
+    while r < w + n8 {
+        let rr = _mm256_set1_epi32(r as i32);
+        let rl = _mm256_set1_epi32((r - w) as i32);
+        let mut ent = [_mm512_setzero_si512(); G];
+        let mut lv = [_mm512_setzero_si512(); G];
+        for g in 0..G {
+            // SAFETY: qwords at src + r and src + r - W, ending before start + common - 1.
+            unsafe {
+                ent[g] = _mm512_i32gather_epi64::<1>(_mm256_add_epi32(off[g], rr), p as *const _);
+                lv[g] = _mm512_i32gather_epi64::<1>(_mm256_add_epi32(off[g], rl), p as *const _);
+            }
+        }
+        for j in 0..8 {
+            let mut any = 0u64;
+            for g in 0..G {
+                let m = _mm512_cmpeq_epi64_mask(_mm512_and_si512(h[g], ml), mg);
+                any |= (m as u64) << (8 * g);
+            }
+            if any != 0 {
+                let hs = unsafe { store64(&h) };
+                mark_lanes(t, any, &hs, &srcs, r + j, origin, strict, loose);
+            }
+            for g in 0..G {
+                let l = _mm512_and_si512(lv[g], ff);
+                let c = _mm512_and_si512(ent[g], ff);
+                lv[g] = _mm512_srli_epi64::<8>(lv[g]);
+                ent[g] = _mm512_srli_epi64::<8>(ent[g]);
+                // SAFETY: l < 256; hh < 2^53.
+                let u = unsafe { _mm512_i64gather_epi64::<8>(l, tu as *const _) };
+                let hh = _mm512_xor_si512(h[g], u);
+                let tv = unsafe { _mm512_i64gather_epi64::<8>(_mm512_srli_epi64::<45>(hh), tt as *const _) };
+                h[g] = _mm512_xor_si512(_mm512_or_si512(_mm512_slli_epi64::<8>(hh), c), tv);
+            }
+        }
+        r += 8;
+    }
+    let hs = unsafe { store64(&h) };
+    finish(t, data, group, n8, &hs, origin, strict, loose, |h, o, i| {
+        rabin_add(&t.rabin_t, h ^ t.rabin_u[o as usize], i)
+    });
+}
+
+/// gear over `8 * G` pieces with gathers (u64 lanes; W = 64, no leaving byte).
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn gear_gather(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+    let w = t.window;
+    let common = group.iter().map(|s| s.len()).min().unwrap();
+    let (base, offs) = lane_offsets(group, w);
+    let srcs: Vec<usize> = group.iter().map(|s| s.start - w).collect();
+    let p = unsafe { data.as_ptr().add(base) };
+    let gt = t.gear.as_ptr() as *const u8;
+    let ff = _mm512_set1_epi64(0xff);
+    let ml = _mm512_set1_epi64(t.mask_loose as i64);
+    let mg = _mm512_set1_epi64(t.magic as i64);
+    let mut off = [_mm256_setzero_si256(); G];
+    let mut h = [_mm512_setzero_si512(); G];
+    for g in 0..G {
+        // SAFETY: `offs` has 8 * G entries.
+        off[g] = unsafe { _mm256_loadu_si256(offs.as_ptr().add(8 * g) as *const __m256i) };
+    }
+    let n8 = (common - 1) / 8 * 8;
+    let mut r = 0;
+    while r < w + n8 {
+        let rr = _mm256_set1_epi32(r as i32);
+        let mut ent = [_mm512_setzero_si512(); G];
+        for g in 0..G {
+            // SAFETY: the qword at src + r ends at or before start + n8 < end.
+            ent[g] = unsafe { _mm512_i32gather_epi64::<1>(_mm256_add_epi32(off[g], rr), p as *const _) };
+        }
+        let check = r >= w;
+        for j in 0..8 {
+            if check {
+                let mut any = 0u64;
+                for g in 0..G {
+                    let m = _mm512_cmpeq_epi64_mask(_mm512_and_si512(h[g], ml), mg);
+                    any |= (m as u64) << (8 * g);
+                }
+                if any != 0 {
+                    let hs = unsafe { store64(&h) };
+                    mark_lanes(t, any, &hs, &srcs, r + j, origin, strict, loose);
+                }
+            }
+            for g in 0..G {
+                let c = _mm512_and_si512(ent[g], ff);
+                ent[g] = _mm512_srli_epi64::<8>(ent[g]);
+                // SAFETY: c < 256.
+                let gv = unsafe { _mm512_i64gather_epi64::<8>(c, gt as *const _) };
+                h[g] = _mm512_add_epi64(_mm512_add_epi64(h[g], h[g]), gv);
+            }
+        }
+        r += 8;
+    }
+    let hs = unsafe { store64(&h) };
+    finish(t, data, group, n8, &hs, origin, strict, loose, |h, _o, i| (h << 1).wrapping_add(t.gear[i as usize]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Byte-sliced affine crc32 (64 lanes).
+
+/// Largest window the ring of transposed data serves (ring = next_pow2(W + 64) × 64 bytes).
+pub const MAX_RING_WINDOW: usize = 4096;
+const LANES: usize = 64;
+
+/// The 8×8 GF(2) matrix (as `vgf2p8affineqb` wants it) of a linear map on bytes.
+fn affine_matrix(f: impl Fn(u8) -> u8) -> u64 {
+    let mut m = 0u64;
+    for j in 0..8 {
+        let mut row = 0u8;
+        for b in 0..8 {
+            if (f(1 << b) >> j) & 1 == 1 {
+                row |= 1 << b;
+            }
+        }
+        m |= (row as u64) << (8 * (7 - j));
+    }
+    m
+}
+
+/// Byte-sliced crc32 (falls back to gathers for other families or huge windows).
+///
+/// # Safety
+/// See [`super::Stage1Fn`]; the CPU must support AVX512F, AVX512BW, AVX512VBMI and GFNI.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
+pub unsafe fn stage1_affine(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+    if t.family != Family::Crc32 || t.window > MAX_RING_WINDOW {
+        // SAFETY: avx512f+avx512bw are enabled here.
+        return unsafe { stage1_gather(t, data, segs, origin, strict, loose) };
+    }
+    super::check_args(t, data, segs, origin, strict, loose);
+    if t.magic & !t.mask_loose != 0 {
+        return;
+    }
+    let w = t.window;
+    let Some(plan) = pieces(segs, LANES, (4 * w).max(1024)) else {
+        // SAFETY: the interleaved kernel needs no special instructions; same arguments.
+        return unsafe { super::interleaved::stage1(t, data, segs, origin, strict, loose) };
+    };
+    let np = ((64 - (t.mask_loose as u32).leading_zeros()) as usize).div_ceil(8).max(1);
+    let mut ring = Ring::new(w);
+    for group in plan.chunks(LANES) {
+        if group.len() < LANES {
+            // SAFETY: as above; the pieces lie inside the caller's segments.
+            unsafe { super::interleaved::stage1(t, data, group, origin, strict, loose) };
+            continue;
+        }
+        // SAFETY: the features are enabled here; `group` has 64 pieces each with
+        // `W <= start` and `start + 4W + 1024 <= end <= data.len()`.
+        unsafe {
+            match np {
+                1 => crc_affine::<1>(t, data, group, origin, strict, loose, &mut ring),
+                2 => crc_affine::<2>(t, data, group, origin, strict, loose, &mut ring),
+                3 => crc_affine::<3>(t, data, group, origin, strict, loose, &mut ring),
+                _ => crc_affine::<4>(t, data, group, origin, strict, loose, &mut ring),
+            }
+        }
+    }
+}
+
+/// Transposed data: slot `r & mask` holds the bytes entering at roll `r` of all 64 lanes.
+struct Ring {
+    slots: Vec<__m512i>,
+    mask: usize,
+}
+
+impl Ring {
+    fn new(w: usize) -> Ring {
+        let n = (w + 64).next_power_of_two();
+        // SAFETY: an all-zero __m512i is a valid value.
+        Ring { slots: vec![unsafe { std::mem::zeroed() }; n], mask: n - 1 }
+    }
+}
+
+/// 8×8 transpose of qwords: `out[j]` qword `i` = `r[i]` qword `j`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn transpose8x8_q(r: [__m512i; 8]) -> [__m512i; 8] {
+    let a0 = _mm512_unpacklo_epi64(r[0], r[1]);
+    let a1 = _mm512_unpackhi_epi64(r[0], r[1]);
+    let a2 = _mm512_unpacklo_epi64(r[2], r[3]);
+    let a3 = _mm512_unpackhi_epi64(r[2], r[3]);
+    let a4 = _mm512_unpacklo_epi64(r[4], r[5]);
+    let a5 = _mm512_unpackhi_epi64(r[4], r[5]);
+    let a6 = _mm512_unpacklo_epi64(r[6], r[7]);
+    let a7 = _mm512_unpackhi_epi64(r[6], r[7]);
+    let lo = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+    let hi = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+    let b0 = _mm512_permutex2var_epi64(a0, lo, a2); // cols 0, 4 of rows 0-3
+    let b2 = _mm512_permutex2var_epi64(a0, hi, a2); // cols 2, 6
+    let b1 = _mm512_permutex2var_epi64(a1, lo, a3); // cols 1, 5
+    let b3 = _mm512_permutex2var_epi64(a1, hi, a3); // cols 3, 7
+    let b4 = _mm512_permutex2var_epi64(a4, lo, a6);
+    let b6 = _mm512_permutex2var_epi64(a4, hi, a6);
+    let b5 = _mm512_permutex2var_epi64(a5, lo, a7);
+    let b7 = _mm512_permutex2var_epi64(a5, hi, a7);
+    [
+        _mm512_shuffle_i64x2::<0x44>(b0, b4),
+        _mm512_shuffle_i64x2::<0x44>(b1, b5),
+        _mm512_shuffle_i64x2::<0x44>(b2, b6),
+        _mm512_shuffle_i64x2::<0x44>(b3, b7),
+        _mm512_shuffle_i64x2::<0xEE>(b0, b4),
+        _mm512_shuffle_i64x2::<0xEE>(b1, b5),
+        _mm512_shuffle_i64x2::<0xEE>(b2, b6),
+        _mm512_shuffle_i64x2::<0xEE>(b3, b7),
+    ]
+}
+
+/// Transposes the 64 bytes at `src[k] + r0` of the 64 lanes into ring slots `r0 .. r0 + 64`:
+/// slot `r0 + j` byte `k` = `data[src[k] + r0 + j]`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+unsafe fn transpose_block(p: *const u8, src: &[usize; LANES], r0: usize, ring: &mut Ring) {
+    // Byte (8 jl + kl) <- byte (8 kl + jl): an 8×8 byte transpose across the register.
+    let mut idx = [0u8; 64];
+    for (i, v) in idx.iter_mut().enumerate() {
+        let (jl, kl) = (i / 8, i % 8);
+        *v = (8 * kl + jl) as u8;
+    }
+    // SAFETY: `idx` is 64 bytes.
+    let perm = unsafe { _mm512_loadu_si512(idx.as_ptr() as *const _) };
+    let mut mid = [_mm512_setzero_si512(); 64]; // [jh][kh]
+    for kh in 0..8 {
+        let mut r = [_mm512_setzero_si512(); 8];
+        for kl in 0..8 {
+            // SAFETY: the caller guarantees 64 readable bytes at src[k] + r0.
+            r[kl] = unsafe { _mm512_loadu_si512(p.add(src[8 * kh + kl] + r0) as *const _) };
+        }
+        let q = transpose8x8_q(r); // q[jh] qword kl = lane (8kh+kl) bytes 8jh..8jh+8
+        for jh in 0..8 {
+            mid[8 * jh + kh] = _mm512_permutexvar_epi8(perm, q[jh]); // byte 8jl+kl
+        }
+    }
+    for jh in 0..8 {
+        let x = [
+            mid[8 * jh],
+            mid[8 * jh + 1],
+            mid[8 * jh + 2],
+            mid[8 * jh + 3],
+            mid[8 * jh + 4],
+            mid[8 * jh + 5],
+            mid[8 * jh + 6],
+            mid[8 * jh + 7],
+        ];
+        let y = transpose8x8_q(x); // y[jl] qword kh = lanes 8kh..8kh+8 at step 8jh+jl
+        for jl in 0..8 {
+            ring.slots[(r0 + 8 * jh + jl) & ring.mask] = y[jl];
+        }
+    }
+}
+
+/// One group of 64 pieces. `NP` = bytes of the match mask (1..=4).
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
+unsafe fn crc_affine<const NP: usize>(
+    t: &Tables,
+    data: &[u8],
+    group: &[Range<usize>],
+    origin: usize,
+    strict: &mut [u64],
+    loose: &mut [u64],
+    ring: &mut Ring,
+) {
+    let w = t.window;
+    let common = group.iter().map(|s| s.len()).min().unwrap();
+    let mut src = [0usize; LANES];
+    for (k, s) in group.iter().enumerate() {
+        src[k] = s.start - w;
+    }
+    // Matrices: T_p(x) = byte p of crct[x]; V_p(l) = byte p of crc_add(crcu[l], 0), the
+    // leaving byte's whole contribution to one roll: crc_add(h ^ crcu[l], c) =
+    // crc_add(h, c) ^ crc_add(crcu[l], 0), by linearity.
+    let mut at = [_mm512_setzero_si512(); 4];
+    let mut av = [_mm512_setzero_si512(); 4];
+    for pl in 0..4 {
+        let mt = affine_matrix(|x| (t.crct[x as usize] >> (8 * pl)) as u8);
+        let mv = affine_matrix(|x| (crc_add(&t.crct, t.crcu[x as usize], 0) >> (8 * pl)) as u8);
+        at[pl] = _mm512_set1_epi64(mt as i64);
+        av[pl] = _mm512_set1_epi64(mv as i64);
+    }
+    let mut mb = [_mm512_setzero_si512(); 4];
+    let mut gb = [_mm512_setzero_si512(); 4];
+    for pl in 0..4 {
+        mb[pl] = _mm512_set1_epi8((t.mask_loose >> (8 * pl)) as u8 as i8);
+        gb[pl] = _mm512_set1_epi8((t.magic >> (8 * pl)) as u8 as i8);
+    }
+    let p = data.as_ptr();
+    let mut h = [_mm512_setzero_si512(); 4];
+    // Rolls 0 .. total in blocks of 64; a block reads data[src + r0 .. src + r0 + 64), which
+    // ends at or before src + total <= start + common - 1 < end.
+    let total = (w + common - 1) / 64 * 64;
+    debug_assert!(total >= w + 64);
+    let mut r0 = 0;
+    while r0 < total {
+        // SAFETY: bounds as above; features enabled.
+        unsafe { transpose_block(p, &src, r0, ring) };
+        for j in 0..64 {
+            let r = r0 + j;
+            let c = ring.slots[r & ring.mask];
+            let idx = _mm512_xor_si512(h[0], c);
+            if r < w {
+                // Warm-up: no leaving byte, no check.
+                h[0] = _mm512_xor_si512(h[1], _mm512_gf2p8affine_epi64_epi8::<0>(idx, at[0]));
+                h[1] = _mm512_xor_si512(h[2], _mm512_gf2p8affine_epi64_epi8::<0>(idx, at[1]));
+                h[2] = _mm512_xor_si512(h[3], _mm512_gf2p8affine_epi64_epi8::<0>(idx, at[2]));
+                h[3] = _mm512_gf2p8affine_epi64_epi8::<0>(idx, at[3]);
+                continue;
+            }
+            // Check position src + r (hash before roll r).
+            let mut m: u64 = _mm512_testn_epi8_mask(_mm512_xor_si512(h[0], gb[0]), mb[0]);
+            for pl in 1..NP {
+                m = _mm512_mask_testn_epi8_mask(m, _mm512_xor_si512(h[pl], gb[pl]), mb[pl]);
+            }
+            if m != 0 {
+                mark_planes(t, m, &h, &src, r, origin, strict, loose);
+            }
+            let l = ring.slots[(r - w) & ring.mask];
+            h[0] = _mm512_ternarylogic_epi64::<0x96>(
+                h[1],
+                _mm512_gf2p8affine_epi64_epi8::<0>(idx, at[0]),
+                _mm512_gf2p8affine_epi64_epi8::<0>(l, av[0]),
+            );
+            h[1] = _mm512_ternarylogic_epi64::<0x96>(
+                h[2],
+                _mm512_gf2p8affine_epi64_epi8::<0>(idx, at[1]),
+                _mm512_gf2p8affine_epi64_epi8::<0>(l, av[1]),
+            );
+            h[2] = _mm512_ternarylogic_epi64::<0x96>(
+                h[3],
+                _mm512_gf2p8affine_epi64_epi8::<0>(idx, at[2]),
+                _mm512_gf2p8affine_epi64_epi8::<0>(l, av[2]),
+            );
+            h[3] = _mm512_xor_si512(
+                _mm512_gf2p8affine_epi64_epi8::<0>(idx, at[3]),
+                _mm512_gf2p8affine_epi64_epi8::<0>(l, av[3]),
+            );
+        }
+        r0 += 64;
+    }
+    let hs = planes_to_lanes(&h);
+    finish(t, data, group, total - w, &hs, origin, strict, loose, |h, o, i| {
+        crc_add(&t.crct, h as u32 ^ t.crcu[o as usize], i) as u64
+    });
+}
+
+#[target_feature(enable = "avx512f")]
+fn planes_to_lanes(h: &[__m512i; 4]) -> Vec<u64> {
+    let mut b = [[0u8; 64]; 4];
+    for pl in 0..4 {
+        // SAFETY: 64-byte destination.
+        unsafe { _mm512_storeu_si512(b[pl].as_mut_ptr() as *mut _, h[pl]) };
+    }
+    (0..LANES)
+        .map(|k| u32::from_le_bytes([b[0][k], b[1][k], b[2][k], b[3][k]]) as u64)
+        .collect()
+}
+
+#[inline(never)]
+#[cold]
+#[target_feature(enable = "avx512f")]
+fn mark_planes(t: &Tables, m: u64, h: &[__m512i; 4], src: &[usize; LANES], r: usize, origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+    let hs = planes_to_lanes(h);
+    mark_lanes(t, m, &hs, src, r, origin, strict, loose);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::avx2::tests::compare;
+
+    fn has512() -> bool {
+        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw")
+    }
+
+    #[test]
+    fn avx512_equals_scalar() {
+        if !has512() {
+            eprintln!("skipped: CPU lacks AVX512F/BW");
+            return;
+        }
+        compare("avx512", super::stage1);
+    }
+
+    #[test]
+    fn avx512_gather_equals_scalar() {
+        if !has512() {
+            eprintln!("skipped: CPU lacks AVX512F/BW");
+            return;
+        }
+        compare("avx512-gather", super::stage1_gather);
+    }
+
+    #[test]
+    fn avx512_affine_equals_scalar() {
+        if !super::has_affine() {
+            eprintln!("skipped: CPU lacks AVX512VBMI/GFNI");
+            return;
+        }
+        compare("avx512-affine", super::stage1_affine);
+    }
+
+    #[test]
+    fn affine_matrix_applies_the_map() {
+        if !super::has_affine() {
+            eprintln!("skipped: CPU lacks GFNI");
+            return;
+        }
+        let t = crate::hash::crc_table();
+        for pl in 0..4 {
+            let m = super::affine_matrix(|x| (t[x as usize] >> (8 * pl)) as u8);
+            for x in 0..=255u8 {
+                // SAFETY: has_affine() checked GFNI and AVX-512.
+                let got = unsafe { affine1(x, m) };
+                assert_eq!(got, (t[x as usize] >> (8 * pl)) as u8);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,gfni")]
+    unsafe fn affine1(x: u8, m: u64) -> u8 {
+        use std::arch::x86_64::*;
+        let v = _mm512_gf2p8affine_epi64_epi8::<0>(_mm512_set1_epi8(x as i8), _mm512_set1_epi64(m as i64));
+        _mm_cvtsi128_si32(_mm512_castsi512_si128(v)) as u8
+    }
+}
