@@ -72,6 +72,11 @@ impl Selector {
         self.start
     }
 
+    /// Makes `start` the start of the current chunk (resuming at a known boundary).
+    pub fn restart(&mut self, start: usize) {
+        self.start = start;
+    }
+
     /// Consumes the candidates of positions `[p, q)` (every position before `p` was consumed
     /// earlier) and appends the cuts they decide to `out`. `loose` is ignored for one class.
     pub fn select(&mut self, strict: Bits, loose: Bits, p: usize, q: usize, out: &mut Vec<usize>) {
