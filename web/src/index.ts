@@ -426,7 +426,7 @@ export const __test = {
     const r = await resolve(opts)
     const pool = await startPool(r, { kind: 'message' })
     try {
-      await Promise.race([pool.crashOne(), pool.run({ type: 'cutpoint:stage1', start: 0, a: 0, b: 0, lane: 0, bytes: new Uint8Array(0) } as any)])
+      await Promise.all([pool.crashOne(), pool.run({ type: 'cutpoint:stage1', start: 0, a: 0, b: 0, lane: 0, bytes: new Uint8Array(0) } as any)])
     } finally {
       pool.terminate()
     }

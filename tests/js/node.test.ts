@@ -1,0 +1,146 @@
+// The library in Node: shared vectors over worker_threads (1, 2, 4 workers, odd segment sizes,
+// simd128 and plain builds, every stage-1 backend), streaming, paths, Blobs, and failures.
+import { describe, expect, it, beforeAll } from 'vitest'
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import * as cp from '@cutpoint/web'
+import { loadVectors, type Case } from './helpers'
+// @ts-ignore — plain ESM shared with Deno and the browser
+import { generate, diff, randomBytes } from './vectors.mjs'
+
+const vectors = loadVectors()
+
+beforeAll(async () => {
+  await cp.init()
+})
+
+describe('shared vectors', () => {
+  it('are present', () => {
+    expect(vectors.length).toBeGreaterThan(0)
+  })
+  for (const vf of vectors) {
+    it(`${vf.name}: every case, workers 2, odd segments, both wasm builds, blake3 and sha256`, async () => {
+      for (const [i, c] of vf.cases.entries()) {
+        const data: Uint8Array = generate(c.input)
+        const wasm = i % 2 ? 'plain' : 'simd128'
+        const got = await cp.chunkAll(data, { profile: vf.profile, workers: 2, segmentSize: 4099 + 2 * i, wasm })
+        expect(diff(got, c), `${c.note} (${wasm})`).toBeNull()
+        const sha = await cp.chunkAll(data, { profile: vf.profile, workers: 0, segmentSize: 65537, hash: 'sha256' })
+        expect(diff(sha, c, 'sha256'), `${c.note} sha256`).toBeNull()
+      }
+    })
+    it(`${vf.name}: largest case, workers 1/2/4 x segment sizes x builds x backends`, async () => {
+      const c: Case = vf.cases.reduce((a, b) => (b.input.length > a.input.length ? b : a))
+      const data: Uint8Array = generate(c.input)
+      for (const workers of [1, 2, 4])
+        for (const segmentSize of [1021, 65537, 1 << 20])
+          for (const [wasm, backend] of [['simd128', 'simd128'], ['simd128', 'scalar'], ['plain', 'interleaved']] as const) {
+            const got = await cp.chunkAll(data, { profile: vf.profile, workers, segmentSize, wasm, backend, hash: workers === 2 ? 'blake3' : 'none' })
+            expect(diff(got, c, workers === 2 ? 'blake3' : 'none'), `${c.note} w=${workers} seg=${segmentSize} ${wasm}/${backend}`).toBeNull()
+          }
+    })
+  }
+})
+
+describe('inputs', () => {
+  const vf = vectors.find((v) => v.profile === 'gear:2k:8k:64k') ?? vectors[0]
+  const c = vf.cases.reduce((a, b) => (b.input.length > a.input.length ? b : a))
+  const data: Uint8Array = generate(c.input)
+
+  it('createChunker: pieces of growing odd sizes give the one-shot chunks', async () => {
+    for (const workers of [0, 2]) {
+      const ch = await cp.createChunker({ profile: vf.profile, workers, segmentSize: 30011 })
+      const got: cp.Chunk[] = []
+      let off = 0
+      for (let k = 1; off < data.length; k += 2) {
+        const n = Math.min(k * k * 7, data.length - off)
+        got.push(...(await ch.update(data.subarray(off, off + n))))
+        off += n
+      }
+      got.push(...(await ch.finish()))
+      expect(diff(got, c)).toBeNull()
+    }
+  })
+
+  it('ReadableStream input', async () => {
+    const stream = new ReadableStream<Uint8Array>({
+      start(ctl) {
+        for (let off = 0; off < data.length; off += 10007) ctl.enqueue(data.slice(off, off + 10007))
+        ctl.close()
+      },
+    })
+    expect(diff(await cp.chunkAll(stream, { profile: vf.profile, workers: 2, segmentSize: 65537 }), c)).toBeNull()
+  })
+
+  it('a path: workers read their own slices of the file', async () => {
+    const dir = mkdtempSync(`${tmpdir()}/cutpoint-`)
+    try {
+      writeFileSync(`${dir}/f.bin`, data)
+      expect(diff(await cp.chunkAll(`${dir}/f.bin`, { profile: vf.profile, workers: 2, segmentSize: 50021 }), c)).toBeNull()
+    } finally {
+      rmSync(dir, { recursive: true })
+    }
+  })
+
+  it('a Blob and a SharedArrayBuffer', async () => {
+    expect(diff(await cp.chunkAll(new Blob([data]), { profile: vf.profile, workers: 2, segmentSize: 70001 }), c)).toBeNull()
+    const shared = new Uint8Array(new SharedArrayBuffer(data.length))
+    shared.set(data)
+    expect(diff(await cp.chunkAll(shared, { profile: vf.profile, workers: 2, segmentSize: 70001 }), c)).toBeNull()
+  })
+
+  it('empty input: no chunks', async () => {
+    expect(await cp.chunkAll(new Uint8Array(0), { workers: 1 })).toEqual([])
+    const ch = await cp.createChunker({ workers: 1 })
+    expect(await ch.finish()).toEqual([])
+  })
+})
+
+describe('simd128 kernel', () => {
+  it('equals the reference on random and low-entropy data for every family', async () => {
+    for (const profile of ['crc32:2k:16k:64k', 'crc32:256:1k:4k:window=64,magic=7', 'rabin:4k:8k:12k', 'rabin:256:1k:4k:magic=7', 'gear:2k:8k:64k:nc=3']) {
+      for (const [n, seed] of [[300_001, 3], [16 * 4099 + 17, 4]]) {
+        for (const gen of ['xorshift64star', 'lowentropy']) {
+          const data: Uint8Array = generate({ generator: gen, seed, length: n })
+          const ref = cp.referenceCuts(profile, data)
+          for (const segmentSize of [n, 65537, 7919]) {
+            const got = await cp.chunkAll(data, { profile, workers: 0, segmentSize, backend: 'simd128', hash: 'none' })
+            expect(got.map((x) => x.offset + x.length), `${profile} ${gen} n=${n} seg=${segmentSize}`).toEqual(ref)
+          }
+        }
+      }
+    }
+  })
+})
+
+describe('errors', () => {
+  it('a bad profile says why', async () => {
+    await expect(cp.chunkAll(randomBytes(10), { profile: 'crc32:2k:8k' })).rejects.toThrow(/expected FAMILY:MIN:AVG:MAX/)
+    expect(() => cp.parseProfile('crc32:2k:10000:64k')).toThrow(/power of two/)
+  })
+  it('bad options', async () => {
+    await expect(cp.chunkAll(randomBytes(10), { workers: -1 })).rejects.toThrow(/workers/)
+    await expect(cp.chunkAll(randomBytes(10), { segmentSize: 0 })).rejects.toThrow(/segmentSize/)
+    await expect(cp.chunkAll(randomBytes(10), { backend: 'avx9' })).rejects.toThrow(/backend 'avx9'/)
+    await expect(cp.chunkAll(randomBytes(10), { wasm: 'plain', backend: 'simd128', workers: 1 })).rejects.toThrow(/simd128/)
+    await expect(cp.chunkAll(randomBytes(10), { hash: 'md5' as any })).rejects.toThrow(/unknown hash/)
+    expect(() => cp.chunk(42 as any)).toThrow(/input must be/)
+  })
+  it('a file that cannot be read', async () => {
+    await expect(cp.chunkAll('/nonexistent/cutpoint.bin', { workers: 2 })).rejects.toThrow(/nonexistent/)
+  })
+  it('a Blob whose read fails mid-way: a clear error, no hang', async () => {
+    const data = randomBytes(300_000)
+    class Failing extends Blob {
+      slice(a?: number, b?: number): Blob {
+        if ((a ?? 0) > 100_000) return { arrayBuffer: () => Promise.reject(new Error('disk on fire')) } as any
+        return new Blob([data.subarray(a, b)])
+      }
+    }
+    // Worker threads get a structured clone (a plain Blob), so fail on this thread (workers: 0).
+    await expect(cp.chunkAll(new Failing([data]), { workers: 0, segmentSize: 65536 })).rejects.toThrow(/disk on fire/)
+  })
+  it('a worker that crashes: the call fails, the pool is cleaned up', async () => {
+    await expect(cp.__test.poolCrash({ workers: 2 })).rejects.toThrow(/worker/)
+  })
+})
