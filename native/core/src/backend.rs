@@ -79,6 +79,12 @@ impl Backend {
         Backend::Avx512.is_supported().then_some(Backend::Avx512)
     }
 
+    /// The stage-1 kernel, for benches and tests that call kernels directly; `None` when the
+    /// CPU lacks the instruction set. Calling it is `unsafe` (see [`Stage1Fn`]).
+    pub fn stage1_kernel(self) -> Option<Stage1Fn> {
+        self.is_supported().then(|| self.kernel())
+    }
+
     /// The kernel. Only hands out kernels the CPU supports.
     pub(crate) fn kernel(self) -> Stage1Fn {
         assert!(self.is_supported(), "backend {} not supported", self.name());

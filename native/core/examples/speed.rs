@@ -1,0 +1,154 @@
+//! Speed table: every number measured in this run, median of `REPS` repetitions (env
+//! `CUTPOINT_REPS`, default 7) over `MIB` MiB (env `CUTPOINT_MIB`, default 64) of seeded
+//! random bytes.
+//!
+//! `cargo run --release --example speed` prints stage-1 throughput per kernel and family, the
+//! kernel dispatch picks, and the ratios the issue asks for: SS-CDC / sequential CDC
+//! (`crc32:2k:16k:64k`, one thread), default profile / fastcdc v2020, each versus memcpy, and
+//! two-thread efficiency.
+
+use cutpoint_core::hash::Tables;
+use cutpoint_core::stage1::{self, Stage1Fn};
+use cutpoint_core::*;
+use std::hint::black_box;
+use std::ops::Range;
+use std::time::Instant;
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed;
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        v.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
+/// Median seconds of `reps` runs of `f`.
+fn median<F: FnMut()>(reps: usize, mut f: F) -> f64 {
+    f(); // warm
+    let mut t: Vec<f64> = (0..reps)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    t[t.len() / 2]
+}
+
+/// Stage 1 over `data` the way one engine thread does it: 1 MiB spans, each split into
+/// `lanes` segments, bitmaps zeroed per span.
+fn stage1_all(k: Stage1Fn, lanes: usize, t: &Tables, data: &[u8], strict: &mut Vec<u64>, loose: &mut Vec<u64>) {
+    let span = 1 << 20;
+    let two = loose.capacity() > 0;
+    let mut p = t.window;
+    while p < data.len() {
+        let q = (p + span).min(data.len());
+        let words = (q - p).div_ceil(64);
+        strict.clear();
+        strict.resize(words, 0);
+        if two {
+            loose.clear();
+            loose.resize(words, 0);
+        }
+        let seg = (q - p).div_ceil(lanes);
+        let segs: Vec<Range<usize>> = (0..lanes).map(|i| (p + i * seg).min(q)..(p + (i + 1) * seg).min(q)).collect();
+        // SAFETY: the caller only passes kernels the CPU supports; segments lie in [W, len];
+        // the bitmaps cover [p, q).
+        unsafe { k(t, data, &segs, p, strict, loose) };
+        p = q;
+    }
+}
+
+fn main() {
+    let reps = env("CUTPOINT_REPS", 7);
+    let n = env("CUTPOINT_MIB", 64) << 20;
+    let data = bytes(n, 0x5EED);
+    let gbs = |s: f64| n as f64 / s / 1e9;
+    println!("cutpoint speed: {} MiB seeded random bytes, median of {reps} runs", n >> 20);
+    let mut dst = vec![0u8; n];
+    let mcp = median(reps, || {
+        dst.copy_from_slice(black_box(&data));
+        black_box(&dst);
+    });
+    println!("{:<34} {:>8.2} GB/s", "memcpy", gbs(mcp));
+
+    let mut kernels: Vec<(String, Stage1Fn, usize)> = Vec::new();
+    for b in backend::available() {
+        if let Some(k) = b.stage1_kernel() {
+            kernels.push((b.name().to_string(), k, b.lanes()));
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if Backend::avx512().is_some() {
+            kernels.push(("avx512-gather".into(), stage1::avx512::stage1_gather, 64));
+        }
+        if stage1::avx512::has_affine() {
+            kernels.push(("avx512-affine".into(), stage1::avx512::stage1_affine, 64));
+        }
+    }
+    for prof in ["crc32:2k:16k:64k", "rabin:4k:8k:12k", "gear:2k:8k:64k"] {
+        let p: Profile = prof.parse().unwrap();
+        let t = Tables::new(&p);
+        for (name, k, lanes) in &kernels {
+            let mut s = Vec::new();
+            let mut l = if p.two_classes() { Vec::with_capacity(1) } else { Vec::new() };
+            let sec = median(reps, || stage1_all(*k, *lanes, &t, &data, &mut s, &mut l));
+            println!("{:<34} {:>8.2} GB/s", format!("stage1/{name}/{}", p.family.name()), gbs(sec));
+        }
+        println!(
+            "{:<34} {:>8}",
+            format!("dispatch picks for {}", p.family.name()),
+            backend::detect_for(p.family).map(|b| b.name().to_string()).unwrap_or_else(|e| e.to_string())
+        );
+    }
+
+    let one = |p: &Profile, threads: usize| {
+        Engine::new(p.clone(), Options { threads, hash: HashAlg::None, ..Options::default() }).unwrap()
+    };
+    let paper: Profile = "crc32:2k:16k:64k".parse().unwrap();
+    let e1 = one(&paper, 1);
+    assert_eq!(e1.cuts(&data), sequential_cuts(&paper, &data));
+    let ss = median(reps, || {
+        black_box(e1.cuts(black_box(&data)));
+    });
+    let seq = median(reps, || {
+        black_box(sequential_cuts(&paper, black_box(&data)));
+    });
+    println!("{:<34} {:>8.2} GB/s  ({})", "sscdc/crc32:2k:16k:64k/1t", gbs(ss), e1.backend());
+    println!("{:<34} {:>8.2} GB/s", "sequential/crc32:2k:16k:64k", gbs(seq));
+
+    let def = Profile::default_profile();
+    let d1 = one(&def, 1);
+    let d2 = one(&def, 2);
+    let dss = median(reps, || {
+        black_box(d1.cuts(black_box(&data)));
+    });
+    let fc = median(reps, || {
+        black_box(fastcdc::v2020::FastCDC::new(black_box(&data), 2048, 8192, 65536).count());
+    });
+    let d2s = median(reps, || {
+        black_box(d2.cuts(black_box(&data)));
+    });
+    println!("{:<34} {:>8.2} GB/s  ({})", format!("sscdc/{def}/1t"), gbs(dss), d1.backend());
+    println!("{:<34} {:>8.2} GB/s", "fastcdc-v2020/2k:8k:64k", gbs(fc));
+    println!("{:<34} {:>8.2} GB/s", format!("sscdc/{def}/2t"), gbs(d2s));
+
+    println!("\nratios (same run, medians):");
+    println!("  SS-CDC / sequential (crc32:2k:16k:64k, 1 thread): {:.2}x", seq / ss);
+    println!("  default profile / fastcdc v2020 (1 thread):       {:.2}x", fc / dss);
+    println!("  default profile 1 thread / memcpy:                 {:.2}", mcp / dss);
+    println!("  fastcdc v2020 / memcpy:                            {:.2}", mcp / fc);
+    println!("  2-thread parallel efficiency (default profile):    {:.2}", dss / d2s / 2.0);
+}
