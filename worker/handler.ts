@@ -66,7 +66,7 @@ export class Handler {
 
   private async init(msg: InitMsg): Promise<Answer> {
     await this.close()
-    this.wasm = await loadWasm(msg.flavor)
+    this.wasm = await loadWasm(msg.flavor, msg.module)
     const m = this.wasm.mod
     this.st1 = new m.Stage1(msg.profile, msg.backend, msg.capacity)
     if (msg.hash !== 'none') this.hasher = new m.Hasher(msg.hash, 1 << 16)

@@ -236,8 +236,10 @@ function sourceOf(input: Uint8Array | Blob | string): { desc: SourceDesc; size: 
 }
 
 async function startPool(r: Resolved, source: SourceDesc): Promise<Pool> {
+  const module = isDeno ? undefined : (await loadWasm(r.flavor)).module
   return Pool.create(r.workers, {
     flavor: r.flavor,
+    module,
     profile: r.profile.canonical,
     backend: r.backend,
     hash: r.hash,

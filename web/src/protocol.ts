@@ -16,6 +16,8 @@ export interface InitMsg {
   type: 'cutpoint:init'
   id: number
   flavor: Flavor
+  /** The compiled wasm module (not sent to Deno workers, which compile their own). */
+  module?: WebAssembly.Module
   profile: string
   backend: string
   hash: string

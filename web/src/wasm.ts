@@ -51,6 +51,8 @@ export interface Wasm {
   mod: WasmModule
   memory: WebAssembly.Memory
   flavor: Flavor
+  /** The compiled module: workers are sent it instead of fetching and compiling again. */
+  module: WebAssembly.Module
   /** A view of `len` bytes of wasm memory at `ptr` (make a new one after any call that may grow memory). */
   view(ptr: number, len: number): Uint8Array
 }
@@ -87,12 +89,12 @@ export function resolveFlavor(flavor?: Flavor | 'auto'): Flavor {
 
 const cache = new Map<Flavor, Promise<Wasm>>()
 
-/** Loads (once) and returns the wasm build. */
-export function loadWasm(flavor?: Flavor | 'auto'): Promise<Wasm> {
+/** Loads (once) and returns the wasm build; `module`: an already compiled one (in workers). */
+export function loadWasm(flavor?: Flavor | 'auto', module?: WebAssembly.Module): Promise<Wasm> {
   const f = resolveFlavor(flavor)
   let p = cache.get(f)
   if (!p) {
-    p = doLoad(f)
+    p = doLoad(f, module)
     p.catch(() => cache.delete(f))
     cache.set(f, p)
   }
@@ -106,7 +108,7 @@ async function readBytes(url: URL): Promise<Uint8Array> {
   return new Uint8Array(await fs.readFile(url))
 }
 
-async function doLoad(f: Flavor): Promise<Wasm> {
+async function doLoad(f: Flavor, compiled?: WebAssembly.Module): Promise<Wasm> {
   // Literal paths so bundlers (Vite) emit both builds as assets.
   let mod: any
   let url: URL
@@ -119,17 +121,25 @@ async function doLoad(f: Flavor): Promise<Wasm> {
     mod = await import('../../wasm/plain/cutpoint_wasm.js')
     url = new URL('../../wasm/plain/cutpoint_wasm_bg.wasm', import.meta.url)
   }
-  let exports: any
-  if (isNode || isDeno || url.protocol === 'file:') {
-    exports = mod.initSync({ module: await readBytes(url) })
-  } else {
-    exports = await mod.default({ module_or_path: url })
+  let module = compiled
+  if (!module) {
+    if (isNode || isDeno || url.protocol === 'file:') {
+      module = await WebAssembly.compile((await readBytes(url)) as Uint8Array<ArrayBuffer>)
+    } else {
+      const res = await fetch(url)
+      if (!res.ok) throw new Error(`cutpoint: cannot load ${url}: HTTP ${res.status}`)
+      module = (res.headers.get('content-type') ?? '').startsWith('application/wasm')
+        ? await WebAssembly.compileStreaming(res)
+        : await WebAssembly.compile(await res.arrayBuffer())
+    }
   }
+  const exports: any = mod.initSync({ module })
   const memory: WebAssembly.Memory = exports.memory
   return {
     mod: mod as WasmModule,
     memory,
     flavor: f,
+    module,
     view: (ptr, len) => new Uint8Array(memory.buffer, ptr, len),
   }
 }
