@@ -319,6 +319,7 @@ unsafe fn gear_gather(t: &Tables, data: &[u8], group: &[Range<usize>], origin: u
     let ff = _mm512_set1_epi64(0xff);
     let ml = _mm512_set1_epi64(t.mask_loose as i64);
     let mg = _mm512_set1_epi64(t.magic as i64);
+    let zero_magic = t.magic == 0;
     let mut off = [_mm256_setzero_si256(); G];
     let mut h = [_mm512_setzero_si512(); G];
     for g in 0..G {
@@ -339,7 +340,12 @@ unsafe fn gear_gather(t: &Tables, data: &[u8], group: &[Range<usize>], origin: u
             if check {
                 let mut any = 0u64;
                 for g in 0..G {
-                    let m = _mm512_cmpeq_epi64_mask(_mm512_and_si512(h[g], ml), mg);
+                    // gear's magic is 0 (validated): one `vptestnmq` per register.
+                    let m = if zero_magic {
+                        _mm512_testn_epi64_mask(h[g], ml)
+                    } else {
+                        _mm512_cmpeq_epi64_mask(_mm512_and_si512(h[g], ml), mg)
+                    };
                     any |= (m as u64) << (8 * g);
                 }
                 if any != 0 {
