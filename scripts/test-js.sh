@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# WebAssembly + TypeScript + browser + Deno tests. Works on a fresh machine: installs what it
+# needs first (scripts/install-js.sh), builds both wasm modules and the library, then runs Vitest:
+#   tests/js/node.test.ts, init.test.ts   Node 20, worker_threads
+#   tests/js/browser.test.ts              headless Debian chromium through playwright-core
+#   tests/js/deno.test.ts                 Deno (npm package `deno`) running tests/deno/vectors.js
+# CUTPOINT_BIG=1 adds the >= 1 GiB picked-File browser test (several minutes on 2 cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+bash scripts/install-js.sh
+
+step "build: wasm (simd128 + plain) and the TypeScript library"
+bash scripts/build-wasm.sh
+npm run build -w web
+
+step "vitest: Node, Chromium, Deno"
+export DENO_NO_UPDATE_CHECK=1
+npx vitest run
