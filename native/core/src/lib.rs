@@ -15,6 +15,7 @@ pub mod engine;
 pub mod error;
 pub mod fingerprint;
 pub mod hash;
+pub mod mtfbc;
 pub mod profile;
 pub mod reference;
 pub mod sequential;
