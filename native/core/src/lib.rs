@@ -5,6 +5,8 @@
 //! * [`Engine::cuts`] / [`Engine::chunks`] — SS-CDC over a slice (stage 1 on all threads and
 //!   SIMD lanes, stage 2 sequential), with fingerprints;
 //! * [`Engine::stream`] — the same over any `Read`, with bounded memory.
+//! * [`rapid::Rapid`] — RapidCDC: hints from duplicate locality on top of the engine
+//!   (FF+RWT+FPT keeps the reference's boundaries).
 //!
 //! Every engine yields the reference's boundaries for the same profile, whatever the backend,
 //! threads, segment size or read sizes.
@@ -17,6 +19,7 @@ pub mod fingerprint;
 pub mod hash;
 pub mod mtfbc;
 pub mod profile;
+pub mod rapid;
 pub mod reference;
 pub mod sequential;
 pub mod stage1;

@@ -1,0 +1,722 @@
+//! RapidCDC (Ni and Jiang, SoCC'19): chunking that exploits duplicate locality.
+//!
+//! After a chunk whose fingerprint is in the [`HintTable`], the next chunk is likely a duplicate
+//! of the chunk that followed it before; its size (and last byte) are hints. RapidCDC jumps to
+//! `start + size` and verifies the candidate with one of the paper's criteria ([`Criterion`]):
+//!
+//! * `ff` — accept without a test;
+//! * `ff+mt` — accept when the candidate's last byte equals the hint's marker;
+//! * `ff+rwt` — accept when the candidate end satisfies the boundary condition: the window
+//!   hash there matches (strict class while the size is below AVG, loose from AVG on, as the
+//!   profile's rule says), or the size is MAX, or the candidate ends the input;
+//! * `ff+rwt+fpt` — the window test, then the candidate chunk's fingerprint must already be in
+//!   the table *as a regular chunk* (below).
+//!
+//! Hints are tried in list order (most recently hit first). When every hint misses, chunking
+//! falls back to the regular rule from the last boundary with the SS-CDC [`Engine`]
+//! ([`Engine::resume`]): stage 1 on all the engine's threads and SIMD lanes, over blocks that
+//! start one average chunk long and double while the region stays novel, so long novel regions
+//! are chunked in parallel while a short miss costs little. After each block, if the last
+//! chunk's fingerprint has hints, hint mode resumes from its end.
+//!
+//! The table learns as the paper's section 3.3 says: after every chunk, its size and last byte
+//! enter (or move to) the front of the previous chunk's list; a hit moves the hint to the
+//! front; lists keep `list_len` hints (default 2). One table serves every file of a run (hint
+//! source 1); it can also be filled from a base file's [`Recipe`] (source 2) and from a
+//! persisted hint cache (source 3, [`HintTable::read_cache`]).
+//!
+//! # Why FF+RWT+FPT gives exactly the regular boundaries
+//!
+//! The rule: a chunk starting at `s` ends at the first `e` with `e - s >= MIN` whose window hash
+//! matches (class by `e - s`), else at `s + MAX`, else at the end of input `n`. Because
+//! `MIN >= W`, the window of every position `s + j` with `j >= MIN` lies inside `[s, s + j)`:
+//! whether a position qualifies depends only on the chunk's own bytes and `j`.
+//!
+//! Call a chunk *regular* when it was produced by the rule from its own start. Then no offset
+//! `j` in `[MIN, L)` of its bytes qualifies (else the rule would have cut there), and
+//! `L <= MAX`. This is a property of the bytes alone, so it holds for every chunk with the same
+//! fingerprint (up to a hash collision).
+//!
+//! Suppose `s` is a regular-CDC boundary of the current input (true at 0). A hint of size `L` is
+//! accepted only if (a) `e = s + L` passes the window test — it matches with the class of `L`,
+//! or `L == MAX`, or `e == n` — and (b) the fingerprint of `[s, e)` is in the table flagged
+//! regular. By (b) no position in `[s + MIN, e)` qualifies; by (a) `e` itself ends a chunk under
+//! the rule. So `e` is exactly the next regular boundary, and by induction every boundary is.
+//! The window test is needed (not just the fingerprint): a regular chunk that ended a file (cut
+//! at the end of input) can reappear in the middle of another input, where its end need not
+//! qualify. On a miss, the fallback runs the rule itself from `s`.
+//!
+//! So what the paper requires — "RapidCDC does not add any fingerprints obtained in its fast
+//! forwarding mode to the system's fingerprint pool" — becomes a per-fingerprint flag: every
+//! fingerprint enters the table (so that FF/MT/RWT runs keep their hints), but only chunks cut
+//! by the rule (fallback blocks, or hints verified by FF+RWT+FPT, which are regular by the
+//! argument above) are flagged regular, and only flagged ones pass the fingerprint test. A table
+//! filled by an FF run, a hint cache or a recipe with `h` entries therefore cannot break the
+//! guarantee. The flag is only meaningful for one profile: tables, caches and recipes are
+//! tagged with the profile's canonical string and never cross profiles.
+//!
+//! # Statistics
+//!
+//! [`RapidStats`]: rolling-hash positions scanned by stage 1 versus skipped, window tests and
+//! their bytes, fingerprints computed for failed FPT tests, hits and misses per list position,
+//! fallbacks.
+
+pub mod recipe;
+pub mod table;
+
+pub use recipe::{Recipe, RecipeEntry};
+pub use table::{Hint, HintTable};
+
+use crate::engine::{Chunk, Engine, Resumed};
+use crate::error::Error;
+use crate::fingerprint::{Digest, HashAlg};
+use crate::hash::Tables;
+use std::collections::VecDeque;
+use std::io::Read;
+
+/// The boundary acceptance criterion (paper, section 3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Criterion {
+    /// Fast-forwarding only: accept the hinted boundary.
+    Ff,
+    /// Marker test: the candidate's last byte equals the hint's marker.
+    FfMt,
+    /// Rolling-window test at the candidate end.
+    FfRwt,
+    /// Window test, then the candidate's fingerprint must be a known regular chunk. Boundaries
+    /// equal regular CDC's.
+    FfRwtFpt,
+}
+
+impl Criterion {
+    pub const ALL: [Criterion; 4] = [Criterion::Ff, Criterion::FfMt, Criterion::FfRwt, Criterion::FfRwtFpt];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Criterion::Ff => "ff",
+            Criterion::FfMt => "ff+mt",
+            Criterion::FfRwt => "ff+rwt",
+            Criterion::FfRwtFpt => "ff+rwt+fpt",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Criterion, Error> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ff" => Ok(Criterion::Ff),
+            "ff+mt" | "mt" => Ok(Criterion::FfMt),
+            "ff+rwt" | "rwt" => Ok(Criterion::FfRwt),
+            "ff+rwt+fpt" | "fpt" => Ok(Criterion::FfRwtFpt),
+            other => Err(Error::config(format!(
+                "unknown RapidCDC criterion '{other}' (known: ff, ff+mt, ff+rwt, ff+rwt+fpt)"
+            ))),
+        }
+    }
+}
+
+/// RapidCDC options.
+#[derive(Clone, Debug)]
+pub struct RapidOptions {
+    pub criterion: Criterion,
+    /// The paper's worst-case experiment (Figure 12): every hint is tested under the criterion
+    /// and then rejected, so every chunk comes from the fallback.
+    pub worst_case: bool,
+    /// First fallback block in positions; 0 = the profile's AVG. Blocks double while the region
+    /// stays novel, up to the engine's block size.
+    pub first_block: usize,
+}
+
+impl Default for RapidOptions {
+    fn default() -> Self {
+        RapidOptions {
+            criterion: Criterion::FfRwt,
+            worst_case: false,
+            first_block: 0,
+        }
+    }
+}
+
+impl RapidOptions {
+    pub fn new(criterion: Criterion) -> RapidOptions {
+        RapidOptions {
+            criterion,
+            ..RapidOptions::default()
+        }
+    }
+}
+
+/// How a chunk's end was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// By the boundary rule (the SS-CDC fallback).
+    Rule,
+    /// By the hint at this list position.
+    Hint(u8),
+}
+
+/// A chunk from RapidCDC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RapidChunk {
+    pub offset: u64,
+    pub length: usize,
+    pub hash: Digest,
+    /// The chunk's last byte (its marker as a hint).
+    pub last: u8,
+    /// Cut by the boundary rule: found by the rule, or by a hint verified with FF+RWT+FPT.
+    pub regular: bool,
+    pub found: Found,
+}
+
+impl From<RapidChunk> for Chunk {
+    fn from(c: RapidChunk) -> Chunk {
+        Chunk {
+            offset: c.offset,
+            length: c.length,
+            hash: Some(c.hash),
+        }
+    }
+}
+
+/// Counters of a RapidCDC run (summed over files until [`Rapid::reset_stats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RapidStats {
+    /// Input bytes.
+    pub bytes: u64,
+    pub chunks: u64,
+    /// Chunks whose end came from a hint.
+    pub hinted_chunks: u64,
+    /// Positions whose rolling hash stage 1 computed (fallback blocks).
+    pub scanned_positions: u64,
+    /// Window tests (FF+RWT, FF+RWT+FPT) and the bytes they hashed (W each).
+    pub window_tests: u64,
+    pub window_bytes: u64,
+    /// Fingerprints computed for FPT tests that then failed, and their bytes.
+    pub fpt_wasted: u64,
+    pub fpt_wasted_bytes: u64,
+    /// Hits and misses by list position.
+    pub hits: Vec<u64>,
+    pub misses: Vec<u64>,
+    /// Times every hint of a list missed and chunking fell back to the rule.
+    pub fallbacks: u64,
+    /// Fallback blocks scanned.
+    pub blocks: u64,
+}
+
+impl RapidStats {
+    /// Positions never rolled over: bytes minus positions scanned.
+    pub fn skipped_positions(&self) -> u64 {
+        self.bytes.saturating_sub(self.scanned_positions)
+    }
+    /// Hits at list position `k` over the hints tried at that position.
+    pub fn hit_ratio(&self, k: usize) -> Option<f64> {
+        let h = *self.hits.get(k)?;
+        let m = *self.misses.get(k)?;
+        (h + m > 0).then(|| h as f64 / (h + m) as f64)
+    }
+    /// Adds another run's counters.
+    pub fn add(&mut self, o: &RapidStats) {
+        self.bytes += o.bytes;
+        self.chunks += o.chunks;
+        self.hinted_chunks += o.hinted_chunks;
+        self.scanned_positions += o.scanned_positions;
+        self.window_tests += o.window_tests;
+        self.window_bytes += o.window_bytes;
+        self.fpt_wasted += o.fpt_wasted;
+        self.fpt_wasted_bytes += o.fpt_wasted_bytes;
+        self.fallbacks += o.fallbacks;
+        self.blocks += o.blocks;
+        for (v, ov) in [(&mut self.hits, &o.hits), (&mut self.misses, &o.misses)] {
+            if v.len() < ov.len() {
+                v.resize(ov.len(), 0);
+            }
+            for (a, b) in v.iter_mut().zip(ov) {
+                *a += b;
+            }
+        }
+    }
+}
+
+/// A RapidCDC session: an engine (profile, backend, threads, fingerprint), a hint table that
+/// persists across the files chunked with it, a criterion, and statistics.
+pub struct Rapid<'e> {
+    engine: &'e Engine,
+    tables: Box<Tables>,
+    table: HintTable,
+    opts: RapidOptions,
+    stats: RapidStats,
+}
+
+impl<'e> Rapid<'e> {
+    /// The table must be for the engine's profile and fingerprint algorithm.
+    pub fn new(engine: &'e Engine, table: HintTable, opts: RapidOptions) -> Result<Rapid<'e>, Error> {
+        if engine.hash_alg() == HashAlg::None {
+            return Err(Error::config(
+                "RapidCDC needs chunk fingerprints: use blake3 or sha256, not 'none'",
+            ));
+        }
+        if table.profile() != engine.profile() {
+            return Err(Error::config(format!(
+                "the hint table is for profile {}, the engine uses {}",
+                table.profile(),
+                engine.profile()
+            )));
+        }
+        if table.hash_alg() != engine.hash_alg() {
+            return Err(Error::config(format!(
+                "the hint table holds {} fingerprints, the engine computes {}",
+                table.hash_alg().name(),
+                engine.hash_alg().name()
+            )));
+        }
+        let n = table.list_len();
+        Ok(Rapid {
+            engine,
+            tables: Tables::new(engine.profile()),
+            table,
+            opts,
+            stats: RapidStats {
+                hits: vec![0; n],
+                misses: vec![0; n],
+                ..RapidStats::default()
+            },
+        })
+    }
+
+    /// A session with a fresh table with lists of `list_len` hints.
+    pub fn with_new_table(engine: &'e Engine, list_len: usize, opts: RapidOptions) -> Result<Rapid<'e>, Error> {
+        let t = HintTable::new(engine.profile(), engine.hash_alg(), list_len)?;
+        Rapid::new(engine, t, opts)
+    }
+
+    pub fn engine(&self) -> &'e Engine {
+        self.engine
+    }
+    pub fn options(&self) -> &RapidOptions {
+        &self.opts
+    }
+    pub fn table(&self) -> &HintTable {
+        &self.table
+    }
+    pub fn table_mut(&mut self) -> &mut HintTable {
+        &mut self.table
+    }
+    pub fn into_table(self) -> HintTable {
+        self.table
+    }
+    pub fn stats(&self) -> &RapidStats {
+        &self.stats
+    }
+    pub fn reset_stats(&mut self) {
+        let n = self.table.list_len();
+        self.stats = RapidStats {
+            hits: vec![0; n],
+            misses: vec![0; n],
+            ..RapidStats::default()
+        };
+    }
+
+    /// Chunks of `data` (one file; hints learned from it stay in the table).
+    pub fn chunks<'a>(&'a mut self, data: &'a [u8]) -> RapidChunker<'a, 'e, SliceSource<'a>> {
+        RapidChunker::new(self, SliceSource { data })
+    }
+
+    /// Chunks of a reader with bounded memory: the bytes of one fallback block (at most the
+    /// engine's block size) and one MAX-sized chunk are buffered, never the whole input.
+    pub fn stream<R: Read>(&mut self, reader: R) -> RapidChunker<'_, 'e, ReadSource<R>> {
+        RapidChunker::new(
+            self,
+            ReadSource {
+                reader,
+                buf: Vec::new(),
+                base: 0,
+                filled: 0,
+                eof: false,
+            },
+        )
+    }
+
+    /// All chunks of `data`.
+    pub fn chunk_all(&mut self, data: &[u8]) -> Result<Vec<RapidChunk>, Error> {
+        self.chunks(data).collect()
+    }
+
+    /// Chunk end offsets of `data`.
+    pub fn cuts(&mut self, data: &[u8]) -> Result<Vec<usize>, Error> {
+        self.chunks(data)
+            .map(|c| c.map(|c| c.offset as usize + c.length))
+            .collect()
+    }
+}
+
+/// Where the chunker's bytes come from: a slice, or a reader through a bounded buffer.
+pub trait Source {
+    /// Makes the input's bytes up to `end` available, if it has them. Returns the end of the
+    /// available bytes: `>= end`, or the input's length when it ends before `end`.
+    fn ensure(&mut self, end: usize) -> Result<usize, Error>;
+    /// The input's length, once its end has been seen.
+    fn known_len(&self) -> Option<usize>;
+    /// The buffered bytes and the offset of the first.
+    fn window(&self) -> (&[u8], usize);
+    /// Bytes before `pos` will not be asked for again.
+    fn release(&mut self, pos: usize);
+}
+
+pub struct SliceSource<'a> {
+    data: &'a [u8],
+}
+
+impl Source for SliceSource<'_> {
+    fn ensure(&mut self, end: usize) -> Result<usize, Error> {
+        let _ = end;
+        Ok(self.data.len())
+    }
+    fn known_len(&self) -> Option<usize> {
+        Some(self.data.len())
+    }
+    fn window(&self) -> (&[u8], usize) {
+        (self.data, 0)
+    }
+    fn release(&mut self, _pos: usize) {}
+}
+
+pub struct ReadSource<R: Read> {
+    reader: R,
+    /// Bytes `[base, base + filled)` of the input are in `buf[..filled]`.
+    buf: Vec<u8>,
+    base: usize,
+    filled: usize,
+    eof: bool,
+}
+
+const READ_AHEAD: usize = 1 << 20;
+
+impl<R: Read> Source for ReadSource<R> {
+    fn ensure(&mut self, end: usize) -> Result<usize, Error> {
+        while !self.eof && self.base + self.filled < end {
+            let target = (end - self.base).max(self.filled + READ_AHEAD);
+            if self.buf.len() < target {
+                self.buf.resize(target, 0);
+            }
+            match self.reader.read(&mut self.buf[self.filled..]) {
+                Ok(0) => self.eof = true,
+                Ok(k) => self.filled += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::Io(e)),
+            }
+        }
+        Ok(self.base + self.filled)
+    }
+    fn known_len(&self) -> Option<usize> {
+        self.eof.then_some(self.base + self.filled)
+    }
+    fn window(&self) -> (&[u8], usize) {
+        (&self.buf[..self.filled], self.base)
+    }
+    fn release(&mut self, pos: usize) {
+        let drop = pos.saturating_sub(self.base).min(self.filled);
+        // Move the tail down only when it pays off (a large or a majority prefix is dead).
+        if drop > 0 && (drop >= READ_AHEAD || 2 * drop >= self.filled) {
+            self.buf.copy_within(drop..self.filled, 0);
+            self.filled -= drop;
+            self.base += drop;
+        }
+    }
+}
+
+/// The RapidCDC iterator over one input (see [`Rapid::chunks`] and [`Rapid::stream`]).
+pub struct RapidChunker<'r, 'e, S: Source> {
+    rapid: &'r mut Rapid<'e>,
+    src: S,
+    /// End of the last chunk produced: the current boundary.
+    s: usize,
+    /// Fingerprint of the chunk that ends at `s` (none at the start of the input).
+    prev: Option<Digest>,
+    /// The regular chunking in progress, in fallback mode.
+    slow: Option<Resumed>,
+    block: usize,
+    pending: VecDeque<RapidChunk>,
+    hints: Vec<Hint>,
+    cuts: Vec<usize>,
+    batch: Vec<Chunk>,
+    done: bool,
+    failed: bool,
+}
+
+impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
+    fn new(rapid: &'r mut Rapid<'e>, src: S) -> Self {
+        RapidChunker {
+            rapid,
+            src,
+            s: 0,
+            prev: None,
+            slow: None,
+            block: 0,
+            pending: VecDeque::new(),
+            hints: Vec::new(),
+            cuts: Vec::new(),
+            batch: Vec::new(),
+            done: false,
+            failed: false,
+        }
+    }
+
+    fn first_block(&self) -> usize {
+        match self.rapid.opts.first_block {
+            0 => self.rapid.engine.profile().avg,
+            n => n,
+        }
+    }
+
+    fn advance(&mut self) -> Result<(), Error> {
+        let w = self.rapid.engine.profile().window;
+        let keep = match &self.slow {
+            Some(r) => self.s.min(r.next_position().saturating_sub(w)),
+            None => self.s,
+        };
+        self.src.release(keep);
+        if self.src.ensure(self.s + 1)? <= self.s {
+            self.done = true;
+            return Ok(());
+        }
+        if self.slow.is_none() {
+            if let Some(prev) = self.prev {
+                if self.try_hints(&prev)? {
+                    return Ok(());
+                }
+            }
+            self.slow = Some(self.rapid.engine.resume(self.s));
+            self.block = self.first_block();
+        }
+        self.fallback_block()
+    }
+
+    /// Tries the hints of `prev` at the current boundary; on a hit, produces the chunk.
+    fn try_hints(&mut self, prev: &Digest) -> Result<bool, Error> {
+        let mut hints = std::mem::take(&mut self.hints);
+        self.rapid.table.hints_into(prev, &mut hints);
+        let r = self.try_hint_list(&hints);
+        self.hints = hints;
+        r
+    }
+
+    fn try_hint_list(&mut self, hints: &[Hint]) -> Result<bool, Error> {
+        if hints.is_empty() {
+            return Ok(false);
+        }
+        let s = self.s;
+        let far = s + hints.iter().map(|h| h.size as usize).max().unwrap_or(0);
+        // One byte more, so that a candidate at the end of a stream is known to be there.
+        let avail = self.src.ensure(far + 1)?;
+        let len = self.src.known_len();
+        let engine = self.rapid.engine;
+        let crit = self.rapid.opts.criterion;
+        for (k, h) in hints.iter().enumerate() {
+            let size = h.size as usize;
+            let e = s + size;
+            let mut fp = None;
+            let ok = size > 0 && e <= avail && {
+                let (buf, base) = self.src.window();
+                let bytes = &buf[s - base..e - base];
+                match crit {
+                    Criterion::Ff => true,
+                    Criterion::FfMt => h.marker == Some(bytes[size - 1]),
+                    Criterion::FfRwt | Criterion::FfRwtFpt => {
+                        let st = &mut self.rapid.stats;
+                        let pass = window_test(engine, &self.rapid.tables, bytes, Some(e) == len, st);
+                        pass && (crit == Criterion::FfRwt || {
+                            let d = digest(engine, bytes);
+                            let known = self.rapid.table.is_regular(&d);
+                            if !known {
+                                self.rapid.stats.fpt_wasted += 1;
+                                self.rapid.stats.fpt_wasted_bytes += size as u64;
+                            }
+                            fp = Some(d);
+                            known
+                        })
+                    }
+                }
+            };
+            if ok && !self.rapid.opts.worst_case {
+                self.rapid.stats.hits[k] += 1;
+                let (buf, base) = self.src.window();
+                let bytes = &buf[s - base..e - base];
+                let d = fp.unwrap_or_else(|| digest(engine, bytes));
+                let last = bytes[size - 1];
+                let regular = crit == Criterion::FfRwtFpt;
+                self.produce(s, e, d, last, regular, Found::Hint(k as u8));
+                return Ok(true);
+            }
+            self.rapid.stats.misses[k] += 1;
+        }
+        self.rapid.stats.fallbacks += 1;
+        Ok(false)
+    }
+
+    /// Records a chunk: links it to the previous one, makes its fingerprint known, queues it.
+    fn produce(&mut self, s: usize, e: usize, fp: Digest, last: u8, regular: bool, found: Found) {
+        let t = &mut self.rapid.table;
+        if let Some(p) = &self.prev {
+            t.link(
+                p,
+                Hint {
+                    size: (e - s) as u32,
+                    marker: Some(last),
+                },
+            );
+        }
+        t.learn(&fp, regular);
+        let st = &mut self.rapid.stats;
+        st.bytes += (e - s) as u64;
+        st.chunks += 1;
+        if matches!(found, Found::Hint(_)) {
+            st.hinted_chunks += 1;
+        }
+        self.pending.push_back(RapidChunk {
+            offset: s as u64,
+            length: e - s,
+            hash: fp,
+            last,
+            regular,
+            found,
+        });
+        self.s = e;
+        self.prev = Some(fp);
+    }
+
+    /// One block of regular chunking from the current boundary.
+    fn fallback_block(&mut self) -> Result<(), Error> {
+        let engine = self.rapid.engine;
+        let mut slow = self.slow.take().expect("fallback mode");
+        debug_assert_eq!(slow.start(), self.s);
+        let p = slow.next_position();
+        // One byte more than the block, so that a block ending the input knows it does.
+        let avail = self.src.ensure(p.saturating_add(self.block).saturating_add(1))?;
+        let q = avail.min(p.saturating_add(self.block));
+        let at_end = self.src.known_len() == Some(q);
+        self.cuts.clear();
+        {
+            let (buf, base) = self.src.window();
+            let scanned = engine.scan_resumed(&mut slow, buf, base, q, &mut self.cuts)?;
+            self.rapid.stats.scanned_positions += scanned as u64;
+        }
+        if at_end {
+            slow.finish(q, &mut self.cuts);
+        }
+        self.rapid.stats.blocks += 1;
+        self.batch.clear();
+        let mut a = self.s;
+        for &c in &self.cuts {
+            self.batch.push(Chunk {
+                offset: a as u64,
+                length: c - a,
+                hash: None,
+            });
+            a = c;
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        let mut lasts = Vec::with_capacity(batch.len());
+        {
+            let (buf, base) = self.src.window();
+            engine.fingerprint_chunks(buf, base as u64, &mut batch)?;
+            lasts.extend(batch.iter().map(|c| buf[c.offset as usize + c.length - 1 - base]));
+        }
+        for (c, last) in batch.iter().zip(lasts) {
+            let (s, e) = (c.offset as usize, c.offset as usize + c.length);
+            let d = c.hash.ok_or_else(|| Error::config("fingerprint missing"))?;
+            self.produce(s, e, d, last, true, Found::Rule);
+        }
+        let cut_any = !batch.is_empty();
+        self.batch = batch;
+        let hinted = cut_any && self.prev.is_some_and(|p| self.rapid.table.has_hints(&p));
+        if at_end || hinted {
+            // Back to hint mode (or done): the next advance starts from the last cut.
+        } else {
+            self.block = self
+                .block
+                .saturating_mul(2)
+                .min(engine.block_size().max(self.first_block()));
+            self.slow = Some(slow);
+        }
+        Ok(())
+    }
+}
+
+/// The FF+RWT test for the candidate chunk `bytes` (from the current boundary to the hinted
+/// end): the boundary condition at its end. `at_end`: the candidate ends the input.
+fn window_test(engine: &Engine, t: &Tables, bytes: &[u8], at_end: bool, st: &mut RapidStats) -> bool {
+    let p = engine.profile();
+    let size = bytes.len();
+    if size > p.max {
+        return false;
+    }
+    if size == p.max || at_end {
+        return true;
+    }
+    if size < p.min {
+        return false;
+    }
+    st.window_tests += 1;
+    st.window_bytes += p.window as u64;
+    let h = t.hash_window(&bytes[size - p.window..]);
+    if size < p.avg || !p.two_classes() {
+        t.is_strict(h)
+    } else {
+        t.is_loose(h)
+    }
+}
+
+fn digest(engine: &Engine, bytes: &[u8]) -> Digest {
+    engine.hash_alg().digest(bytes).unwrap_or([0; 32])
+}
+
+impl<S: Source> Iterator for RapidChunker<'_, '_, S> {
+    type Item = Result<RapidChunk, Error>;
+    fn next(&mut self) -> Option<Result<RapidChunk, Error>> {
+        loop {
+            if let Some(c) = self.pending.pop_front() {
+                return Some(Ok(c));
+            }
+            if self.done || self.failed {
+                return None;
+            }
+            if let Err(e) = self.advance() {
+                self.failed = true;
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+/// Dedup accounting in input order: a chunk is unique the first time its fingerprint is seen.
+#[derive(Default)]
+pub struct DedupCounter {
+    seen: table::DigestSet,
+    pub bytes: u64,
+    pub unique_bytes: u64,
+    pub chunks: u64,
+    pub unique_chunks: u64,
+}
+
+impl DedupCounter {
+    pub fn new() -> DedupCounter {
+        DedupCounter::default()
+    }
+    /// Counts a chunk; returns whether it is new.
+    pub fn add(&mut self, fp: &Digest, len: usize) -> bool {
+        self.bytes += len as u64;
+        self.chunks += 1;
+        let new = self.seen.insert(table::Key(*fp));
+        if new {
+            self.unique_bytes += len as u64;
+            self.unique_chunks += 1;
+        }
+        new
+    }
+    /// Bytes over unique bytes (1.0 for no input).
+    pub fn ratio(&self) -> f64 {
+        if self.unique_bytes == 0 {
+            1.0
+        } else {
+            self.bytes as f64 / self.unique_bytes as f64
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! Recipes: the ordered list of a file's chunks (fingerprint, size), the hint source for a base
+//! file (the paper's section 3.1).
+//!
+//! Text format, one record per line (UTF-8, `\n`):
+//!
+//! ```text
+//! cutpoint-recipe 1
+//! profile gear:2k:8k:64k
+//! hash blake3
+//! <64 hex digits> <size> <last byte as 2 hex digits, or -> <r|h>
+//! ...
+//! end <chunk count> <total bytes>
+//! ```
+//!
+//! The profile is the canonical string and the hash the fingerprint algorithm; a recipe is only
+//! used with the same pair. The third field is the chunk's last byte (the FF+MT marker). The
+//! fourth says how the chunk was cut: `r` by the boundary rule itself (regular CDC, or a hint
+//! verified by FF+RWT+FPT), `h` by an unverified hint (FF, FF+MT, FF+RWT). Only `r` chunks can
+//! satisfy the FF+RWT+FPT test (see [`crate::rapid`]). The `end` line guards against truncation.
+
+use super::RapidChunk;
+use crate::error::Error;
+use crate::fingerprint::{hex, Digest, HashAlg};
+use crate::profile::Profile;
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+
+/// Format version of the recipe text.
+pub const RECIPE_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecipeEntry {
+    pub fp: Digest,
+    pub size: u32,
+    /// Last byte of the chunk, when recorded.
+    pub last: Option<u8>,
+    /// Cut by the boundary rule (see the module docs).
+    pub regular: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recipe {
+    /// Canonical profile string.
+    pub profile: String,
+    pub hash: HashAlg,
+    pub entries: Vec<RecipeEntry>,
+}
+
+impl Recipe {
+    pub fn new(profile: &Profile, hash: HashAlg) -> Recipe {
+        Recipe {
+            profile: profile.to_string(),
+            hash,
+            entries: Vec::new(),
+        }
+    }
+
+    /// The recipe of a file chunked by RapidCDC (or regularly: chunks of
+    /// [`super::Rapid::regular_chunks`]).
+    pub fn from_chunks<'a>(
+        profile: &Profile,
+        hash: HashAlg,
+        chunks: impl IntoIterator<Item = &'a RapidChunk>,
+    ) -> Recipe {
+        let mut r = Recipe::new(profile, hash);
+        r.entries.extend(chunks.into_iter().map(|c| RecipeEntry {
+            fp: c.hash,
+            size: c.length as u32,
+            last: Some(c.last),
+            regular: c.regular,
+        }));
+        r
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.entries.iter().map(|e| e.size as u64).sum()
+    }
+
+    pub fn write<W: Write>(&self, w: W) -> Result<(), Error> {
+        let mut w = BufWriter::new(w);
+        writeln!(w, "cutpoint-recipe {RECIPE_VERSION}")?;
+        writeln!(w, "profile {}", self.profile)?;
+        writeln!(w, "hash {}", self.hash.name())?;
+        for e in &self.entries {
+            let last = match e.last {
+                Some(b) => format!("{b:02x}"),
+                None => "-".into(),
+            };
+            writeln!(
+                w,
+                "{} {} {} {}",
+                hex(&e.fp),
+                e.size,
+                last,
+                if e.regular { 'r' } else { 'h' }
+            )?;
+        }
+        writeln!(w, "end {} {}", self.entries.len(), self.total_bytes())?;
+        w.flush()?;
+        Ok(())
+    }
+
+    pub fn write_file(&self, path: &Path) -> Result<(), Error> {
+        let f = std::fs::File::create(path)?;
+        self.write(&f)?;
+        f.sync_all()?;
+        Ok(())
+    }
+
+    /// Parses a recipe. Malformed or truncated input is an `InvalidData` I/O error naming the
+    /// line; an unknown version is a configuration error.
+    pub fn read<R: Read>(r: R) -> Result<Recipe, Error> {
+        let mut lines = BufReader::new(r).lines().enumerate();
+        let mut next = |what: &str| -> Result<(usize, String), Error> {
+            match lines.next() {
+                Some((i, Ok(l))) => Ok((i + 1, l)),
+                Some((_, Err(e))) => Err(Error::Io(e)),
+                None => Err(bad(0, &format!("truncated: expected {what}"))),
+            }
+        };
+        let (n, l) = next("the header")?;
+        let v = l
+            .strip_prefix("cutpoint-recipe ")
+            .ok_or_else(|| bad(n, "not a cutpoint recipe"))?;
+        if v != RECIPE_VERSION.to_string() {
+            return Err(Error::config(format!(
+                "recipe format version {v}; this build reads version {RECIPE_VERSION}"
+            )));
+        }
+        let (n, l) = next("the profile")?;
+        let p = l
+            .strip_prefix("profile ")
+            .ok_or_else(|| bad(n, "expected 'profile ...'"))?;
+        let profile: Profile = p.parse()?;
+        let (n, l) = next("the hash")?;
+        let h = l.strip_prefix("hash ").ok_or_else(|| bad(n, "expected 'hash ...'"))?;
+        let hash = HashAlg::parse(h)?;
+        if hash == HashAlg::None {
+            return Err(bad(n, "a recipe needs fingerprints"));
+        }
+        let mut entries = Vec::new();
+        loop {
+            let (n, l) = next("more chunks or the 'end' line")?;
+            let f: Vec<&str> = l.split(' ').collect();
+            if f[0] == "end" {
+                let count: Option<usize> = f.get(1).and_then(|s| s.parse().ok());
+                let bytes: Option<u64> = f.get(2).and_then(|s| s.parse().ok());
+                let total: u64 = entries.iter().map(|e: &RecipeEntry| e.size as u64).sum();
+                if f.len() != 3 || count != Some(entries.len()) || bytes != Some(total) {
+                    return Err(bad(n, "the 'end' line does not match the chunks above it"));
+                }
+                break;
+            }
+            if f.len() != 4 {
+                return Err(bad(n, "expected '<fingerprint> <size> <last byte> <r|h>'"));
+            }
+            let fp = parse_hex(f[0]).ok_or_else(|| bad(n, "bad fingerprint (64 hex digits)"))?;
+            let size: u32 = f[1].parse().ok().filter(|&s| s > 0).ok_or_else(|| bad(n, "bad size"))?;
+            let last = match f[2] {
+                "-" => None,
+                s if s.len() == 2 => Some(u8::from_str_radix(s, 16).map_err(|_| bad(n, "bad last byte"))?),
+                _ => return Err(bad(n, "bad last byte")),
+            };
+            let regular = match f[3] {
+                "r" => true,
+                "h" => false,
+                _ => return Err(bad(n, "the fourth field must be r or h")),
+            };
+            entries.push(RecipeEntry {
+                fp,
+                size,
+                last,
+                regular,
+            });
+        }
+        if let Some((n, _)) = lines.next() {
+            return Err(bad(n + 1, "text after the 'end' line"));
+        }
+        Ok(Recipe {
+            profile: profile.to_string(),
+            hash,
+            entries,
+        })
+    }
+
+    pub fn read_file(path: &Path) -> Result<Recipe, Error> {
+        let f = std::fs::File::open(path)?;
+        Recipe::read(f).map_err(|e| match e {
+            Error::Io(io) => Error::Io(io::Error::new(io.kind(), format!("{}: {io}", path.display()))),
+            Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
+            Error::Profile(m) => Error::Profile(format!("{}: {m}", path.display())),
+        })
+    }
+}
+
+fn bad(line: usize, msg: &str) -> Error {
+    let m = if line > 0 {
+        format!("recipe line {line}: {msg}")
+    } else {
+        format!("recipe {msg}")
+    };
+    Error::Io(io::Error::new(io::ErrorKind::InvalidData, m))
+}
+
+fn parse_hex(s: &str) -> Option<Digest> {
+    if s.len() != 64 {
+        return None;
+    }
+    let mut d = [0u8; 32];
+    for (i, b) in d.iter_mut().enumerate() {
+        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Recipe {
+        let p: Profile = "rabin:4k:8k:12k".parse().unwrap();
+        let mut r = Recipe::new(&p, HashAlg::Sha256);
+        for i in 0..5u32 {
+            r.entries.push(RecipeEntry {
+                fp: *blake3::hash(&i.to_le_bytes()).as_bytes(),
+                size: 4096 + i,
+                last: if i == 2 { None } else { Some(i as u8 * 50) },
+                regular: i != 3,
+            });
+        }
+        r
+    }
+
+    #[test]
+    fn round_trip() {
+        let r = sample();
+        let mut buf = Vec::new();
+        r.write(&mut buf).unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert!(
+            text.starts_with("cutpoint-recipe 1\nprofile rabin:4k:8k:12k\nhash sha256\n"),
+            "{text}"
+        );
+        assert!(text.ends_with(&format!("end 5 {}\n", 5 * 4096 + 10)), "{text}");
+        assert_eq!(Recipe::read(&buf[..]).unwrap(), r);
+    }
+
+    #[test]
+    fn damage_is_an_error() {
+        let mut buf = Vec::new();
+        sample().write(&mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // Truncated: the end line is missing.
+        let t = lines[..lines.len() - 1].join("\n");
+        assert!(Recipe::read(t.as_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("truncated"));
+        // A chunk line dropped: the end line no longer matches.
+        let mut l2 = lines.clone();
+        l2.remove(4);
+        assert!(Recipe::read(l2.join("\n").as_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("does not match"));
+        // A bad flag.
+        let t = text.replacen(" r\n", " x\n", 1);
+        assert!(Recipe::read(t.as_bytes()).unwrap_err().to_string().contains("r or h"));
+        // Another version.
+        let t = text.replacen("cutpoint-recipe 1", "cutpoint-recipe 2", 1);
+        assert!(Recipe::read(t.as_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("version 2"));
+        assert!(Recipe::read(&b"hello\n"[..]).is_err());
+    }
+}
