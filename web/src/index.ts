@@ -25,6 +25,8 @@ export interface ChunkOptions {
   laneSegment?: number
   /** Fingerprint (default blake3). */
   hash?: HashName
+  /** SHA-256 implementation: 'auto' (WebCrypto where available, measured faster; else wasm), 'wasm', 'webcrypto'. BLAKE3 is always the core's wasm. */
+  hashImpl?: 'auto' | 'wasm' | 'webcrypto'
   /** Stage-1 kernel: 'simd128', 'interleaved', 'scalar' (default: the fastest in the build). */
   backend?: string
   /** Which wasm build the workers load (default: the one `init()` chose). */
@@ -106,6 +108,7 @@ interface Resolved {
   segment: number
   lane: number
   hash: HashName
+  hashImpl: 'auto' | 'wasm' | 'webcrypto'
   backend: string
   flavor: Flavor
   hashBatch: number
@@ -127,7 +130,9 @@ async function resolve(opts: ChunkOptions): Promise<Resolved> {
     throw new Error(`cutpoint: backend '${backend}' is not in the ${flavor} build (available: ${w.mod.backends().join(', ')})`)
   }
   const hashBatch = Math.max(1, opts.hashBatch ?? 4 * MiB)
-  return { profile, workers, segment, lane, hash, backend, flavor, hashBatch }
+  const hashImpl = opts.hashImpl ?? 'auto'
+  if (!['auto', 'wasm', 'webcrypto'].includes(hashImpl)) throw new Error(`cutpoint: unknown hashImpl '${hashImpl}' (known: auto, wasm, webcrypto)`)
+  return { profile, workers, segment, lane, hash, hashImpl, backend, flavor, hashBatch }
 }
 
 function hex(b: Uint8Array): string {
@@ -243,6 +248,7 @@ async function startPool(r: Resolved, source: SourceDesc): Promise<Pool> {
     profile: r.profile.canonical,
     backend: r.backend,
     hash: r.hash,
+    hashImpl: r.hashImpl,
     capacity: Math.min(r.segment, 1 << 30) + r.profile.window,
     source,
   })

@@ -21,6 +21,8 @@ export interface InitMsg {
   profile: string
   backend: string
   hash: string
+  /** How SHA-256 is computed: 'auto' (WebCrypto where the worker has it, else wasm), 'wasm', 'webcrypto'. */
+  hashImpl: 'auto' | 'wasm' | 'webcrypto'
   /** Largest stage-1 slice in bytes (segment + window). */
   capacity: number
   source: SourceDesc
