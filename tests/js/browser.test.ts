@@ -113,6 +113,24 @@ describe('chromium', () => {
   })
 })
 
+describe('chromium, Vite production build', () => {
+  it('the bundled workers and wasm builds resolve and give the vector chunks', async () => {
+    execFileSync(`${root}node_modules/.bin/vite`, ['build', '-c', 'tests/vite-app/vite.config.js'], { cwd: root, stdio: 'pipe' })
+    const s = await serve(`${root}tests/vite-app/dist`, false)
+    servers.push(s.server)
+    const page = await ctx.newPage()
+    await page.goto(`${s.url}/index.html`)
+    expect(await page.evaluate(() => (window as any).ready)).toMatch(/^cutpoint-wasm\//)
+    for (const vf of loadVectors().slice(0, 3)) {
+      const i = vf.cases.reduce((best, c, k) => (c.input.length > vf.cases[best].input.length ? k : best), 0)
+      for (const opts of [{ workers: 2, segmentSize: 65537 }, { workers: 1, wasm: 'plain' }]) {
+        expect(await page.evaluate(([vf, i, opts]) => (window as any).check(vf, i, opts), [vf, i, opts] as const), `${vf.name} ${JSON.stringify(opts)}`).toBeNull()
+      }
+    }
+    await page.close()
+  })
+})
+
 function nativeCli(): string {
   const bin = `${root}native/target/release/cutpoint`
   if (!existsSync(bin)) execFileSync('cargo', ['build', '--release', '-p', 'cutpoint-cli'], { cwd: `${root}native`, stdio: 'inherit' })
