@@ -98,6 +98,8 @@ fn stage1_all(k: Stage1Fn, lanes: usize, t: &Tables, data: &[u8], strict: &mut V
 
 fn main() {
     let reps = env("CUTPOINT_REPS", 7);
+    // CUTPOINT_ONLY=substring: run only the stage-1 rows whose name contains it (for profiling).
+    let only = std::env::var("CUTPOINT_ONLY").ok();
     let n = env("CUTPOINT_MIB", 64) << 20;
     let data = bytes(n, 0x5EED);
     let gbs = |s: f64| n as f64 / s / 1e9;
@@ -133,10 +135,14 @@ fn main() {
         let p: Profile = prof.parse().unwrap();
         let t = Tables::new(&p);
         for (name, k, lanes) in &kernels {
+            let label = format!("stage1/{name}/{}", p.family.name());
+            if only.as_deref().is_some_and(|o| !label.contains(o)) {
+                continue;
+            }
             let mut s = Vec::new();
             let mut l = if p.two_classes() { Vec::with_capacity(1) } else { Vec::new() };
             let m = median(reps, || stage1_all(*k, *lanes, &t, &data, &mut s, &mut l));
-            row(&format!("stage1/{name}/{}", p.family.name()), m, "");
+            row(&label, m, "");
         }
         println!(
             "{:<34} {}",
@@ -145,6 +151,9 @@ fn main() {
         );
     }
 
+    if only.is_some() {
+        return;
+    }
     let one = |p: &Profile, threads: usize| {
         Engine::new(p.clone(), Options { threads, hash: HashAlg::None, ..Options::default() }).unwrap()
     };

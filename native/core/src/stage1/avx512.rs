@@ -373,6 +373,8 @@ unsafe fn gear_gather(t: &Tables, data: &[u8], group: &[Range<usize>], origin: u
 /// Largest window the ring of transposed data serves (ring = next_pow2(W + 64) × 64 bytes).
 pub const MAX_RING_WINDOW: usize = 4096;
 const LANES: usize = 64;
+/// How far ahead of the block being transposed each lane's bytes are prefetched.
+const PREFETCH: usize = 256;
 
 /// The 8×8 GF(2) matrix (as `vgf2p8affineqb` wants it) of a linear map on bytes.
 fn affine_matrix(f: impl Fn(u8) -> u8) -> u64 {
@@ -493,8 +495,12 @@ unsafe fn transpose_block(p: *const u8, src: &[usize; LANES], r0: usize, ring: &
     for kh in 0..8 {
         let mut r = [_mm512_setzero_si512(); 8];
         for kl in 0..8 {
+            let a = p.wrapping_add(src[8 * kh + kl] + r0);
             // SAFETY: the caller guarantees 64 readable bytes at src[k] + r0.
-            r[kl] = unsafe { _mm512_loadu_si512(p.add(src[8 * kh + kl] + r0) as *const _) };
+            r[kl] = unsafe { _mm512_loadu_si512(a as *const _) };
+            // 64 streams are more than the hardware prefetchers track: fetch ahead by hand
+            // (a prefetch never faults, so running past the end is harmless).
+            _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(PREFETCH) as *const i8);
         }
         let q = transpose8x8_q(r); // q[jh] qword kl = lane (8kh+kl) bytes 8jh..8jh+8
         for jh in 0..8 {
@@ -563,7 +569,11 @@ unsafe fn crc_affine<const NP: usize>(
     while r0 < total {
         // SAFETY: bounds as above; features enabled.
         unsafe { transpose_block(p, &src, r0, ring) };
-        for j in 0..64 {
+        // Lane masks of matches, per roll of the block: written every roll (no branch, no
+        // call in the loop, so the state stays in registers), read after the block.
+        let mut hits = [0u64; 64];
+        let mut any = 0u64;
+        for (j, hit) in hits.iter_mut().enumerate() {
             let r = r0 + j;
             let c = ring.slots[r & ring.mask];
             let idx = _mm512_xor_si512(h[0], c);
@@ -575,14 +585,13 @@ unsafe fn crc_affine<const NP: usize>(
                 h[3] = _mm512_gf2p8affine_epi64_epi8::<0>(idx, at[3]);
                 continue;
             }
-            // Check position src + r (hash before roll r).
+            // Check position src + r (the hash before roll r).
             let mut m: u64 = _mm512_testn_epi8_mask(_mm512_xor_si512(h[0], gb[0]), mb[0]);
             for pl in 1..NP {
                 m = _mm512_mask_testn_epi8_mask(m, _mm512_xor_si512(h[pl], gb[pl]), mb[pl]);
             }
-            if m != 0 {
-                mark_planes(t, m, &h, &src, r, origin, strict, loose);
-            }
+            *hit = m;
+            any |= m;
             let l = ring.slots[(r - w) & ring.mask];
             h[0] = _mm512_ternarylogic_epi64::<0x96>(
                 h[1],
@@ -604,6 +613,9 @@ unsafe fn crc_affine<const NP: usize>(
                 _mm512_gf2p8affine_epi64_epi8::<0>(l, av[3]),
             );
         }
+        if any != 0 {
+            mark_hits(t, &hits, &src, r0, origin, strict, loose);
+        }
         r0 += 64;
     }
     let hs = planes_to_lanes(&h);
@@ -624,12 +636,21 @@ fn planes_to_lanes(h: &[__m512i; 4]) -> Vec<u64> {
         .collect()
 }
 
+/// Sets the bits of the matches of one block (`hits[j]`: lanes matching before roll `r0 + j`).
+/// crc32 has one class, so the lane mask is all that is needed.
 #[inline(never)]
 #[cold]
-#[target_feature(enable = "avx512f")]
-fn mark_planes(t: &Tables, m: u64, h: &[__m512i; 4], src: &[usize; LANES], r: usize, origin: usize, strict: &mut [u64], loose: &mut [u64]) {
-    let hs = planes_to_lanes(h);
-    mark_lanes(t, m, &hs, src, r, origin, strict, loose);
+fn mark_hits(t: &Tables, hits: &[u64; 64], src: &[usize; LANES], r0: usize, origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+    for (j, &m) in hits.iter().enumerate() {
+        let mut m = m;
+        while m != 0 {
+            let k = m.trailing_zeros() as usize;
+            m &= m - 1;
+            // The stored mask already compared `h & mask == magic`; one class: `h` is unused
+            // by `mark` beyond that, so pass `magic` (which matches).
+            mark(t, t.magic, src[k] + r0 + j - origin, strict, loose);
+        }
+    }
 }
 
 #[cfg(test)]
