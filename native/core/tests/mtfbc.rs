@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use cutpoint_core::mtfbc::{Fbc, FbcChunk, FbcParams, Tttd, TttdParams, Workers};
+use cutpoint_core::mtfbc::{CandidateKey, Fbc, FbcChunk, FbcParams, Tttd, TttdParams, Workers};
 use cutpoint_core::profile::Family;
 
 /// splitmix64 bytes from a seed (self-contained so the tests do not depend on other modules).
@@ -272,6 +272,7 @@ fn fbc_single_stream_equals_multi_threaded() {
     // updates; only an in-order commit gives the single-stream result.
     let tiny = FbcParams { filter_bytes: 512, filters: 1, ..FbcParams::paper() };
     single_equals_multi(tiny, 1000);
+    single_equals_multi(FbcParams { key: CandidateKey::Rolling, ..FbcParams::paper() }, 1000);
 }
 
 fn single_equals_multi(params: FbcParams, min_frequent: usize) {
@@ -324,6 +325,12 @@ fn single_equals_multi(params: FbcParams, min_frequent: usize) {
 /// sub-chunks frequent and pass 2 must cut them out; a plain TTTD run cannot dedup them.
 #[test]
 fn fbc_isolates_planted_frequent_substrings() {
+    for key in [CandidateKey::Blake3, CandidateKey::Rolling] {
+        planted_case(FbcParams { key, ..FbcParams::paper() });
+    }
+}
+
+fn planted_case(params: FbcParams) {
     let planted = random_bytes(4096, 1234);
     let mut rng = Rng(99);
     let mut data = Vec::new();
@@ -336,7 +343,7 @@ fn fbc_isolates_planted_frequent_substrings() {
     }
     data.extend_from_slice(&random_bytes(10_000, 3));
 
-    let mut fbc = Fbc::new(FbcParams::paper()).unwrap();
+    let mut fbc = Fbc::new(params.clone()).unwrap();
     // Before pass 1 the state is empty: FBC gives TTTD's chunks.
     let (c0, _) = fbc.chunk(&data, Workers::single()).unwrap();
     let tttd_cuts = fbc.tttd().cuts(&data);
@@ -383,13 +390,16 @@ fn fbc_isolates_planted_frequent_substrings() {
     );
 
     // With a threshold above the 40 copies nothing is frequent, and FBC gives TTTD's chunks.
-    let mut strict = Fbc::new(FbcParams { threshold: 1000, ..FbcParams::paper() }).unwrap();
+    let mut strict = Fbc::new(FbcParams { threshold: 1000, ..params.clone() }).unwrap();
     let c = strict.observe_and_chunk(&data, Workers::single()).unwrap();
     assert!(c.iter().all(|c| !c.frequent));
     assert_eq!(c.len(), tttd_cuts.len());
     // The counting table saw the planted candidates: about 4096/32 distinct ones, 39 counts each.
-    let est = strict.state().estimate(&planted[1000..1512]);
+    let est = strict.estimate(&planted[1000..1512]);
     assert!(est == 0 || est == 40, "estimate of a planted window: {est}");
+    // Some planted window was examined: estimate them all, at least one must be 40.
+    let best = (0..=planted.len() - 512).map(|i| strict.estimate(&planted[i..i + 512])).max().unwrap();
+    assert_eq!(best, 40, "{:?}: no planted window was counted 40 times", params.key);
     assert!(strict.state().frequent_len(40) > 50, "planted candidates not counted");
 }
 

@@ -8,6 +8,7 @@ use super::bloom::BloomFilters;
 use super::tttd::{rolling_tables, Divisor, Tttd, TttdParams};
 use crate::error::Error;
 use crate::hash::Tables;
+use crate::profile::Family;
 
 /// FBC parameters. [`FbcParams::paper`] gives the MT-FBC report's values (section 6.A).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +28,32 @@ pub struct FbcParams {
     /// Frequency threshold: a candidate whose estimated frequency reaches it is frequent and
     /// becomes a chunk of its own (report: 5).
     pub threshold: u32,
+    /// How an examined candidate is named in the filters and the table.
+    pub key: CandidateKey,
+}
+
+/// How an examined sub-chunk candidate is named.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CandidateKey {
+    /// BLAKE3 of the candidate's bytes: 128 bits name it, 128 bits give the Bloom probes. The
+    /// closest to the report (a 20-byte cryptographic key); costs a hash of `sub_size` bytes
+    /// per examined candidate.
+    #[default]
+    Blake3,
+    /// Two rolling hashes of the candidate's bytes, rolled along with the sampling hash: the
+    /// sampling family's (53-bit Rabin or 32-bit CRC) and the other one, 85 bits together, so
+    /// no extra pass over the bytes. A collision only mislabels a candidate's frequency (a
+    /// chunking choice); chunk identity is still the store's cryptographic fingerprint.
+    Rolling,
+}
+
+impl CandidateKey {
+    pub fn name(self) -> &'static str {
+        match self {
+            CandidateKey::Blake3 => "blake3",
+            CandidateKey::Rolling => "rolling",
+        }
+    }
 }
 
 impl FbcParams {
@@ -38,6 +65,7 @@ impl FbcParams {
             filters: 3,
             filter_bytes: 800 * 1024,
             threshold: 5,
+            key: CandidateKey::Blake3,
         }
     }
 
@@ -150,7 +178,15 @@ pub(crate) struct Key {
 }
 
 impl Key {
-    fn of(bytes: &[u8]) -> Key {
+    fn rolling(a: u64, b: u64) -> Key {
+        let mix = |mut z: u64| {
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        Key { id: (a as u128) | ((b as u128) << 64), h1: mix(a ^ b.rotate_left(29)), h2: mix(b ^ a.rotate_left(17) ^ 0x9E37_79B9_7F4A_7C15) }
+    }
+    fn blake3(bytes: &[u8]) -> Key {
         let d = blake3::hash(bytes);
         let d = d.as_bytes();
         let w = |i: usize| u64::from_le_bytes(d[i..i + 8].try_into().unwrap_or([0; 8]));
@@ -186,10 +222,6 @@ impl FrequencyState {
     pub fn filter_fill(&self) -> f64 {
         self.filters.ones() as f64 / self.filters.total_bits() as f64
     }
-    /// Estimated frequency of the candidate made of `bytes` (0 when never counted).
-    pub fn estimate(&self, bytes: &[u8]) -> u32 {
-        self.estimate_key(&Key::of(bytes))
-    }
     fn estimate_key(&self, k: &Key) -> u32 {
         match self.table.get(&k.id) {
             Some(&c) => c.saturating_add(1),
@@ -213,12 +245,23 @@ impl FrequencyState {
 /// The immutable part of FBC: the coarse chunker and the candidate scanner.
 struct Scanner {
     tttd: Tttd,
+    /// Sampling hash over `sub_size` bytes (TTTD's family).
     sub: Box<Tables>,
+    /// The second rolling hash for [`CandidateKey::Rolling`] (the other family).
+    other: Option<Box<Tables>>,
     sub_size: usize,
     sample: Divisor,
 }
 
 impl Scanner {
+    /// The key of one candidate's bytes (`sub_size` of them).
+    fn key_of(&self, bytes: &[u8]) -> Key {
+        match &self.other {
+            Some(o) => Key::rolling(self.sub.hash_window(bytes), o.hash_window(bytes)),
+            None => Key::blake3(bytes),
+        }
+    }
+
     /// The sampled candidates (windows of `sub_size` bytes lying wholly inside the coarse chunk
     /// `data[base..base + chunk.len()]`), in order of their end offsets.
     fn sample(&self, chunk: &[u8], base: usize, out: &mut Vec<Sample>) {
@@ -229,15 +272,31 @@ impl Scanner {
         let t = &*self.sub;
         let mut h = t.hash_window(&chunk[..w]);
         let mut e = w;
-        loop {
-            if self.sample.hit(h) {
-                out.push(Sample { end: base + e, key: Key::of(&chunk[e - w..e]) });
+        match &self.other {
+            None => loop {
+                if self.sample.hit(h) {
+                    out.push(Sample { end: base + e, key: Key::blake3(&chunk[e - w..e]) });
+                }
+                if e == chunk.len() {
+                    break;
+                }
+                h = t.roll(h, chunk[e - w], chunk[e]);
+                e += 1;
+            },
+            Some(o) => {
+                let mut g = o.hash_window(&chunk[..w]);
+                loop {
+                    if self.sample.hit(h) {
+                        out.push(Sample { end: base + e, key: Key::rolling(h, g) });
+                    }
+                    if e == chunk.len() {
+                        break;
+                    }
+                    h = t.roll(h, chunk[e - w], chunk[e]);
+                    g = o.roll(g, chunk[e - w], chunk[e]);
+                    e += 1;
+                }
             }
-            if e == chunk.len() {
-                break;
-            }
-            h = t.roll(h, chunk[e - w], chunk[e]);
-            e += 1;
         }
     }
 }
@@ -258,7 +317,14 @@ impl Fbc {
         params.validate()?;
         let tttd = Tttd::new(params.tttd.clone())?;
         let sub = rolling_tables(params.tttd.family, params.sub_size)?;
-        let scan = Scanner { tttd, sub, sub_size: params.sub_size, sample: Divisor::new(params.sample_rate) };
+        let other = match params.key {
+            CandidateKey::Blake3 => None,
+            CandidateKey::Rolling => {
+                let f = if params.tttd.family == Family::Rabin { Family::Crc32 } else { Family::Rabin };
+                Some(rolling_tables(f, params.sub_size)?)
+            }
+        };
+        let scan = Scanner { tttd, sub, other, sub_size: params.sub_size, sample: Divisor::new(params.sample_rate) };
         let state = FrequencyState { filters: BloomFilters::new(params.filters, params.filter_bytes), table: HashMap::new() };
         Ok(Fbc { params, scan, state })
     }
@@ -273,6 +339,15 @@ impl Fbc {
 
     pub fn state(&self) -> &FrequencyState {
         &self.state
+    }
+
+    /// Estimated frequency of the candidate made of `bytes` (`sub_size` of them; 0 when never
+    /// counted, or when `bytes` has another length).
+    pub fn estimate(&self, bytes: &[u8]) -> u32 {
+        if bytes.len() != self.params.sub_size {
+            return 0;
+        }
+        self.state.estimate_key(&self.scan.key_of(bytes))
     }
 
     /// Clears the frequency state.

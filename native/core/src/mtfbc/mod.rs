@@ -23,9 +23,14 @@
 //!   rolling hash of its own bytes (same family as TTTD, window = `sub_size`) satisfies
 //!   `h mod r == r - 1`. (Choice: sampling by content, not by position, so a repeated sub-chunk
 //!   is sampled at every occurrence.)
-//! * **Fingerprint.** An examined candidate is named by its BLAKE3 digest: 128 bits key the
-//!   counting table, the other 128 bits give the Bloom probes. (The report keys the table with
-//!   20-byte SHA-1 values and probes with Murmur3-128.)
+//! * **Fingerprint** ([`CandidateKey`]). By default an examined candidate is named by its BLAKE3
+//!   digest: 128 bits key the counting table, the other 128 bits give the Bloom probes. (The
+//!   report keys the table with 20-byte values — a cryptographic fingerprint — and probes with
+//!   Murmur3-128.) [`CandidateKey::Rolling`] names it instead by two rolling hashes of its
+//!   bytes (Rabin and CRC-32, 85 bits), rolled along with the sampling hash: no second pass
+//!   over the candidate's bytes, which makes FBC's second stage about as costly as TTTD, the
+//!   balance the report describes. Frequencies only steer chunking; chunks are still named
+//!   by the store's cryptographic fingerprint.
 //! * **Filtering** (report: 3 Bloom filters of 800 KB). The filters are probed in parallel, one
 //!   probe each; a candidate is *present* when all its bits are set. A candidate not present is
 //!   inserted and goes no further: most candidates occur once, and the filters keep them out of
@@ -64,5 +69,5 @@ mod bloom;
 pub mod fbc;
 pub mod tttd;
 
-pub use fbc::{Fbc, FbcChunk, FbcParams, FrequencyState, RunStats, Workers};
+pub use fbc::{CandidateKey, Fbc, FbcChunk, FbcParams, FrequencyState, RunStats, Workers};
 pub use tttd::{Tttd, TttdCuts, TttdParams};
