@@ -107,7 +107,7 @@ impl Backend {
         match self {
             Backend::Scalar => 1,
             Backend::Interleaved => stage1::interleaved::LANES,
-            Backend::Avx2 => 16,
+            Backend::Avx2 => 32,
             Backend::Avx512 => 64,
             Backend::Simd128 => 4,
         }

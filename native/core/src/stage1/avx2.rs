@@ -22,10 +22,14 @@ use crate::profile::Family;
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-/// Registers of lanes advanced together (hides the gathers' latency). Measured on the
-/// development machine (Xeon, Sapphire Rapids class; `cargo bench --bench chunking`): 2
-/// beats 1 and is on par with 4.
-const G: usize = 2;
+/// Registers of lanes advanced together, per family (more registers hide more of the
+/// gathers' latency). Measured with `CUTPOINT_ONLY=avx2 cargo run --release --example speed`
+/// (CPU-time medians, 16 MiB, Xeon Sapphire Rapids class), GB/s for G = 1 / 2 / 4:
+/// crc32 0.84 / 0.73-1.15 / 1.05, rabin 0.45 / 0.64-0.83 / 1.06-1.12, gear 1.7 / 1.3-1.8 /
+/// 1.85-1.98: 4 for every family.
+const G_CRC: usize = 4;
+const G_RABIN: usize = 4;
+const G_GEAR: usize = 4;
 
 /// # Safety
 /// See [`super::Stage1Fn`]; the CPU must support AVX2.
@@ -37,8 +41,9 @@ pub unsafe fn stage1(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usi
     }
     let w = t.window;
     let lanes = match t.family {
-        Family::Crc32 => 8 * G,
-        _ => 4 * G,
+        Family::Crc32 => 8 * G_CRC,
+        Family::Rabin => 4 * G_RABIN,
+        Family::Gear => 4 * G_GEAR,
     };
     let Some(plan) = pieces(segs, lanes, min_piece(w)) else {
         // SAFETY: the interleaved kernel needs no special instructions; same arguments.
@@ -54,9 +59,9 @@ pub unsafe fn stage1(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usi
         // `W <= start`, `start + min_piece(W) <= end <= data.len()`, and offsets that fit i32.
         unsafe {
             match t.family {
-                Family::Crc32 => crc(t, data, group, origin, strict, loose),
-                Family::Rabin => rabin(t, data, group, origin, strict, loose),
-                Family::Gear => gear(t, data, group, origin, strict, loose),
+                Family::Crc32 => crc::<G_CRC>(t, data, group, origin, strict, loose),
+                Family::Rabin => rabin::<G_RABIN>(t, data, group, origin, strict, loose),
+                Family::Gear => gear::<G_GEAR>(t, data, group, origin, strict, loose),
             }
         }
     }
@@ -150,8 +155,8 @@ fn finish<F: Fn(u64, u8, u8) -> u64>(
 }
 
 #[inline(always)]
-unsafe fn store32(v: &[__m256i; G]) -> [u32; 8 * G] {
-    let mut out = [0u32; 8 * G];
+unsafe fn store32<const G: usize>(v: &[__m256i; G]) -> Vec<u32> {
+    let mut out = vec![0u32; 8 * G];
     for g in 0..G {
         // SAFETY: `out` has room for 8 u32 per register.
         unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(8 * g) as *mut __m256i, v[g]) };
@@ -160,8 +165,8 @@ unsafe fn store32(v: &[__m256i; G]) -> [u32; 8 * G] {
 }
 
 #[inline(always)]
-unsafe fn store64(v: &[__m256i; G]) -> [u64; 4 * G] {
-    let mut out = [0u64; 4 * G];
+unsafe fn store64<const G: usize>(v: &[__m256i; G]) -> Vec<u64> {
+    let mut out = vec![0u64; 4 * G];
     for g in 0..G {
         // SAFETY: `out` has room for 4 u64 per register.
         unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(4 * g) as *mut __m256i, v[g]) };
@@ -169,9 +174,9 @@ unsafe fn store64(v: &[__m256i; G]) -> [u64; 4 * G] {
     out
 }
 
-/// crc32 over `8 * G` pieces.
+/// crc32 over `8 * G` pieces (`G` registers).
 #[target_feature(enable = "avx2")]
-unsafe fn crc(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+unsafe fn crc<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
     let w = t.window;
     let common = group.iter().map(|s| s.len()).min().unwrap();
     let (base, offs) = lane_offsets(group, w);
@@ -250,7 +255,7 @@ unsafe fn crc(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, st
 
 /// rabin over `4 * G` pieces (u64 lanes).
 #[target_feature(enable = "avx2")]
-unsafe fn rabin(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+unsafe fn rabin<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
     let w = t.window;
     let common = group.iter().map(|s| s.len()).min().unwrap();
     let (base, offs) = lane_offsets(group, w);
@@ -325,7 +330,7 @@ unsafe fn rabin(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, 
 
 /// gear over `4 * G` pieces (u64 lanes; W = 64, no leaving byte).
 #[target_feature(enable = "avx2")]
-unsafe fn gear(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+unsafe fn gear<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
     let w = t.window;
     let common = group.iter().map(|s| s.len()).min().unwrap();
     let (base, offs) = lane_offsets(group, w);

@@ -33,8 +33,14 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-/// Registers of lanes advanced together in the gather kernels (2 beats 1; 4 is no better).
-const G: usize = 2;
+/// Registers of lanes advanced together in the gather kernels, per family. Measured with
+/// `CUTPOINT_ONLY=gather cargo run --release --example speed` (CPU-time medians, 16 MiB),
+/// GB/s for G = 1 / 2 / 4: crc32 1.20 / 0.76-1.12 / 1.11, rabin 0.89 / 1.24-1.29 / 1.57-1.59
+/// (two dependent gathers per roll: latency-bound, so more chains help), gear 2.3-2.4 /
+/// 2.2-2.5 / 2.46-2.55 (throughput-bound on the gathers).
+const G_CRC: usize = 1;
+const G_RABIN: usize = 4;
+const G_GEAR: usize = 2;
 
 /// Whether the byte-sliced crc32 kernel can run (GFNI + AVX512-VBMI on top of F/BW).
 pub fn has_affine() -> bool {
@@ -74,8 +80,9 @@ pub unsafe fn stage1_gather(t: &Tables, data: &[u8], segs: &[Range<usize>], orig
     }
     let w = t.window;
     let lanes = match t.family {
-        Family::Crc32 => 16 * G,
-        _ => 8 * G,
+        Family::Crc32 => 16 * G_CRC,
+        Family::Rabin => 8 * G_RABIN,
+        Family::Gear => 8 * G_GEAR,
     };
     let Some(plan) = pieces(segs, lanes, min_piece(w)) else {
         // SAFETY: the interleaved kernel needs no special instructions; same arguments.
@@ -91,9 +98,9 @@ pub unsafe fn stage1_gather(t: &Tables, data: &[u8], segs: &[Range<usize>], orig
         // `W <= start`, `start + min_piece(W) <= end <= data.len()`, offsets fitting i32.
         unsafe {
             match t.family {
-                Family::Crc32 => crc_gather(t, data, group, origin, strict, loose),
-                Family::Rabin => rabin_gather(t, data, group, origin, strict, loose),
-                Family::Gear => gear_gather(t, data, group, origin, strict, loose),
+                Family::Crc32 => crc_gather::<G_CRC>(t, data, group, origin, strict, loose),
+                Family::Rabin => rabin_gather::<G_RABIN>(t, data, group, origin, strict, loose),
+                Family::Gear => gear_gather::<G_GEAR>(t, data, group, origin, strict, loose),
             }
         }
     }
@@ -138,8 +145,8 @@ fn finish<F: Fn(u64, u8, u8) -> u64>(
 }
 
 #[inline(always)]
-unsafe fn store32(v: &[__m512i; G]) -> Vec<u64> {
-    let mut out = [0u32; 16 * G];
+unsafe fn store32<const G: usize>(v: &[__m512i; G]) -> Vec<u64> {
+    let mut out = vec![0u32; 16 * G];
     for g in 0..G {
         // SAFETY: `out` has room for 16 u32 per register.
         unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(16 * g) as *mut _, v[g]) };
@@ -148,8 +155,8 @@ unsafe fn store32(v: &[__m512i; G]) -> Vec<u64> {
 }
 
 #[inline(always)]
-unsafe fn store64(v: &[__m512i; G]) -> [u64; 8 * G] {
-    let mut out = [0u64; 8 * G];
+unsafe fn store64<const G: usize>(v: &[__m512i; G]) -> Vec<u64> {
+    let mut out = vec![0u64; 8 * G];
     for g in 0..G {
         // SAFETY: `out` has room for 8 u64 per register.
         unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * g) as *mut _, v[g]) };
@@ -159,7 +166,7 @@ unsafe fn store64(v: &[__m512i; G]) -> [u64; 8 * G] {
 
 /// crc32 over `16 * G` pieces with gathers.
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn crc_gather(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+unsafe fn crc_gather<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
     let w = t.window;
     let common = group.iter().map(|s| s.len()).min().unwrap();
     let (base, offs) = lane_offsets(group, w);
@@ -236,7 +243,7 @@ unsafe fn crc_gather(t: &Tables, data: &[u8], group: &[Range<usize>], origin: us
 
 /// rabin over `8 * G` pieces with gathers (u64 lanes).
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn rabin_gather(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+unsafe fn rabin_gather<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
     let w = t.window;
     let common = group.iter().map(|s| s.len()).min().unwrap();
     let (base, offs) = lane_offsets(group, w);
@@ -309,7 +316,7 @@ unsafe fn rabin_gather(t: &Tables, data: &[u8], group: &[Range<usize>], origin: 
 
 /// gear over `8 * G` pieces with gathers (u64 lanes; W = 64, no leaving byte).
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn gear_gather(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+unsafe fn gear_gather<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
     let w = t.window;
     let common = group.iter().map(|s| s.len()).min().unwrap();
     let (base, offs) = lane_offsets(group, w);
