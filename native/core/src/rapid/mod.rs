@@ -73,6 +73,7 @@ use crate::fingerprint::{Digest, HashAlg};
 use crate::hash::Tables;
 use std::collections::VecDeque;
 use std::io::Read;
+use std::time::Duration;
 
 /// The boundary acceptance criterion (paper, section 3.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -243,6 +244,26 @@ pub struct Rapid<'e> {
     table: HintTable,
     opts: RapidOptions,
     stats: RapidStats,
+    fingerprint_time: Duration,
+}
+
+/// A clock for the statistics; it reads zero where the platform has none (wasm32 without WASI).
+#[derive(Clone, Copy)]
+struct Stopwatch(#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))] std::time::Instant);
+
+impl Stopwatch {
+    fn start() -> Stopwatch {
+        Stopwatch(
+            #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+            std::time::Instant::now(),
+        )
+    }
+    fn elapsed(self) -> Duration {
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+        return self.0.elapsed();
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        return Duration::ZERO;
+    }
 }
 
 impl<'e> Rapid<'e> {
@@ -278,6 +299,7 @@ impl<'e> Rapid<'e> {
                 misses: vec![0; n],
                 ..RapidStats::default()
             },
+            fingerprint_time: Duration::ZERO,
         })
     }
 
@@ -305,7 +327,15 @@ impl<'e> Rapid<'e> {
     pub fn stats(&self) -> &RapidStats {
         &self.stats
     }
+    /// Time spent computing the fingerprints of the chunks produced (not those of failed FPT
+    /// tests, which are part of chunking), since the last [`Rapid::reset_stats`]. Chunking time is
+    /// the rest. Zero on platforms without a clock.
+    pub fn fingerprint_time(&self) -> Duration {
+        self.fingerprint_time
+    }
+
     pub fn reset_stats(&mut self) {
+        self.fingerprint_time = Duration::ZERO;
         let n = self.table.list_len();
         self.stats = RapidStats {
             hits: vec![0; n],
@@ -523,13 +553,14 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                         let st = &mut self.rapid.stats;
                         let pass = window_test(engine, &self.rapid.tables, bytes, Some(e) == len, st);
                         pass && (crit == Criterion::FfRwt || {
+                            let clock = Stopwatch::start();
                             let d = digest(engine, bytes);
                             let known = self.rapid.table.is_regular(&d);
                             if !known {
                                 self.rapid.stats.fpt_wasted += 1;
                                 self.rapid.stats.fpt_wasted_bytes += size as u64;
                             }
-                            fp = Some(d);
+                            fp = Some((d, clock.elapsed()));
                             known
                         })
                     }
@@ -539,7 +570,12 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                 self.rapid.stats.hits[k] += 1;
                 let (buf, base) = self.src.window();
                 let bytes = &buf[s - base..e - base];
-                let d = fp.unwrap_or_else(|| digest(engine, bytes));
+                let (d, took) = fp.unwrap_or_else(|| {
+                    let clock = Stopwatch::start();
+                    let d = digest(engine, bytes);
+                    (d, clock.elapsed())
+                });
+                self.rapid.fingerprint_time += took;
                 let last = bytes[size - 1];
                 let regular = crit == Criterion::FfRwtFpt;
                 self.produce(s, e, d, last, regular, Found::Hint(k as u8));
@@ -616,7 +652,9 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
         let mut lasts = Vec::with_capacity(batch.len());
         {
             let (buf, base) = self.src.window();
+            let clock = Stopwatch::start();
             engine.fingerprint_chunks(buf, base as u64, &mut batch)?;
+            self.rapid.fingerprint_time += clock.elapsed();
             lasts.extend(batch.iter().map(|c| buf[c.offset as usize + c.length - 1 - base]));
         }
         for (c, last) in batch.iter().zip(lasts) {

@@ -66,6 +66,34 @@ struct Entry {
 /// ([`crate::profile::MAX_CHUNK_LIMIT`]).
 const NO_MARKER: u32 = 1 << 31;
 
+/// The entry of `fp`, created (with a fresh slot of `list_len` hints) if missing; one lookup.
+fn entry_in<'m>(
+    map: &'m mut HashMap<Key, Entry, KeyBuild>,
+    sizes: &mut Vec<u32>,
+    markers: &mut Vec<u8>,
+    free: &mut Vec<u32>,
+    list_len: usize,
+    stamp: u64,
+    fp: &Digest,
+) -> &'m mut Entry {
+    let e = map.entry(Key(*fp)).or_insert_with(|| {
+        let slot = free.pop().unwrap_or_else(|| {
+            let s = sizes.len() as u32;
+            sizes.resize(sizes.len() + list_len, 0);
+            markers.resize(markers.len() + list_len, 0);
+            s
+        });
+        Entry {
+            slot,
+            len: 0,
+            regular: false,
+            stamp,
+        }
+    });
+    e.stamp = stamp;
+    e
+}
+
 /// The hint table of one profile and fingerprint algorithm.
 ///
 /// Per fingerprint it keeps at most `list_len` hints, most recently hit or added first, stored
@@ -170,37 +198,17 @@ impl HintTable {
         v
     }
 
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
-        self.clock
-    }
-
     fn entry(&mut self, fp: &Digest) -> &mut Entry {
-        let stamp = self.tick();
-        let list_len = self.list_len;
-        if !self.map.contains_key(&Key(*fp)) {
-            let slot = match self.free.pop() {
-                Some(s) => s,
-                None => {
-                    let s = self.sizes.len() as u32;
-                    self.sizes.resize(self.sizes.len() + list_len, 0);
-                    self.markers.resize(self.markers.len() + list_len, 0);
-                    s
-                }
-            };
-            self.map.insert(
-                Key(*fp),
-                Entry {
-                    slot,
-                    len: 0,
-                    regular: false,
-                    stamp,
-                },
-            );
-        }
-        let e = self.map.get_mut(&Key(*fp)).expect("present");
-        e.stamp = stamp;
-        e
+        self.clock += 1;
+        entry_in(
+            &mut self.map,
+            &mut self.sizes,
+            &mut self.markers,
+            &mut self.free,
+            self.list_len,
+            self.clock,
+            fp,
+        )
     }
 
     /// Records `fp` as known; `regular` marks it as produced by the boundary rule (a flag is
@@ -216,24 +224,33 @@ impl HintTable {
     /// a hint with the same size is replaced, and the last one drops out when the list is full.
     pub fn link(&mut self, prev: &Digest, next: Hint) {
         let list_len = self.list_len;
-        let e = *self.entry(prev);
+        self.clock += 1;
+        let e = entry_in(
+            &mut self.map,
+            &mut self.sizes,
+            &mut self.markers,
+            &mut self.free,
+            list_len,
+            self.clock,
+            prev,
+        );
         let a = e.slot as usize;
         let n = e.len as usize;
-        let found = (a..a + n).find(|&i| self.sizes[i] & !NO_MARKER == next.size);
-        let end = match found {
+        let (sizes, markers) = (&mut self.sizes, &mut self.markers);
+        let end = match (a..a + n).find(|&i| sizes[i] & !NO_MARKER == next.size) {
             Some(i) => i,
-            None if n < list_len => a + n,
+            None if n < list_len => {
+                e.len += 1;
+                a + n
+            }
             None => a + n - 1,
         };
         // Shift [a, end) one to the right and put the hint at a.
-        self.sizes.copy_within(a..end, a + 1);
-        self.markers.copy_within(a..end, a + 1);
+        sizes.copy_within(a..end, a + 1);
+        markers.copy_within(a..end, a + 1);
         let (s, m) = encode(next);
-        self.sizes[a] = s;
-        self.markers[a] = m;
-        if found.is_none() && n < list_len {
-            self.map.get_mut(&Key(*prev)).expect("present").len += 1;
-        }
+        sizes[a] = s;
+        markers[a] = m;
         self.evict_if_needed();
     }
 
