@@ -59,7 +59,7 @@ pub fn has_affine() -> bool {
 /// See [`super::Stage1Fn`]; the CPU must support AVX512F and AVX512BW.
 #[target_feature(enable = "avx512f,avx512bw")]
 pub unsafe fn stage1(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
-    if t.family == Family::Crc32 && has_affine() && t.window <= MAX_RING_WINDOW {
+    if t.family != Family::Gear && has_affine() {
         // SAFETY: has_affine() verified avx512f+avx512bw+avx512vbmi+gfni.
         unsafe { stage1_affine(t, data, segs, origin, strict, loose) }
     } else {
@@ -398,13 +398,15 @@ fn affine_matrix(f: impl Fn(u8) -> u8) -> u64 {
     m
 }
 
-/// Byte-sliced crc32 (falls back to gathers for other families or huge windows).
+/// Byte-sliced crc32 and rabin (falls back to gathers for gear, huge windows, or match masks
+/// wider than 32 bits).
 ///
 /// # Safety
 /// See [`super::Stage1Fn`]; the CPU must support AVX512F, AVX512BW, AVX512VBMI and GFNI.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
 pub unsafe fn stage1_affine(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
-    if t.family != Family::Crc32 || t.window > MAX_RING_WINDOW {
+    let np = ((64 - t.mask_loose.leading_zeros()) as usize).div_ceil(8).max(1);
+    if t.family == Family::Gear || t.window > MAX_RING_WINDOW || np > 4 {
         // SAFETY: avx512f+avx512bw are enabled here.
         return unsafe { stage1_gather(t, data, segs, origin, strict, loose) };
     }
@@ -417,8 +419,8 @@ pub unsafe fn stage1_affine(t: &Tables, data: &[u8], segs: &[Range<usize>], orig
         // SAFETY: the interleaved kernel needs no special instructions; same arguments.
         return unsafe { super::interleaved::stage1(t, data, segs, origin, strict, loose) };
     };
-    let np = ((64 - (t.mask_loose as u32).leading_zeros()) as usize).div_ceil(8).max(1);
     let mut ring = Ring::new(w);
+    let crc = t.family == Family::Crc32;
     for group in plan.chunks(LANES) {
         if group.len() < LANES {
             // SAFETY: as above; the pieces lie inside the caller's segments.
@@ -428,11 +430,15 @@ pub unsafe fn stage1_affine(t: &Tables, data: &[u8], segs: &[Range<usize>], orig
         // SAFETY: the features are enabled here; `group` has 64 pieces each with
         // `W <= start` and `start + 4W + 1024 <= end <= data.len()`.
         unsafe {
-            match np {
-                1 => crc_affine::<1>(t, data, group, origin, strict, loose, &mut ring),
-                2 => crc_affine::<2>(t, data, group, origin, strict, loose, &mut ring),
-                3 => crc_affine::<3>(t, data, group, origin, strict, loose, &mut ring),
-                _ => crc_affine::<4>(t, data, group, origin, strict, loose, &mut ring),
+            match (crc, np) {
+                (true, 1) => crc_affine::<1>(t, data, group, origin, strict, loose, &mut ring),
+                (true, 2) => crc_affine::<2>(t, data, group, origin, strict, loose, &mut ring),
+                (true, 3) => crc_affine::<3>(t, data, group, origin, strict, loose, &mut ring),
+                (true, _) => crc_affine::<4>(t, data, group, origin, strict, loose, &mut ring),
+                (false, 1) => rabin_affine::<1>(t, data, group, origin, strict, loose, &mut ring),
+                (false, 2) => rabin_affine::<2>(t, data, group, origin, strict, loose, &mut ring),
+                (false, 3) => rabin_affine::<3>(t, data, group, origin, strict, loose, &mut ring),
+                (false, _) => rabin_affine::<4>(t, data, group, origin, strict, loose, &mut ring),
             }
         }
     }
@@ -628,6 +634,138 @@ unsafe fn crc_affine<const NP: usize>(
     let hs = planes_to_lanes(&h);
     finish(t, data, group, total - w, &hs, origin, strict, loose, |h, o, i| {
         crc_add(&t.crct, h as u32 ^ t.crcu[o as usize], i) as u64
+    });
+}
+
+/// Rabin, byte-sliced over 64 lanes: planes 0..=6 hold bits 0..53 of each lane's fingerprint
+/// (plane 6 only its low 5 bits). Rabin is linear over GF(2) like CRC: one roll
+/// `h' = h ^ U[l]; h = ((h' << 8) | c) ^ T[h' >> 45]` becomes, per plane,
+/// `n0 = c ^ T0(i)`, `nq = p'(q-1) ^ Tq(i)`, `n6 = (p'5 & 0x1f) ^ T6(i)` with `p' = p ^ U(l)`,
+/// `i = (p'5 >> 5) | (p'6 << 3)` and `Tq` the bytes of `T` without its `j << 53` part (which
+/// only cancels the bits that the `& 0x1f` drops). Sixteen affine products per roll.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
+unsafe fn rabin_affine<const NP: usize>(
+    t: &Tables,
+    data: &[u8],
+    group: &[Range<usize>],
+    origin: usize,
+    strict: &mut [u64],
+    loose: &mut [u64],
+    ring: &mut Ring,
+) {
+    const LOW53: u64 = (1 << 53) - 1;
+    let w = t.window;
+    let common = group.iter().map(|s| s.len()).min().unwrap();
+    let mut src = [0usize; LANES];
+    for (k, s) in group.iter().enumerate() {
+        src[k] = s.start - w;
+    }
+    let mut at = [_mm512_setzero_si512(); 7];
+    let mut au = [_mm512_setzero_si512(); 6];
+    for pl in 0..7 {
+        let mt = affine_matrix(|x| ((t.rabin_t[x as usize] & LOW53) >> (8 * pl)) as u8);
+        at[pl] = _mm512_set1_epi64(mt as i64);
+        if pl < 6 {
+            let mu = affine_matrix(|x| (t.rabin_u[x as usize] >> (8 * pl)) as u8);
+            au[pl] = _mm512_set1_epi64(mu as i64);
+        }
+    }
+    // i = (p'5 >> 5) | (p'6 << 3), with p'6 = p6 ^ U6(l): the U6 part folds into one matrix.
+    let a5 = _mm512_set1_epi64(affine_matrix(|x| x >> 5) as i64);
+    let a6 = _mm512_set1_epi64(affine_matrix(|x| x << 3) as i64);
+    let au6 = _mm512_set1_epi64(affine_matrix(|x| ((t.rabin_u[x as usize] >> 48) as u8) << 3) as i64);
+    let low5 = _mm512_set1_epi8(0x1f);
+    let mut mb = [_mm512_setzero_si512(); 4];
+    let mut gb = [_mm512_setzero_si512(); 4];
+    for pl in 0..4 {
+        mb[pl] = _mm512_set1_epi8((t.mask_loose >> (8 * pl)) as u8 as i8);
+        gb[pl] = _mm512_set1_epi8((t.magic >> (8 * pl)) as u8 as i8);
+    }
+    let p = data.as_ptr();
+    let mut h = [_mm512_setzero_si512(); 7];
+    // Blocks of 64 rolls read data[src + r0 .. src + r0 + 64), ending at or before
+    // src + total <= start + common - 1 < end.
+    let total = (w + common - 1) / 64 * 64;
+    let mut r0 = 0;
+    while r0 < total {
+        // SAFETY: bounds as above; features enabled.
+        unsafe { transpose_block(p, &src, r0, ring) };
+        let mut hits = [0u64; 64];
+        let mut any = 0u64;
+        for (j, hit) in hits.iter_mut().enumerate() {
+            let r = r0 + j;
+            let c = ring.slots[r & ring.mask];
+            if r < w {
+                // Warm-up: no leaving byte, no check.
+                let i = _mm512_xor_si512(
+                    _mm512_gf2p8affine_epi64_epi8::<0>(h[5], a5),
+                    _mm512_gf2p8affine_epi64_epi8::<0>(h[6], a6),
+                );
+                h[6] = _mm512_ternarylogic_epi64::<0x78>(_mm512_gf2p8affine_epi64_epi8::<0>(i, at[6]), h[5], low5);
+                h[5] = _mm512_xor_si512(h[4], _mm512_gf2p8affine_epi64_epi8::<0>(i, at[5]));
+                h[4] = _mm512_xor_si512(h[3], _mm512_gf2p8affine_epi64_epi8::<0>(i, at[4]));
+                h[3] = _mm512_xor_si512(h[2], _mm512_gf2p8affine_epi64_epi8::<0>(i, at[3]));
+                h[2] = _mm512_xor_si512(h[1], _mm512_gf2p8affine_epi64_epi8::<0>(i, at[2]));
+                h[1] = _mm512_xor_si512(h[0], _mm512_gf2p8affine_epi64_epi8::<0>(i, at[1]));
+                h[0] = _mm512_xor_si512(c, _mm512_gf2p8affine_epi64_epi8::<0>(i, at[0]));
+                continue;
+            }
+            let mut m: u64 = _mm512_testn_epi8_mask(_mm512_xor_si512(h[0], gb[0]), mb[0]);
+            for pl in 1..NP {
+                m = _mm512_mask_testn_epi8_mask(m, _mm512_xor_si512(h[pl], gb[pl]), mb[pl]);
+            }
+            *hit = m;
+            any |= m;
+            let l = ring.slots[(r - w) & ring.mask];
+            let p5 = _mm512_xor_si512(h[5], _mm512_gf2p8affine_epi64_epi8::<0>(l, au[5]));
+            let i = _mm512_ternarylogic_epi64::<0x96>(
+                _mm512_gf2p8affine_epi64_epi8::<0>(p5, a5),
+                _mm512_gf2p8affine_epi64_epi8::<0>(h[6], a6),
+                _mm512_gf2p8affine_epi64_epi8::<0>(l, au6),
+            );
+            h[6] = _mm512_ternarylogic_epi64::<0x78>(_mm512_gf2p8affine_epi64_epi8::<0>(i, at[6]), p5, low5);
+            h[5] = _mm512_ternarylogic_epi64::<0x96>(
+                h[4],
+                _mm512_gf2p8affine_epi64_epi8::<0>(l, au[4]),
+                _mm512_gf2p8affine_epi64_epi8::<0>(i, at[5]),
+            );
+            h[4] = _mm512_ternarylogic_epi64::<0x96>(
+                h[3],
+                _mm512_gf2p8affine_epi64_epi8::<0>(l, au[3]),
+                _mm512_gf2p8affine_epi64_epi8::<0>(i, at[4]),
+            );
+            h[3] = _mm512_ternarylogic_epi64::<0x96>(
+                h[2],
+                _mm512_gf2p8affine_epi64_epi8::<0>(l, au[2]),
+                _mm512_gf2p8affine_epi64_epi8::<0>(i, at[3]),
+            );
+            h[2] = _mm512_ternarylogic_epi64::<0x96>(
+                h[1],
+                _mm512_gf2p8affine_epi64_epi8::<0>(l, au[1]),
+                _mm512_gf2p8affine_epi64_epi8::<0>(i, at[2]),
+            );
+            h[1] = _mm512_ternarylogic_epi64::<0x96>(
+                h[0],
+                _mm512_gf2p8affine_epi64_epi8::<0>(l, au[0]),
+                _mm512_gf2p8affine_epi64_epi8::<0>(i, at[1]),
+            );
+            h[0] = _mm512_xor_si512(c, _mm512_gf2p8affine_epi64_epi8::<0>(i, at[0]));
+        }
+        if any != 0 {
+            mark_hits(t, &hits, &src, r0, origin, strict, loose);
+        }
+        r0 += 64;
+    }
+    let mut b = [[0u8; 64]; 7];
+    for pl in 0..7 {
+        // SAFETY: 64-byte destination.
+        unsafe { _mm512_storeu_si512(b[pl].as_mut_ptr() as *mut _, h[pl]) };
+    }
+    let hs: Vec<u64> = (0..LANES)
+        .map(|k| (0..7).fold(0u64, |acc, pl| acc | (b[pl][k] as u64) << (8 * pl)))
+        .collect();
+    finish(t, data, group, total - w, &hs, origin, strict, loose, |h, o, i| {
+        rabin_add(&t.rabin_t, h ^ t.rabin_u[o as usize], i)
     });
 }
 
