@@ -27,7 +27,7 @@ pub fn backends() -> Vec<Backend> {
             .collect();
         let _ = writeln!(
             io::stderr(),
-            "[cutpoint tests] backends tested: {}; skipped: {}",
+            "\n[cutpoint tests] backends tested: {}; skipped: {}",
             avail.iter().map(|b| b.name()).collect::<Vec<_>>().join(", "),
             if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
         );
