@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds everything: the native CLI (release), both wasm modules and the TypeScript library.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+bash scripts/install.sh
+step "native: cargo build --release"
+(cd native && cargo build --release --workspace)
+bash scripts/install-js.sh
+step "wasm (simd128 + plain) and the TypeScript library"
+bash scripts/build-wasm.sh
+npm run build -w web
