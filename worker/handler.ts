@@ -18,6 +18,8 @@ export class Handler {
   private read?: Reader
   private closeSource?: () => Promise<void>
   private subtle?: SubtleCrypto
+  /** Slices kept after stage 1 for their hash job: key -> bytes [start, start + length). */
+  private retained = new Map<number, { start: number; bytes: Uint8Array }>()
 
   async handle(msg: Request): Promise<Answer> {
     switch (msg.type) {
@@ -28,6 +30,7 @@ export class Handler {
         const len = msg.b - msg.start
         if (len > st1.capacity) throw new Error(`slice of ${len} bytes exceeds the worker buffer (${st1.capacity})`)
         await this.fill(msg.start, msg.b, msg.bytes, () => this.wasm!.view(st1.inputPtr(), len))
+        if (msg.retain !== undefined) this.retained.set(msg.retain, { start: msg.start, bytes: this.wasm!.view(st1.inputPtr(), len).slice() })
         st1.scan(len, msg.a - msg.start, msg.b - msg.start, msg.lane)
         const strict = st1.strictOffsets()
         const loose = st1.looseOffsets()
@@ -36,6 +39,9 @@ export class Handler {
       case 'cutpoint:hash': {
         let total = 0
         for (const l of msg.lengths) total += l
+        if (msg.slice !== undefined && !msg.bytes) {
+          msg = { ...msg, bytes: await this.fromRetained(msg.slice, msg.start, msg.start + total) }
+        }
         if (this.subtle) return this.webcrypto(this.subtle, msg.id, msg.start, total, msg.lengths, msg.bytes)
         const h = this.need(this.hasher)
         h.reserve(total)
@@ -43,6 +49,9 @@ export class Handler {
         const digests = h.digests(msg.lengths)
         return { res: { type: 'cutpoint:hash', id: msg.id, digests }, transfer: [digests.buffer as ArrayBuffer] }
       }
+      case 'cutpoint:release':
+        this.retained.delete(msg.slice)
+        return { res: { type: 'cutpoint:release', id: msg.id }, transfer: [] }
       case 'cutpoint:crash':
         setTimeout(() => {
           throw new Error('cutpoint: test crash')
@@ -57,6 +66,7 @@ export class Handler {
     this.st1?.free()
     this.hasher?.free()
     this.st1 = this.hasher = undefined
+    this.retained.clear()
     await this.closeSource?.()
     this.closeSource = undefined
   }
@@ -84,6 +94,18 @@ export class Handler {
       res: { type: 'cutpoint:ready', id: msg.id, buildId: m.buildId(), backend: this.st1.backend },
       transfer: [],
     }
+  }
+
+  /** Bytes [s, e) from a retained slice (which ends at or after e), reading any part before it. */
+  private async fromRetained(key: number, s: number, e: number): Promise<Uint8Array> {
+    const r = this.retained.get(key)
+    this.retained.delete(key)
+    if (!r || e > r.start + r.bytes.length) throw new Error(`retained slice ${key} does not cover ${s}..${e}`)
+    if (s >= r.start) return r.bytes.subarray(s - r.start, e - r.start)
+    const out = new Uint8Array(e - s)
+    await this.need(this.read)(s, r.start, () => out.subarray(0, r.start - s))
+    out.set(r.bytes.subarray(0, e - r.start), r.start - s)
+    return out
   }
 
   private async webcrypto(subtle: SubtleCrypto, id: number, start: number, total: number, lengths: Uint32Array, bytes?: Uint8Array): Promise<Answer> {

@@ -8,9 +8,10 @@ const size = process.argv[2] ?? '256m'
 const workersList = (process.argv[3] ?? '1,2').split(',').map(Number)
 const hashes = (process.argv[4] ?? 'none,blake3').split(',')
 const runs = Number(process.argv[5] ?? 3)
+const readOnce = process.env.READ_ONCE !== '0'
 const file = dataFile(size)
 const info = await cp.init()
-console.log(`# Node chunk(path), ${size} random, ${info.buildId}; ${machine()}`)
+console.log(`# Node chunk(path), ${size} random, ${info.buildId}, readOnce ${readOnce}; ${machine()}`)
 console.log('# name                                  min median    max MB/s   peak RSS MiB   chunks')
 for (const hash of hashes) {
   const med = {}
@@ -23,7 +24,7 @@ for (const hash of hashes) {
       const t0 = performance.now()
       let bytes = 0
       chunks = 0
-      for await (const c of cp.chunk(file, { workers, hash })) {
+      for await (const c of cp.chunk(file, { workers, hash, readOnce })) {
         bytes += c.length
         chunks++
       }

@@ -76,14 +76,20 @@ describe('inputs', () => {
     const dir = mkdtempSync(`${tmpdir()}/cutpoint-`)
     try {
       writeFileSync(`${dir}/f.bin`, data)
-      expect(diff(await cp.chunkAll(`${dir}/f.bin`, { profile: vf.profile, workers: 2, segmentSize: 50021 }), c)).toBeNull()
+      for (const readOnce of [false, true]) {
+        expect(diff(await cp.chunkAll(`${dir}/f.bin`, { profile: vf.profile, workers: 2, segmentSize: 50021, readOnce }), c)).toBeNull()
+      }
+      // Tiny segments: chunks span many retained slices, the rest is read before them.
+      expect(diff(await cp.chunkAll(`${dir}/f.bin`, { profile: vf.profile, workers: 3, segmentSize: 1000, readOnce: true }), c)).toBeNull()
     } finally {
       rmSync(dir, { recursive: true })
     }
   })
 
   it('a Blob and a SharedArrayBuffer', async () => {
-    expect(diff(await cp.chunkAll(new Blob([data]), { profile: vf.profile, workers: 2, segmentSize: 70001 }), c)).toBeNull()
+    for (const readOnce of [true, false]) {
+      expect(diff(await cp.chunkAll(new Blob([data]), { profile: vf.profile, workers: 2, segmentSize: 70001, readOnce }), c)).toBeNull()
+    }
     const shared = new Uint8Array(new SharedArrayBuffer(data.length))
     shared.set(data)
     expect(diff(await cp.chunkAll(shared, { profile: vf.profile, workers: 2, segmentSize: 70001 }), c)).toBeNull()

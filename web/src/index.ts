@@ -33,6 +33,14 @@ export interface ChunkOptions {
   wasm?: Flavor | 'auto'
   /** Bytes of chunks per fingerprint job (default 4 MiB). */
   hashBatch?: number
+  /**
+   * Blob/File/path inputs: the worker that ran stage 1 over a slice keeps its bytes and
+   * fingerprints the chunks that end in it, so each byte is read once. Default: on for
+   * Blob/File (reads through the browser's blob system are dear: +40% with one worker in
+   * Chromium), off for paths and SharedArrayBuffers (page-cache reads are cheap; measured
+   * slower with the extra copy). See bench/js/RESULTS.md.
+   */
+  readOnce?: boolean
 }
 
 export interface Chunk {
@@ -161,7 +169,8 @@ class Emitter {
     return this.lens.length ? this.batchStart : this.lastCut
   }
 
-  add(cuts: Float64Array) {
+  /** Adds cuts; with `auto`, flushes a batch whenever it reaches the batch size. */
+  add(cuts: Float64Array, auto = true) {
     for (const c of cuts) {
       const len = c - this.lastCut
       if (this.r.hash === 'none') {
@@ -170,21 +179,31 @@ class Emitter {
         if (!this.lens.length) this.batchStart = this.lastCut
         this.lens.push(len)
         this.batchBytes += len
-        if (this.batchBytes >= this.r.hashBatch) this.flush()
+        if (auto && this.batchBytes >= this.r.hashBatch) this.flush()
       }
       this.lastCut = c
     }
   }
 
-  flush() {
-    if (!this.lens.length) return
+  /**
+   * Sends the batch as a hash job; with `at`, to that worker, which retained the slice `slice`
+   * (its stage-1 bytes) and reads only what lies before it: each byte is read once.
+   */
+  flush(at?: number, slice?: number) {
+    if (!this.lens.length) {
+      if (at !== undefined && this.r.hash !== 'none') {
+        this.pool.runAt({ type: 'cutpoint:release', slice } as any, [], at).catch(() => {})
+      }
+      return
+    }
     const start = this.batchStart
     const lens = this.lens
     const lengths = Uint32Array.from(lens)
-    const bytes = this.bytesFor(start, start + this.batchBytes)
+    const bytes = at === undefined ? this.bytesFor(start, start + this.batchBytes) : undefined
     const transfer = [lengths.buffer as ArrayBuffer]
     if (bytes) transfer.push(bytes.buffer as ArrayBuffer)
-    const item = { start, lens, p: this.pool.run<HashRes>({ type: 'cutpoint:hash', start, lengths, bytes } as any, transfer), done: false }
+    const p = this.pool.runAt<HashRes>({ type: 'cutpoint:hash', start, lengths, bytes, slice } as any, transfer, at).then((r) => r.res)
+    const item = { start, lens, p, done: false }
     item.p.then(
       () => (item.done = true),
       () => (item.done = true),
@@ -282,7 +301,9 @@ async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: ChunkOptions
     const W = r.profile.window
     const nseg = Math.ceil(size / r.segment)
     const look = 2 * pool.size
-    const jobs: Promise<Stage1Res>[] = []
+    // Workers read the source themselves: they keep each stage-1 slice for its hash job.
+    const readOnce = !src.bytesFor && r.hash !== 'none' && (opts.readOnce ?? src.desc.kind === 'blob')
+    const jobs: Promise<{ res: Stage1Res; worker: number }>[] = []
     let launched = 0
     const launch = () => {
       const i = launched++
@@ -290,17 +311,19 @@ async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: ChunkOptions
       const b = Math.min(a + r.segment, size)
       const start = Math.max(0, a - W)
       const bytes = src.bytesFor?.(start, b)
-      jobs[i] = pool.run<Stage1Res>({ type: 'cutpoint:stage1', start, a, b, lane: r.lane, bytes } as any, bytes ? [bytes.buffer as ArrayBuffer] : [])
+      const msg = { type: 'cutpoint:stage1', start, a, b, lane: r.lane, bytes, retain: readOnce ? i : undefined }
+      jobs[i] = pool.runAt<Stage1Res>(msg as any, bytes ? [bytes.buffer as ArrayBuffer] : [])
       jobs[i].catch(() => {})
     }
     for (let i = 0; i < nseg; i++) {
       while (launched < nseg && launched <= i + look) launch()
-      const res = await jobs[i]
+      const { res, worker } = await jobs[i]
       delete jobs[i]
       const a = i * r.segment
       const b = Math.min(a + r.segment, size)
-      em.add(st2.feed(a, b, res.strict, res.loose))
-      if (b === size) em.add(st2.finish(size))
+      em.add(st2.feed(a, b, res.strict, res.loose), !readOnce)
+      if (b === size) em.add(st2.finish(size), !readOnce)
+      if (readOnce) em.flush(worker, i)
       yield* await em.take(look)
     }
     em.flush()

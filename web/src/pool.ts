@@ -75,6 +75,8 @@ interface Job {
 interface Slot {
   port?: Port
   job?: Job
+  /** Jobs that must run on this worker (it holds their bytes), before any shared job. */
+  own: Job[]
 }
 
 export class Pool {
@@ -95,7 +97,7 @@ export class Pool {
       fail: (e) => pool.fail(e),
     })
     for (let i = 0; i < pool.size; i++) {
-      const slot: Slot = {}
+      const slot: Slot = { own: [] }
       pool.slots.push(slot)
     }
     try {
@@ -117,9 +119,20 @@ export class Pool {
 
   /** Runs a job on the next free worker. */
   run<T extends Response>(msg: Omit<Request, 'id'>, transfer: ArrayBuffer[] = []): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+    return this.runAt<T>(msg, transfer).then((r) => r.res)
+  }
+
+  /** Runs a job on the next free worker (or on worker `at`); also says which worker ran it. */
+  runAt<T extends Response>(msg: Omit<Request, 'id'>, transfer: ArrayBuffer[] = [], at?: number): Promise<{ res: T; worker: number }> {
+    return new Promise((resolve, reject) => {
       if (this.failed || this.closed) return reject(this.failed ?? new Error('cutpoint: the worker pool is closed'))
       const job: Job = { msg: { ...msg, id: this.nextId++ } as Request, transfer, resolve, reject }
+      if (at !== undefined) {
+        const slot = this.slots[at]
+        if (slot.job) slot.own.push(job)
+        else this.start(slot, job)
+        return
+      }
       const slot = this.slots.find((s) => !s.job && s.port)
       if (slot) this.start(slot, job)
       else this.queue.push(job)
@@ -127,10 +140,10 @@ export class Pool {
   }
 
   private runOn<T>(slot: Slot, msg: Request, transfer: ArrayBuffer[]): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<{ res: T }>((resolve, reject) => {
       msg.id = this.nextId++
       this.start(slot, { msg, transfer, resolve, reject })
-    })
+    }).then((r) => r.res)
   }
 
   private start(slot: Slot, job: Job) {
@@ -154,8 +167,8 @@ export class Pool {
       job.reject(this.failed!)
       return
     }
-    job.resolve(r)
-    const next = this.queue.shift()
+    job.resolve({ res: r, worker: this.slots.indexOf(slot) })
+    const next = slot.own.shift() ?? this.queue.shift()
     if (next) this.start(slot, next)
   }
 
@@ -166,6 +179,7 @@ export class Pool {
     for (const s of this.slots) {
       s.job?.reject(e)
       s.job = undefined
+      for (const j of s.own.splice(0)) j.reject(e)
     }
     for (const j of this.queue.splice(0)) j.reject(e)
     this.terminate()
@@ -175,6 +189,7 @@ export class Pool {
     if (this.closed) return
     this.closed = true
     for (const s of this.slots) s.port?.terminate()
+    for (const s of this.slots) for (const j of s.own.splice(0)) j.reject(this.failed ?? new Error('cutpoint: the worker pool was closed'))
     for (const j of this.queue.splice(0)) j.reject(this.failed ?? new Error('cutpoint: the worker pool was closed'))
   }
 

@@ -38,6 +38,8 @@ export interface Stage1Msg {
   /** Kernel segment size within the slice (0: the kernel splits by its lanes). */
   lane: number
   bytes?: Uint8Array
+  /** Keep the slice's bytes under this key for a later hash job on the same worker (read once). */
+  retain?: number
 }
 
 /** Digests of consecutive chunks starting at `start` with these lengths. */
@@ -47,6 +49,15 @@ export interface HashMsg {
   start: number
   lengths: Uint32Array
   bytes?: Uint8Array
+  /** The retained slice that holds these chunks' bytes (from its start on); dropped afterwards. */
+  slice?: number
+}
+
+/** Drops a retained slice. */
+export interface ReleaseMsg {
+  type: 'cutpoint:release'
+  id: number
+  slice: number
 }
 
 /** Test hook: the worker dies (uncaught error) while handling this. */
@@ -55,7 +66,7 @@ export interface CrashMsg {
   id: number
 }
 
-export type Request = InitMsg | Stage1Msg | HashMsg | CrashMsg
+export type Request = InitMsg | Stage1Msg | HashMsg | ReleaseMsg | CrashMsg
 
 export interface ReadyRes {
   type: 'cutpoint:ready'
@@ -79,4 +90,8 @@ export interface ErrorRes {
   id: number
   message: string
 }
-export type Response = ReadyRes | Stage1Res | HashRes | ErrorRes
+export interface ReleasedRes {
+  type: 'cutpoint:release'
+  id: number
+}
+export type Response = ReadyRes | Stage1Res | HashRes | ReleasedRes | ErrorRes
