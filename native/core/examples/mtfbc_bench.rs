@@ -333,17 +333,19 @@ fn run(a: &Args) -> Result<(), cutpoint_core::Error> {
 
     // ---- Chunkers side by side -------------------------------------------------------------
     println!("\n## Chunkers on the versioned dataset: speed, chunks, average size, dedup ratio");
-    println!("(dedup ratio = input bytes / unique chunk bytes; '+meta' also charges 32 B per chunk reference)");
+    println!("(dedup ratio = input bytes / unique chunk bytes; '+meta' also charges 32 B per chunk reference; <64 B = share of chunks under 64 bytes)");
     println!(
-        "{:<40} {:>8} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8}",
-        "chunker", "median s", "MB/s", "chunks", "avg size", "unique", "dedup", "+meta"
+        "{:<40} {:>8} {:>9} {:>9} {:>10} {:>7} {:>10} {:>8} {:>8}",
+        "chunker", "median s", "MB/s", "chunks", "avg size", "<64 B", "unique", "dedup", "+meta"
     );
     let report = |name: &str, t: f64, spans: &[Vec<(usize, usize)>]| {
         let (n, uniq, ubytes) = dedup(&vs, spans);
+        let tiny = spans.iter().flatten().filter(|&&(_, l)| l < 64).count();
         println!(
-            "{name:<40} {t:>8.3} {:>9.1} {n:>9} {:>10.0} {uniq:>10} {:>8.3} {:>8.3}",
+            "{name:<40} {t:>8.3} {:>9.1} {n:>9} {:>10.0} {:>6.1}% {uniq:>10} {:>8.3} {:>8.3}",
             mb / t,
             total as f64 / n as f64,
+            100.0 * tiny as f64 / n as f64,
             total as f64 / ubytes as f64,
             total as f64 / (ubytes + 32 * n) as f64
         );

@@ -305,7 +305,8 @@ impl Scanner {
 ///
 /// Pass 1 ([`Fbc::observe`]) feeds data — one or many files, in order — into the frequency
 /// state; pass 2 ([`Fbc::chunk`]) cuts data using that state. Both take a [`Workers`] setting;
-/// results do not depend on it.
+/// results do not depend on it. Each call chunks its slice from the start (TTTD begins afresh),
+/// so call them once per file, as the report feeds one tarball after another.
 pub struct Fbc {
     params: FbcParams,
     scan: Scanner,
