@@ -8,10 +8,11 @@ const size = process.argv[2] ?? '256m'
 const workersList = (process.argv[3] ?? '1,2').split(',').map(Number)
 const hashes = (process.argv[4] ?? 'none,blake3').split(',')
 const runs = Number(process.argv[5] ?? 3)
-const readOnce = process.env.READ_ONCE !== '0'
+// READ_ONCE=1|0 forces the option; unset: the library's default (off for paths).
+const readOnce = process.env.READ_ONCE === undefined ? undefined : process.env.READ_ONCE === '1'
 const file = dataFile(size)
 const info = await cp.init()
-console.log(`# Node chunk(path), ${size} random, ${info.buildId}, readOnce ${readOnce}; ${machine()}`)
+console.log(`# Node chunk(path), ${size} random, ${info.buildId}, readOnce ${readOnce ?? 'default'}; ${machine()}`)
 console.log('# name                                  min median    max MB/s   peak RSS MiB   chunks')
 for (const hash of hashes) {
   const med = {}
