@@ -41,5 +41,7 @@ fi
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ] \
    || [ ! -x node_modules/.bin/vitest ] || [ ! -x node_modules/.bin/deno ]; then
   step "npm ci"
-  npm ci --no-audit --no-fund
+  # npm ci refuses a lock file that lacks other platforms' optional packages (this machine's npm
+  # config writes such locks); npm install --no-save then installs the locked versions.
+  npm ci --no-audit --no-fund || npm install --no-save --no-audit --no-fund
 fi
