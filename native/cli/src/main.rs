@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 mod gen;
+mod rapid;
 
 #[derive(Parser)]
 #[command(name = "cutpoint", version, about = "Content-defined chunking with SS-CDC: chunk, fingerprint and measure dedup")]
@@ -53,6 +54,8 @@ enum Cmd {
         /// show the dedup loss that SS-CDC avoids.
         #[arg(long, value_name = "SEGMENT")]
         naive: Option<String>,
+        #[command(flatten)]
+        rapid: rapid::RapidArgs,
     },
     /// List the stage-1 backends this CPU supports and the one chosen by default.
     Backends,
@@ -118,7 +121,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Chunk { file, engine, format } => cmd_chunk(&file, &engine, format),
-        Cmd::Stats { files, engine, json, jobs, naive } => cmd_stats(&files, &engine, json, jobs, naive.as_deref()),
+        Cmd::Stats { files, engine, json, jobs, naive, rapid } if rapid.rapid.is_some() => {
+            rapid::cmd(&files, &engine, json, jobs, naive.is_some(), &rapid)
+        }
+        Cmd::Stats { files, engine, json, jobs, naive, .. } => cmd_stats(&files, &engine, json, jobs, naive.as_deref()),
         Cmd::Backends => cmd_backends(),
         Cmd::Gen(args) => gen::run(&args).map_err(|e| Fail { code: e.0, msg: e.1 }),
     };

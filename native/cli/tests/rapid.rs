@@ -1,0 +1,160 @@
+//! `cutpoint stats --rapid`: comparison with regular CDC, hint sources, errors and exit codes.
+
+use cutpoint_core::datagen::{self, ModKind, VersionSpec};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cutpoint"))
+}
+
+fn dataset(tag: &str) -> (PathBuf, Vec<String>) {
+    let dir = std::env::temp_dir().join(format!("cutpoint-cli-rapid-{}-{tag}", std::process::id()));
+    let spec = VersionSpec {
+        base_size: 3 << 20,
+        versions: 3,
+        mods: 8,
+        mod_size: 100,
+        region_percent: 100.0,
+        kind: ModKind::InsertDelete,
+        seed: 5,
+    };
+    let paths = datagen::write_versions_spec(&dir, &spec).unwrap();
+    (dir, paths.iter().map(|p| p.to_str().unwrap().to_string()).collect())
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = bin().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn fpt_keeps_regular_boundaries_and_dedup() {
+    let (dir, files) = dataset("fpt");
+    for prof in ["gear:2k:8k:64k", "rabin:4k:8k:12k"] {
+        let mut args = vec!["stats", "--json", "-p", prof, "-t", "2", "--rapid", "ff+rwt+fpt"];
+        args.extend(files.iter().map(|s| s.as_str()));
+        let v = json(&args);
+        let c = &v["comparison"];
+        assert_eq!(c["same_boundaries"], true, "{v}");
+        assert_eq!(c["dedup_ratio_vs_regular"].as_f64().unwrap(), 1.0);
+        assert_eq!(c["chunk_overlap"].as_f64().unwrap(), 1.0);
+        assert!(v["dedup_ratio"].as_f64().unwrap() > 2.5, "{v}");
+        assert!(v["hit_ratio_by_position"][0].as_f64().unwrap() > 0.8, "{v}");
+        assert!(
+            v["stats"]["skipped_positions"].as_u64().unwrap() > v["bytes"].as_u64().unwrap() / 2,
+            "{v}"
+        );
+        // The regular `stats` on the same files reports the same dedup ratio.
+        let mut args = vec!["stats", "--json", "-p", prof];
+        args.extend(files.iter().map(|s| s.as_str()));
+        let r = json(&args);
+        let want = r["total"]["dedup_ratio"].as_f64().unwrap();
+        assert!((v["dedup_ratio"].as_f64().unwrap() - want).abs() < 1e-9, "{want} {v}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn hint_cache_and_base_recipe() {
+    let (dir, files) = dataset("hints");
+    let cache = dir.join("hints.bin");
+    let cache_s = cache.to_str().unwrap();
+    let recipe = dir.join("base.recipe");
+    let recipe_s = recipe.to_str().unwrap();
+    // Base file alone: writes the cache and the base recipe.
+    let v = json(&[
+        "stats",
+        "--json",
+        "--rapid",
+        "ff+rwt",
+        "--hints",
+        cache_s,
+        "--save-recipe",
+        recipe_s,
+        &files[0],
+    ]);
+    assert!(v["hints_saved"].as_u64().unwrap() > 100, "{v}");
+    assert!(std::fs::read_to_string(&recipe)
+        .unwrap()
+        .starts_with("cutpoint-recipe 1\nprofile gear:2k:8k:64k\n"));
+    // The next version with the cache: mostly hinted.
+    let v = json(&["stats", "--json", "--rapid", "ff+rwt", "--hints", cache_s, &files[1]]);
+    assert!(v["hints_loaded"].as_u64().unwrap() > 100, "{v}");
+    assert!(
+        v["files"][0]["hinted_chunks"].as_u64().unwrap() * 10 > v["chunks"].as_u64().unwrap() * 8,
+        "{v}"
+    );
+    // The same with the base recipe instead, FF+RWT+FPT: exact.
+    let v = json(&[
+        "stats",
+        "--json",
+        "--rapid",
+        "ff+rwt+fpt",
+        "--base",
+        recipe_s,
+        &files[1],
+    ]);
+    assert_eq!(v["comparison"]["same_boundaries"], true, "{v}");
+    assert!(
+        v["files"][0]["hinted_chunks"].as_u64().unwrap() * 10 > v["chunks"].as_u64().unwrap() * 8,
+        "{v}"
+    );
+    // Another profile: the cache and the recipe are refused with exit code 2, naming the file.
+    for (flag, path) in [("--hints", cache_s), ("--base", recipe_s)] {
+        let out = bin()
+            .args(["stats", "-p", "gear:4k:8k:64k", "--rapid", "ff", flag, path, &files[1]])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("gear:2k:8k:64k") && err.contains("gear:4k:8k:64k"),
+            "{flag}: {err}"
+        );
+    }
+    // A damaged cache is an input error (exit 1), not silently ignored.
+    let mut bytes = std::fs::read(&cache).unwrap();
+    let n = bytes.len();
+    bytes[n - 100] ^= 0xff;
+    std::fs::write(&cache, &bytes).unwrap();
+    let out = bin()
+        .args(["stats", "--rapid", "ff", "--hints", cache_s, &files[1]])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn usage_errors() {
+    let (dir, files) = dataset("usage");
+    let f = files[0].as_str();
+    for (args, want) in [
+        (vec!["stats", "--rapid", "ff+xx", f], "unknown RapidCDC criterion"),
+        (vec!["stats", "--rapid", "ff", "--jobs", "2", f, f], "--jobs 1"),
+        (vec!["stats", "--rapid", "ff", "--hash", "none", f], "fingerprints"),
+        (
+            vec!["stats", "--rapid", "ff", "--hint-list", "0", f],
+            "hint list length",
+        ),
+        (vec!["stats", "--rapid", "ff", "--naive", "1m", f], "--naive"),
+    ] {
+        let out = bin().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(want),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Hint options without --rapid are a usage error too.
+    let out = bin().args(["stats", "--hint-list", "3", f]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(dir).unwrap();
+}
