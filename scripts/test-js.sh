@@ -4,7 +4,8 @@
 #   tests/js/node.test.ts, init.test.ts   Node 20, worker_threads
 #   tests/js/browser.test.ts              headless Debian chromium through playwright-core
 #   tests/js/deno.test.ts                 Deno (npm package `deno`) running tests/deno/vectors.js
-# CUTPOINT_BIG=1 adds the >= 1 GiB picked-File browser test (several minutes on 2 cores).
+# The >= 1 GiB picked-File browser test runs too (CUTPOINT_BIG=0 skips it; CUTPOINT_BIG_SIZE=2g,
+# CUTPOINT_BIG_WORKERS=1,2 and CUTPOINT_BIG_OUT=FILE.json change or record it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh

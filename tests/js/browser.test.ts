@@ -1,6 +1,6 @@
 // Headless Chromium (Debian's /usr/bin/chromium through playwright-core): the shared vectors
 // through Web Workers reading their own slices of a File, 1/2/4 workers, odd segment sizes,
-// simd128 and plain builds, cross-origin isolated or not; failures; and (CUTPOINT_BIG=1) a
+// simd128 and plain builds, cross-origin isolated or not; failures; and (unless CUTPOINT_BIG=0) a
 // >= 1 GiB picked File against the native CLI, with main-thread responsiveness and peak memory.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
@@ -152,7 +152,8 @@ function chromiumRss(): number {
   return sum
 }
 
-describe.runIf(process.env.CUTPOINT_BIG)('chromium, large File', () => {
+// On by default (about 30-60 s here: 1 GiB, 2 workers); CUTPOINT_BIG=0 skips it.
+describe.runIf(process.env.CUTPOINT_BIG !== '0')('chromium, large File', () => {
   it('a >= 1 GiB picked File: same chunks as the native CLI, page responsive, memory bounded', async () => {
     const size = process.env.CUTPOINT_BIG_SIZE ?? '1g'
     const bin = nativeCli()
@@ -195,8 +196,12 @@ describe.runIf(process.env.CUTPOINT_BIG)('chromium, large File', () => {
         expect(r.chunks).toBe(rows.length)
         expect(r.cutsDigest).toBe(wantCuts)
         expect(r.hashesDigest).toBe(wantHashes)
-        // Responsive: no frame gap or long task beyond a few frames.
-        expect(r.maxFrameGapMs).toBeLessThan(250)
+        // Responsive: the main thread never runs a long task (> 50 ms, as Chromium reports
+        // them) of more than 500 ms (a task is timed by the wall clock, so preemption on a busy
+        // 2-core machine stretches it; measured: 0-136 ms). Frame gaps grow the same way,
+        // so they only get a loose bound.
+        expect(r.longestTaskMs).toBeLessThan(500)
+        expect(r.maxFrameGapMs).toBeLessThan(1000)
       }
       if (process.env.CUTPOINT_BIG_OUT) writeFileSync(process.env.CUTPOINT_BIG_OUT, JSON.stringify(results, null, 2))
       await page.close()
