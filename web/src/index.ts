@@ -143,6 +143,39 @@ async function resolve(opts: ChunkOptions): Promise<Resolved> {
   return { profile, workers, segment, lane, hash, hashImpl, backend, flavor, hashBatch }
 }
 
+/** A macrotask: lets the event loop run (rendering, input) between batches of chunks. */
+let port: MessagePort | undefined
+const waiting: (() => void)[] = []
+function macrotask(): Promise<void> {
+  const g = globalThis as any
+  if (isNode && typeof g.setImmediate === 'function') return new Promise((r) => g.setImmediate(r))
+  if (isDeno || typeof MessageChannel === 'undefined') return new Promise((r) => setTimeout(r, 0))
+  if (!port) {
+    const ch = new MessageChannel()
+    ch.port1.onmessage = () => waiting.shift()?.()
+    port = ch.port2
+  }
+  return new Promise((r) => {
+    waiting.push(r)
+    port!.postMessage(0)
+  })
+}
+
+/**
+ * Yields to the event loop when the coordinator (and the consumer's loop body, which runs
+ * between our resumptions) has held the thread for more than ~8 ms: results that arrived
+ * together would otherwise be processed in one long task and stall the page.
+ */
+class Breather {
+  private last = performance.now()
+  async maybe() {
+    if (performance.now() - this.last > 8) {
+      await macrotask()
+      this.last = performance.now()
+    }
+  }
+}
+
 function hex(b: Uint8Array): string {
   let s = ''
   for (let i = 0; i < b.length; i++) s += (b[i] < 16 ? '0' : '') + b[i].toString(16)
@@ -157,6 +190,7 @@ class Emitter {
   private batchBytes = 0
   private queue: { start: number; lens: number[]; p: Promise<HashRes>; done: boolean }[] = []
   private plain: Chunk[] = []
+  private breather = new Breather()
 
   constructor(
     private pool: Pool,
@@ -215,6 +249,7 @@ class Emitter {
 
   /** Chunks ready in order; waits for the oldest hash job while more than `maxPending` are out. */
   async take(maxPending: number): Promise<Chunk[]> {
+    await this.breather.maybe()
     const out = this.plain
     this.plain = []
     while (this.queue.length && (this.queue[0].done || this.queue.length > maxPending)) {
