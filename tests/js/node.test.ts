@@ -150,3 +150,37 @@ describe('errors', () => {
     await expect(cp.__test.poolCrash({ workers: 2 })).rejects.toThrow(/worker/)
   })
 })
+
+describe('stage 2 beyond 4 GiB (wasm32 usize is 32 bits)', () => {
+  it('cuts stay exact past 2^32 (selector rebased every GiB)', async () => {
+    const { readFileSync } = await import('node:fs')
+    const dir = new URL('../../web/dist/wasm/plain/', import.meta.url)
+    const m = await import(new URL('cutpoint_wasm.js', dir).href)
+    m.initSync({ module: readFileSync(new URL('cutpoint_wasm_bg.wasm', dir)) })
+    const max = 64 * 1024
+    const st2 = new m.Stage2('crc32:2k:16k:64k')
+    const seg = 256 * 1024 * 1024
+    const total = 5 * 1024 * 1024 * 1024 + 12345
+    // One candidate 3000 bytes into every segment (past MIN after the MAX-sized cut before it).
+    const cuts: number[] = []
+    for (let p = 0; p < total; p += seg) {
+      const q = Math.min(p + seg, total)
+      cuts.push(...st2.feed(p, q, Uint32Array.of(3000), new Uint32Array(0)))
+    }
+    cuts.push(...st2.finish(total))
+    // Expected: from each chunk start s, the cut is the candidate if it lies in [s + MIN, s + MAX), else s + MAX.
+    const want: number[] = []
+    let s = 0
+    while (s < total) {
+      const cand = Math.floor(s / seg) * seg + 3000
+      const next = cand >= s + 2048 && cand < s + max ? cand : cand + seg >= s + 2048 && cand + seg < s + max ? cand + seg : Math.min(s + max, total)
+      want.push(next)
+      s = next
+    }
+    expect(cuts.length).toBe(want.length)
+    expect(cuts).toEqual(want)
+    expect(cuts[cuts.length - 1]).toBe(total)
+    expect(cuts.some((c) => c > 2 ** 32)).toBe(true)
+    st2.free()
+  })
+})
