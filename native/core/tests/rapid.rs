@@ -26,6 +26,14 @@ fn engine(p: &str, threads: usize) -> Engine {
     .unwrap()
 }
 
+/// Options with small fallback blocks, so that tests on small inputs see hints used early.
+fn small_blocks(c: Criterion) -> RapidOptions {
+    RapidOptions {
+        first_block: 4096,
+        ..RapidOptions::new(c)
+    }
+}
+
 fn fp(b: &[u8]) -> [u8; 32] {
     *blake3::hash(b).as_bytes()
 }
@@ -69,7 +77,7 @@ fn fpt_equals_reference_over_versioned_files() {
         let e = engine(prof, 2);
         for kind in [ModKind::InsertDelete, ModKind::Overwrite, ModKind::Mixed] {
             let files = versions(400_000, 4, 5, kind, 100.0, 7);
-            let mut r = Rapid::with_new_table(&e, 2, RapidOptions::new(Criterion::FfRwtFpt)).unwrap();
+            let mut r = Rapid::with_new_table(&e, 2, small_blocks(Criterion::FfRwtFpt)).unwrap();
             for (i, f) in files.iter().enumerate() {
                 let chunks = r.chunk_all(f).unwrap();
                 check_cover(f, &chunks);
@@ -193,7 +201,7 @@ fn identical_file_is_chunked_by_hints_with_almost_no_rolling() {
     let e = engine(prof, 1);
     let data = datagen::random_bytes(2_000_000, 9);
     for crit in Criterion::ALL {
-        let mut r = Rapid::with_new_table(&e, 2, RapidOptions::new(crit)).unwrap();
+        let mut r = Rapid::with_new_table(&e, 2, small_blocks(crit)).unwrap();
         let first = r.chunk_all(&data).unwrap();
         r.reset_stats();
         let second = r.chunk_all(&data).unwrap();
@@ -350,7 +358,7 @@ fn hint_sources_recipe_and_cache() {
     let files = versions(800_000, 2, 5, ModKind::InsertDelete, 100.0, 12);
 
     // Source 2: the base file's recipe (written by a regular run).
-    let mut base_run = Rapid::with_new_table(&e, 2, RapidOptions::new(Criterion::FfRwtFpt)).unwrap();
+    let mut base_run = Rapid::with_new_table(&e, 2, small_blocks(Criterion::FfRwtFpt)).unwrap();
     let base_chunks = base_run.chunk_all(&files[0]).unwrap();
     let recipe = Recipe::from_chunks(&p, HashAlg::Blake3, &base_chunks);
     let mut text = Vec::new();
@@ -358,7 +366,7 @@ fn hint_sources_recipe_and_cache() {
     let recipe = Recipe::read(&text[..]).unwrap();
     let mut t = HintTable::new(&p, HashAlg::Blake3, 2).unwrap();
     t.add_recipe(&recipe).unwrap();
-    let mut r = Rapid::new(&e, t, RapidOptions::new(Criterion::FfRwtFpt)).unwrap();
+    let mut r = Rapid::new(&e, t, small_blocks(Criterion::FfRwtFpt)).unwrap();
     assert_eq!(r.cuts(&files[1]).unwrap(), reference_cuts(&p, &files[1]));
     let hinted = r.stats().hinted_chunks;
     assert!(hinted > r.stats().chunks * 3 / 4, "{:?}", r.stats());
@@ -374,7 +382,7 @@ fn hint_sources_recipe_and_cache() {
     assert!(kept_small > 0 && kept_small < kept && std::fs::metadata(&small).unwrap().len() <= 2048);
     let mut t = HintTable::new(&p, HashAlg::Blake3, 2).unwrap();
     t.load_cache_file(&cache).unwrap();
-    let mut r = Rapid::new(&e, t, RapidOptions::new(Criterion::FfRwtFpt)).unwrap();
+    let mut r = Rapid::new(&e, t, small_blocks(Criterion::FfRwtFpt)).unwrap();
     assert_eq!(r.cuts(&files[1]).unwrap(), reference_cuts(&p, &files[1]));
     assert_eq!(r.stats().hinted_chunks, hinted, "cache and recipe carry the same hints");
 
@@ -483,4 +491,60 @@ proptest! {
             prop_assert_eq!(r.cuts(f).unwrap(), reference_cuts(&p, f));
         }
     }
+}
+
+/// An endless-looking stream generated on the fly: `versions` copies of a random block with a
+/// few edits each, so that hints are used, never held whole anywhere.
+struct Generated {
+    parts: Vec<Vec<u8>>,
+    i: usize,
+    at: usize,
+}
+
+impl Read for Generated {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.i < self.parts.len() && self.at == self.parts[self.i].len() {
+            self.i += 1;
+            self.at = 0;
+        }
+        if self.i == self.parts.len() {
+            return Ok(0);
+        }
+        let p = &self.parts[self.i];
+        let k = buf.len().min(p.len() - self.at).min(100_003);
+        buf[..k].copy_from_slice(&p[self.at..self.at + k]);
+        self.at += k;
+        Ok(k)
+    }
+}
+
+#[test]
+fn streaming_memory_is_bounded() {
+    // 16 × 8 MiB = 128 MiB through the chunker; the buffer must stay near one block + MAX.
+    let p: Profile = "gear:2k:8k:64k".parse().unwrap();
+    let e = Engine::new(
+        p.clone(),
+        Options {
+            threads: 2,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let files = versions(8 << 20, 15, 20, ModKind::Mixed, 100.0, 8);
+    let total: usize = files.iter().map(|f| f.len()).sum();
+    let mut r = Rapid::with_new_table(&e, 2, RapidOptions::new(Criterion::FfMt)).unwrap();
+    let mut it = r.stream(Generated {
+        parts: files,
+        i: 0,
+        at: 0,
+    });
+    let (mut bytes, mut peak) = (0usize, 0usize);
+    while let Some(c) = it.next() {
+        bytes += c.unwrap().length;
+        peak = peak.max(it.buffered());
+    }
+    assert_eq!(bytes, total);
+    let bound = e.block_size() + p.max + (3 << 20);
+    assert!(peak <= bound, "peak buffer {peak} > {bound}");
+    assert!(r.stats().hinted_chunks > r.stats().chunks / 2, "{:?}", r.stats());
 }
