@@ -9,7 +9,7 @@ use common::fuzz_case::{check, decode};
 use common::vectors::XorShift64Star;
 
 fn iterations() -> usize {
-    std::env::var("CUTPOINT_DIFF_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(300)
+    std::env::var("CUTPOINT_DIFF_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000)
 }
 
 #[test]

@@ -145,3 +145,44 @@ fn edge_lengths_gear() {
     // nc=2 (default) two classes; nc=0 one class; dense nc=1.
     run_family(&["gear:256:1k:4k", "gear:64:128:1k:nc=1", "gear:128:256:2k:nc=0"]);
 }
+
+/// Block edges at the default span (1 MiB per thread): lengths `W + threads·1 MiB ± 1`, where
+/// the engine starts a second block (and the stream a second fill) with one position in it.
+#[test]
+fn edge_lengths_default_span_blocks() {
+    const MIB: usize = 1 << 20;
+    for prof in ["crc32:2k:16k:64k", "rabin:4k:8k:12k", "gear:2k:8k:64k"] {
+        let p: Profile = prof.parse().unwrap();
+        let w = p.window;
+        let big = Input::Xorshift { seed: 77, length: w + 2 * MIB + 1 }.bytes();
+        let mut runs = 0;
+        for threads in [1usize, 2] {
+            let engines: Vec<_> = common::backends()
+                .into_iter()
+                .flat_map(|backend| {
+                    [None, Some(SEG)].map(|segment_size| Config { backend, threads, segment_size, span: 0 })
+                })
+                .map(|c| (c.engine(&p, HashAlg::None), c))
+                .collect();
+            for (len, why) in [
+                (w + threads * MIB - 1, "W+block-1: one block, one position short"),
+                (w + threads * MIB, "W+block: exactly one block"),
+                (w + threads * MIB + 1, "W+block+1: a second block of one position"),
+            ] {
+                let data = &big[..len];
+                let want = reference_cuts(&p, data);
+                for (k, (e, c)) in engines.iter().enumerate() {
+                    let res = if k % 2 == 0 {
+                        check_engine(e, data, &want, READS[(k / 2 + len) % READS.len()])
+                    } else {
+                        let got = e.cuts(data);
+                        if got == want { Ok(()) } else { Err("cuts() differs from reference".to_string()) }
+                    };
+                    res.unwrap_or_else(|err| panic!("{prof} len {len} ({why}) {c:?}: {err}"));
+                    runs += 1;
+                }
+            }
+        }
+        assert!(runs >= 2 * 3 * 4, "{prof}: only {runs} runs");
+    }
+}
