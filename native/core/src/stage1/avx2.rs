@@ -30,6 +30,8 @@ use std::ops::Range;
 const G_CRC: usize = 4;
 const G_RABIN: usize = 4;
 const G_GEAR: usize = 4;
+/// Scalar gear chains beside the vector lanes (as in the AVX-512 kernel); see measurements there.
+const S_GEAR: usize = 2;
 
 /// # Safety
 /// See [`super::Stage1Fn`]; the CPU must support AVX2.
@@ -43,7 +45,7 @@ pub unsafe fn stage1(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usi
     let lanes = match t.family {
         Family::Crc32 => 8 * G_CRC,
         Family::Rabin => 4 * G_RABIN,
-        Family::Gear => 4 * G_GEAR,
+        Family::Gear => 4 * G_GEAR + S_GEAR,
     };
     let Some(plan) = pieces(segs, lanes, min_piece(w)) else {
         // SAFETY: the interleaved kernel needs no special instructions; same arguments.
@@ -61,7 +63,7 @@ pub unsafe fn stage1(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usi
             match t.family {
                 Family::Crc32 => crc::<G_CRC>(t, data, group, origin, strict, loose),
                 Family::Rabin => rabin::<G_RABIN>(t, data, group, origin, strict, loose),
-                Family::Gear => gear::<G_GEAR>(t, data, group, origin, strict, loose),
+                Family::Gear => gear::<G_GEAR, S_GEAR>(t, data, group, origin, strict, loose),
             }
         }
     }
@@ -328,13 +330,21 @@ unsafe fn rabin<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>],
     });
 }
 
-/// gear over `4 * G` pieces (u64 lanes; W = 64, no leaving byte).
+/// gear over `4 * G + S` pieces: `G` registers of u64 lanes plus `S` scalar chains (W = 64,
+/// no leaving byte).
 #[target_feature(enable = "avx2")]
-unsafe fn gear<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+unsafe fn gear<const G: usize, const S: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
     let w = t.window;
     let common = group.iter().map(|s| s.len()).min().unwrap();
-    let (base, offs) = lane_offsets(group, w);
+    let (base, offs) = lane_offsets(&group[..4 * G], w);
     let srcs: Vec<usize> = group.iter().map(|s| s.start - w).collect();
+    // Scalar chains: pieces 4G .. 4G + S.
+    let mut sh = [0u64; S];
+    let mut ssrc = [0usize; S];
+    for k in 0..S {
+        ssrc[k] = srcs[4 * G + k];
+    }
+    let (ml64, magic) = (t.mask_loose, t.magic);
     let p = unsafe { data.as_ptr().add(base) } as *const i64;
     let gt = t.gear.as_ptr() as *const i64;
     let ff = _mm256_set1_epi64x(0xff);
@@ -357,8 +367,20 @@ unsafe fn gear<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], 
             // SAFETY: in bounds as above.
             ent[g] = unsafe { _mm256_i32gather_epi64::<1>(p, _mm_add_epi32(off[g], rr)) };
         }
+        let mut sq = [0u64; S];
+        for k in 0..S {
+            // Bounds: the same qword as the vector lanes read, for this chain's piece.
+            sq[k] = u64::from_le_bytes(data[ssrc[k] + r..ssrc[k] + r + 8].try_into().unwrap());
+        }
         let check = r >= w;
         for j in 0..8 {
+            for k in 0..S {
+                if check && sh[k] & ml64 == magic {
+                    mark(t, sh[k], ssrc[k] + r + j - origin, strict, loose);
+                }
+                sh[k] = (sh[k] << 1).wrapping_add(t.gear[(sq[k] & 0xff) as usize]);
+                sq[k] >>= 8;
+            }
             if check {
                 let mut any = 0u64;
                 for g in 0..G {
@@ -380,7 +402,8 @@ unsafe fn gear<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], 
         }
         r += 8;
     }
-    let hs = unsafe { store64(&h) };
+    let mut hs = unsafe { store64(&h) };
+    hs.extend_from_slice(&sh);
     finish(t, data, group, n8, &hs, origin, strict, loose, |h, _o, i| (h << 1).wrapping_add(t.gear[i as usize]));
 }
 

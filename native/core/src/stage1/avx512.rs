@@ -6,7 +6,8 @@
 //!   for crc32 (`_mm512_i32gather_epi32` into `crct` and `crcu`, the data fetched four rolls
 //!   at a time as one dword per lane), 8 × u64 lanes for rabin and gear
 //!   (`_mm512_i64gather_epi64` into the tables, one qword of data per lane per eight rolls).
-//!   `G` registers advance together to hide the gathers' latency.
+//!   `G` registers advance together to hide the gathers' latency; for gear two scalar chains
+//!   run beside them (the gathers leave the scalar ports idle).
 //! * **Byte-sliced GF(2) affine** (crc32, needs GFNI and VBMI): CRC-32 is linear over GF(2),
 //!   so each byte of `crct[x]` — and of the leaving byte's contribution — is an 8×8 bit matrix
 //!   times `x`: one `vgf2p8affineqb`. The state of 64 segments is held as four byte planes
@@ -318,7 +319,8 @@ unsafe fn rabin_gather<const G: usize>(t: &Tables, data: &[u8], group: &[Range<u
     });
 }
 
-/// gear over `8 * G` pieces with gathers (u64 lanes; W = 64, no leaving byte).
+/// gear over `8 * G + S` pieces: `G` registers of u64 lanes with gathers plus `S` scalar
+/// chains in the same loop (W = 64, no leaving byte).
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn gear_gather<const G: usize, const S: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
     let w = t.window;
