@@ -175,9 +175,11 @@ pub fn fastest(family: Family) -> Backend {
 /// |-------------------|---------------|--------------|-----------|
 /// | scalar            | 0.32–0.34     | 0.30–0.35    | 0.95–1.15 |
 /// | interleaved       | 0.58–0.67     | 0.58–0.68    | 0.79–0.89 |
-/// | avx2 (gathers)    | 0.93–1.24     | 0.85–1.11    | 1.74–1.98 |
-/// | avx512 gathers    | 1.04–1.20     | 1.23–1.55    | 2.2–2.55  |
-/// | avx512 affine     | 3.4–4.0       | 2.8–3.0      | —         |
+/// | avx2 (gathers)    | 0.93–1.24     | 0.85–1.12    | 2.2–2.3 ¹ |
+/// | avx512 gathers    | 0.99–1.20     | 1.23–1.57    | 2.6–2.7 ¹ |
+/// | avx512 affine     | 2.9–4.1       | 2.7–3.0      | —         |
+///
+/// ¹ with two scalar chains beside the gather lanes (1.74–1.98 and 2.2–2.55 without).
 ///
 /// `avx512` runs the byte-sliced GF(2)-affine kernel for crc32 and rabin where the CPU has GFNI
 /// and VBMI (gathers otherwise) and gathers for gear, so it leads every family. For gear the
