@@ -15,6 +15,10 @@
 //! are lanes, so unequal or tiny segments never leave lanes idle; when the total is too small
 //! for that, the interleaved scalar kernel runs instead.
 
+// Lockstep loops index several per-register arrays by the same `g`; the kernels take the
+// stage-1 arguments plus their own state.
+#![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+
 use super::mark;
 use super::scalar::scan_from;
 use crate::hash::{crc_add, rabin_add, Tables};

@@ -25,6 +25,10 @@
 //! run in lockstep over the common length, and each finishes its remainder with the scalar
 //! loop. Small inputs go to the interleaved kernel.
 
+// Lockstep loops index several per-register arrays by the same `g`; the kernels take the
+// stage-1 arguments plus their own state.
+#![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+
 use super::avx2::{min_piece, offsets_fit, pieces};
 use super::mark;
 use super::scalar::scan_from;
