@@ -170,12 +170,14 @@ impl Engine {
     fn scan(&self, sc: &mut Scanner, buf: &[u8], base: usize, p: usize, q: usize, out: &mut Vec<usize>) {
         let n = q - p;
         let words = n.div_ceil(64);
-        sc.strict.clear();
+        // Resized without clearing: each thread zeroes its own words below, so zeroing the
+        // bitmaps is parallel too (it was a serial cost per block).
         sc.strict.resize(words, 0);
+        sc.strict.truncate(words);
         let two = self.profile.two_classes();
         if two {
-            sc.loose.clear();
             sc.loose.resize(words, 0);
+            sc.loose.truncate(words);
         }
         // Thread spans are 64-aligned relative to p, so each owns whole bitmap words.
         let span = n.div_ceil(self.threads).div_ceil(64) * 64;
@@ -199,6 +201,8 @@ impl Engine {
                 .collect()
         };
         let run = |(r, s, l): (Range<usize>, &mut [u64], &mut [u64])| {
+            s.fill(0);
+            l.fill(0);
             let seg = seg_size.unwrap_or_else(|| r.len().div_ceil(lanes).max(1));
             let mut segs = Vec::with_capacity(r.len() / seg + 1);
             let mut a = r.start;
