@@ -26,7 +26,7 @@ bash scripts/install.sh
   step "memory"
   if [ $quick = 1 ]; then bash bench/memory.sh 256m; else bash bench/memory.sh 8g; fi
   step "RapidCDC"
-  if [ $quick = 1 ]; then native/target/release/examples/rapid_bench --quick; else native/target/release/examples/rapid_bench; fi
+  if [ $quick = 1 ]; then CUTPOINT_FILES=4 native/target/release/examples/rapid_bench; else native/target/release/examples/rapid_bench; fi
   step "MT-FBC"
   if [ $quick = 1 ]; then native/target/release/examples/mtfbc_bench --quick; else native/target/release/examples/mtfbc_bench; fi
 } 2>&1 | tee "$out"
