@@ -15,6 +15,7 @@ use crate::stage1::Stage1Fn;
 use crate::stage2::{Bits, Selector};
 use std::io::Read;
 use std::ops::Range;
+#[cfg(feature = "parallel")]
 use std::sync::Arc;
 
 /// One chunk of the input.

@@ -19,8 +19,7 @@
 // stage-1 arguments plus their own state.
 #![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
-use super::mark;
-use super::scalar::scan_from;
+use super::{finish, lane_offsets, mark, mark_lanes};
 use crate::hash::{crc_add, rabin_add, Tables};
 use crate::profile::Family;
 use std::arch::x86_64::*;
@@ -117,47 +116,6 @@ pub(super) fn pieces(segs: &[Range<usize>], n: usize, min_piece: usize) -> Optio
     }
     out.sort_by_key(|s| std::cmp::Reverse(s.len()));
     Some(out)
-}
-
-/// Lane offsets (as i32) of `group[k].start - w - base`, in registers of `L` lanes.
-fn lane_offsets(group: &[Range<usize>], w: usize) -> (usize, Vec<i32>) {
-    let base = group.iter().map(|s| s.start - w).min().unwrap();
-    (base, group.iter().map(|s| (s.start - w - base) as i32).collect())
-}
-
-/// Sets the bits of the lanes in `m` (hash values in `hs`, positions `pos[k] + i`).
-#[inline(never)]
-#[cold]
-fn mark_lanes(t: &Tables, m: u64, hs: &[u64], srcs: &[usize], i: usize, origin: usize, strict: &mut [u64], loose: &mut [u64]) {
-    let mut m = m;
-    while m != 0 {
-        let k = m.trailing_zeros() as usize;
-        m &= m - 1;
-        let h = hs[k];
-        if h & t.mask_loose == t.magic {
-            mark(t, h, srcs[k] + i - origin, strict, loose);
-        }
-    }
-}
-
-/// Finishes each lane with the scalar loop from position `start + done` with hash `hs[k]`.
-fn finish<F: Fn(u64, u8, u8) -> u64>(
-    t: &Tables,
-    data: &[u8],
-    group: &[Range<usize>],
-    done: usize,
-    hs: &[u64],
-    origin: usize,
-    strict: &mut [u64],
-    loose: &mut [u64],
-    roll: F,
-) {
-    for (k, s) in group.iter().enumerate() {
-        let p = s.start + done;
-        if p < s.end {
-            scan_from(t, data, p..s.end, origin, strict, loose, hs[k], &roll);
-        }
-    }
 }
 
 #[inline(always)]

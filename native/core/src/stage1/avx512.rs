@@ -30,8 +30,7 @@
 #![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
 use super::avx2::{min_piece, offsets_fit, pieces};
-use super::mark;
-use super::scalar::scan_from;
+use super::{finish, lane_offsets, mark, mark_lanes};
 use crate::hash::{crc_add, rabin_add, Tables};
 use crate::profile::Family;
 use std::arch::x86_64::*;
@@ -111,44 +110,6 @@ pub unsafe fn stage1_gather(t: &Tables, data: &[u8], segs: &[Range<usize>], orig
                 Family::Rabin => rabin_gather::<G_RABIN>(t, data, group, origin, strict, loose),
                 Family::Gear => gear_gather::<G_GEAR, S_GEAR>(t, data, group, origin, strict, loose),
             }
-        }
-    }
-}
-
-fn lane_offsets(group: &[Range<usize>], w: usize) -> (usize, Vec<i32>) {
-    let base = group.iter().map(|s| s.start - w).min().unwrap();
-    (base, group.iter().map(|s| (s.start - w - base) as i32).collect())
-}
-
-#[inline(never)]
-#[cold]
-fn mark_lanes(t: &Tables, m: u64, hs: &[u64], srcs: &[usize], i: usize, origin: usize, strict: &mut [u64], loose: &mut [u64]) {
-    let mut m = m;
-    while m != 0 {
-        let k = m.trailing_zeros() as usize;
-        m &= m - 1;
-        let h = hs[k];
-        if h & t.mask_loose == t.magic {
-            mark(t, h, srcs[k] + i - origin, strict, loose);
-        }
-    }
-}
-
-fn finish<F: Fn(u64, u8, u8) -> u64>(
-    t: &Tables,
-    data: &[u8],
-    group: &[Range<usize>],
-    done: usize,
-    hs: &[u64],
-    origin: usize,
-    strict: &mut [u64],
-    loose: &mut [u64],
-    roll: F,
-) {
-    for (k, s) in group.iter().enumerate() {
-        let p = s.start + done;
-        if p < s.end {
-            scan_from(t, data, p..s.end, origin, strict, loose, hs[k], &roll);
         }
     }
 }

@@ -55,3 +55,50 @@ pub(crate) fn check_args(t: &Tables, data: &[u8], segs: &[Range<usize>], origin:
         }
     }
 }
+
+// Shared by the SIMD kernels (avx2, avx512): lane bookkeeping around the vector loops.
+
+/// Lane offsets (as i32) of `group[k].start - w - base`, in registers of `L` lanes.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn lane_offsets(group: &[Range<usize>], w: usize) -> (usize, Vec<i32>) {
+    let base = group.iter().map(|s| s.start - w).min().unwrap();
+    (base, group.iter().map(|s| (s.start - w - base) as i32).collect())
+}
+
+/// Sets the bits of the lanes in `m` (hash values in `hs`, positions `pos[k] + i`).
+#[inline(never)]
+#[cold]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn mark_lanes(t: &Tables, m: u64, hs: &[u64], srcs: &[usize], i: usize, origin: usize, strict: &mut [u64], loose: &mut [u64]) {
+    let mut m = m;
+    while m != 0 {
+        let k = m.trailing_zeros() as usize;
+        m &= m - 1;
+        let h = hs[k];
+        if h & t.mask_loose == t.magic {
+            mark(t, h, srcs[k] + i - origin, strict, loose);
+        }
+    }
+}
+
+/// Finishes each lane with the scalar loop from position `start + done` with hash `hs[k]`.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn finish<F: Fn(u64, u8, u8) -> u64>(
+    t: &Tables,
+    data: &[u8],
+    group: &[Range<usize>],
+    done: usize,
+    hs: &[u64],
+    origin: usize,
+    strict: &mut [u64],
+    loose: &mut [u64],
+    roll: F,
+) {
+    for (k, s) in group.iter().enumerate() {
+        let p = s.start + done;
+        if p < s.end {
+            scalar::scan_from(t, data, p..s.end, origin, strict, loose, hs[k], &roll);
+        }
+    }
+}
+
