@@ -88,7 +88,8 @@ fn run<F: Fn(u64, u8, u8) -> u64 + Copy>(
 }
 
 /// Splits the union of `group` (disjoint ranges) into up to `n` pieces of near-equal length.
-fn split(group: &[Range<usize>], n: usize) -> Vec<Range<usize>> {
+/// Also used by the simd128 kernel.
+pub(crate) fn split(group: &[Range<usize>], n: usize) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let total: usize = group.iter().map(|s| s.len()).sum();
     let piece = total.div_ceil(n);

@@ -18,6 +18,7 @@
 //! lookup would cost 16 swizzles per byte plane; gear runs the interleaved scalar kernel, which
 //! measured faster than two-lane `i64x2` variants.
 
+use super::interleaved::split;
 use super::mark;
 use super::scalar::{scan_from, warm};
 use crate::hash::{crc_add, rabin_add, Tables};
@@ -248,20 +249,4 @@ unsafe fn run<const N: usize, const C: usize, const RABIN: bool>(
             scan_from(t, data, a[l] + steps..group[l].end, origin, strict, loose, h[l], &roll1);
         }
     }
-}
-
-/// Splits the union of `group` (disjoint ranges) into up to `n` pieces of near-equal length.
-fn split(group: &[Range<usize>], n: usize) -> Vec<Range<usize>> {
-    let mut out = Vec::new();
-    let total: usize = group.iter().map(|s| s.len()).sum();
-    let piece = total.div_ceil(n);
-    for s in group {
-        let mut a = s.start;
-        while a < s.end {
-            let b = (a + piece).min(s.end);
-            out.push(a..b);
-            a = b;
-        }
-    }
-    out
 }
