@@ -370,6 +370,15 @@ impl<'e> Rapid<'e> {
         )
     }
 
+    /// Chunks of an input pushed in pieces ([`FeedSource::push`] through
+    /// [`RapidChunker::source_mut`], then [`FeedSource::end`]), for callers that cannot block in
+    /// a `Read` (WebAssembly driven by JavaScript). The caller calls `next()` only while
+    /// [`RapidChunker::ready`] says so; then the chunks equal those of [`Rapid::chunks`] over
+    /// the whole input, since every decision sees the bytes it would see in a slice.
+    pub fn feed(&mut self) -> RapidChunker<'_, 'e, FeedSource> {
+        RapidChunker::new(self, FeedSource::default())
+    }
+
     /// All chunks of `data`.
     pub fn chunk_all(&mut self, data: &[u8]) -> Result<Vec<RapidChunk>, Error> {
         self.chunks(data).collect()
@@ -458,6 +467,61 @@ impl<R: Read> Source for ReadSource<R> {
     }
 }
 
+/// A [`Source`] whose bytes are pushed by the caller (see [`Rapid::feed`]). Holds the bytes from
+/// the oldest one the chunker may still read (about one fallback block plus MAX behind the
+/// newest), never the whole input.
+#[derive(Default)]
+pub struct FeedSource {
+    buf: Vec<u8>,
+    /// Input offset of `buf[0]`.
+    base: usize,
+    eof: bool,
+}
+
+impl FeedSource {
+    /// Appends the next bytes of the input.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        if self.eof {
+            return Err(Error::config("bytes pushed after the end of the input"));
+        }
+        if (self.base + self.buf.len()).checked_add(bytes.len()).is_none() {
+            return Err(Error::config("input too large for this platform's offsets"));
+        }
+        self.buf.extend_from_slice(bytes);
+        Ok(())
+    }
+    /// No more bytes follow.
+    pub fn end(&mut self) {
+        self.eof = true;
+    }
+    /// Offset just past the last byte pushed.
+    pub fn pushed(&self) -> usize {
+        self.base + self.buf.len()
+    }
+    pub fn ended(&self) -> bool {
+        self.eof
+    }
+}
+
+impl Source for FeedSource {
+    fn ensure(&mut self, _end: usize) -> Result<usize, Error> {
+        Ok(self.pushed())
+    }
+    fn known_len(&self) -> Option<usize> {
+        self.eof.then(|| self.pushed())
+    }
+    fn window(&self) -> (&[u8], usize) {
+        (&self.buf, self.base)
+    }
+    fn release(&mut self, pos: usize) {
+        let drop = pos.saturating_sub(self.base).min(self.buf.len());
+        if drop > 0 && (drop >= READ_AHEAD || 2 * drop >= self.buf.len()) {
+            self.buf.drain(..drop);
+            self.base += drop;
+        }
+    }
+}
+
 /// The RapidCDC iterator over one input (see [`Rapid::chunks`] and [`Rapid::stream`]).
 pub struct RapidChunker<'r, 'e, S: Source> {
     rapid: &'r mut Rapid<'e>,
@@ -499,6 +563,37 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
     /// engine's block size, plus MAX and the read-ahead; never the whole input).
     pub fn buffered(&self) -> usize {
         self.src.window().0.len()
+    }
+
+    /// The session (statistics, table) while the chunker runs.
+    pub fn rapid(&self) -> &Rapid<'e> {
+        self.rapid
+    }
+
+    /// The source (to push bytes into a [`FeedSource`]).
+    pub fn source_mut(&mut self) -> &mut S {
+        &mut self.src
+    }
+
+    /// End of the last chunk decided (the current boundary).
+    pub fn boundary(&self) -> usize {
+        self.s
+    }
+
+    /// Chunks decided and not yet returned.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The input end that must be available before the next step when no chunk is pending:
+    /// a hint test reads up to `s + MAX + 1`; a fallback block starts before `s + MAX` and
+    /// reads one block (at most the largest block) and one byte more.
+    pub fn demand(&self) -> usize {
+        let largest = self.rapid.engine.block_size().max(self.first_block());
+        self.s
+            .saturating_add(self.rapid.engine.profile().max)
+            .saturating_add(largest)
+            .saturating_add(1)
     }
 
     fn first_block(&self) -> usize {
@@ -716,6 +811,18 @@ fn window_test(engine: &Engine, t: &Tables, bytes: &[u8], at_end: bool, st: &mut
 
 fn digest(engine: &Engine, bytes: &[u8]) -> Digest {
     engine.hash_alg().digest(bytes).unwrap_or([0; 32])
+}
+
+impl RapidChunker<'_, '_, FeedSource> {
+    /// Whether `next()` may run now: a chunk is pending, the input has ended, or enough bytes
+    /// past the boundary have been pushed ([`RapidChunker::demand`]).
+    pub fn ready(&self) -> bool {
+        !self.pending.is_empty()
+            || self.done
+            || self.failed
+            || self.src.ended()
+            || self.src.pushed() >= self.demand()
+    }
 }
 
 impl<S: Source> Iterator for RapidChunker<'_, '_, S> {
