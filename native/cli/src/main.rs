@@ -35,6 +35,9 @@ enum Cmd {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// RapidCDC options (as for `stats --rapid`; RapidCDC statistics go to standard error).
+        #[command(flatten)]
+        rapid: rapid::RapidArgs,
     },
     /// Chunk files in order and report chunks, sizes, dedup ratio across them, throughput.
     Stats {
@@ -120,7 +123,10 @@ impl Fail {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Chunk { file, engine, format } => cmd_chunk(&file, &engine, format),
+        Cmd::Chunk { file, engine, format, rapid } if rapid.rapid.is_some() => {
+            rapid::chunk_cmd(&file, &engine, format == Format::Jsonl, &rapid)
+        }
+        Cmd::Chunk { file, engine, format, .. } => cmd_chunk(&file, &engine, format),
         Cmd::Stats { files, engine, json, jobs, naive, rapid } if rapid.rapid.is_some() => {
             rapid::cmd(&files, &engine, json, jobs, naive.is_some(), &rapid)
         }

@@ -116,6 +116,105 @@ fn core_fail(what: &str, e: Error) -> Fail {
     }
 }
 
+/// The hint table of a run: from `--base` and `--hints` (when the cache file exists).
+struct Hints {
+    table: HintTable,
+    base_chunks: usize,
+    hints_loaded: usize,
+    hints_max: usize,
+}
+
+fn hints(engine: &Engine, ra: &RapidArgs) -> Result<Hints, Fail> {
+    let hints_max = cutpoint_core::profile::parse_size(&ra.hints_max).map_err(|_| {
+        Fail::usage(format!(
+            "--hints-max '{}' is not a size (examples: 1m, 64m)",
+            ra.hints_max
+        ))
+    })?;
+    let mut table = HintTable::new(engine.profile(), engine.hash_alg(), ra.hint_list)
+        .map_err(|e| Fail::usage(format!("--hint-list: {e}")))?;
+    let mut base_chunks = 0;
+    if let Some(b) = &ra.base {
+        let recipe = Recipe::read_file(b).map_err(|e| core_fail(&b.display().to_string(), e))?;
+        table
+            .add_recipe(&recipe)
+            .map_err(|e| core_fail(&format!("--base {}", b.display()), e))?;
+        base_chunks = recipe.entries.len();
+    }
+    let mut hints_loaded = 0;
+    if let Some(h) = &ra.hints {
+        if h.exists() {
+            hints_loaded = table.load_cache_file(h).map_err(|e| core_fail("--hints", e))?;
+        }
+    }
+    Ok(Hints {
+        table,
+        base_chunks,
+        hints_loaded,
+        hints_max,
+    })
+}
+
+/// `cutpoint chunk FILE --rapid CRITERION`: the RapidCDC chunks of one file, hints from
+/// `--base` and `--hints` (written back afterwards), in the `chunk` output formats, plus the
+/// statistics on standard error. `--save-recipe` writes the file's recipe.
+pub fn chunk_cmd(file: &PathBuf, args: &EngineArgs, jsonl: bool, ra: &RapidArgs) -> Result<(), Fail> {
+    let crit_s = ra.rapid.as_deref().unwrap_or_default();
+    let criterion = Criterion::parse(crit_s).map_err(|e| Fail::usage(format!("--rapid: {e}")))?;
+    let engine = args.engine(None)?;
+    if engine.hash_alg() == HashAlg::None {
+        return Err(Fail::usage(
+            "--rapid needs chunk fingerprints: use --hash blake3 or sha256",
+        ));
+    }
+    let h = hints(&engine, ra)?;
+    let mut rapid = Rapid::new(&engine, h.table, RapidOptions::new(criterion)).map_err(|e| Fail::usage(e.to_string()))?;
+    let (reader, _) = open(file)?;
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let wr = |e: io::Error| Fail::io(format!("<stdout>: {e}"));
+    let mut recipe = Vec::new();
+    for c in rapid.stream(reader) {
+        let c = c.map_err(|e| core_fail(&name(file), e))?;
+        let hx = cutpoint_core::hex(&c.hash);
+        if jsonl {
+            writeln!(out, "{{\"offset\":{},\"length\":{},\"hash\":\"{hx}\"}}", c.offset, c.length)
+        } else {
+            writeln!(out, "{}\t{}\t{hx}", c.offset, c.length)
+        }
+        .map_err(wr)?;
+        if ra.save_recipe.is_some() {
+            recipe.push(c);
+        }
+    }
+    out.flush().map_err(wr)?;
+    if let Some(p) = &ra.hints {
+        rapid
+            .table()
+            .save_cache_file(p, Some(h.hints_max as u64))
+            .map_err(|e| core_fail(&format!("--hints {}", p.display()), e))?;
+    }
+    if let Some(p) = &ra.save_recipe {
+        let r = Recipe::from_chunks(engine.profile(), engine.hash_alg(), &recipe);
+        r.write_file(p).map_err(|e| core_fail(&p.display().to_string(), e))?;
+    }
+    let st = rapid.stats();
+    eprintln!(
+        "rapid {}: {} chunks ({} hinted), {} positions rolled, {} skipped; hits {:?}, misses {:?}, fallbacks {}; hints: {} from the cache, {} chunks from the base recipe",
+        criterion.name(),
+        st.chunks,
+        st.hinted_chunks,
+        st.scanned_positions,
+        st.skipped_positions(),
+        st.hits,
+        st.misses,
+        st.fallbacks,
+        h.hints_loaded,
+        h.base_chunks
+    );
+    Ok(())
+}
+
 pub fn cmd(
     files: &[PathBuf],
     args: &EngineArgs,
@@ -140,28 +239,12 @@ pub fn cmd(
             "--rapid needs chunk fingerprints: use --hash blake3 or sha256",
         ));
     }
-    let hints_max = cutpoint_core::profile::parse_size(&ra.hints_max).map_err(|_| {
-        Fail::usage(format!(
-            "--hints-max '{}' is not a size (examples: 1m, 64m)",
-            ra.hints_max
-        ))
-    })?;
-    let mut table = HintTable::new(engine.profile(), engine.hash_alg(), ra.hint_list)
-        .map_err(|e| Fail::usage(format!("--hint-list: {e}")))?;
-    let mut base_chunks = 0;
-    if let Some(b) = &ra.base {
-        let recipe = Recipe::read_file(b).map_err(|e| core_fail(&b.display().to_string(), e))?;
-        table
-            .add_recipe(&recipe)
-            .map_err(|e| core_fail(&format!("--base {}", b.display()), e))?;
-        base_chunks = recipe.entries.len();
-    }
-    let mut hints_loaded = 0;
-    if let Some(h) = &ra.hints {
-        if h.exists() {
-            hints_loaded = table.load_cache_file(h).map_err(|e| core_fail("--hints", e))?;
-        }
-    }
+    let Hints {
+        table,
+        base_chunks,
+        hints_loaded,
+        hints_max,
+    } = hints(&engine, ra)?;
 
     // Regular CDC on the same files: with fingerprints (dedup, chunk set), then chunking only.
     let mut regular = None;

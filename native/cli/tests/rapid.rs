@@ -158,3 +158,50 @@ fn usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+fn stdout(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn chunk_rapid_prints_rapid_chunks() {
+    let (dir, files) = dataset("chunk");
+    let recipe = dir.join("v0.recipe").to_str().unwrap().to_string();
+    stdout(&["stats", "-t", "2", "--rapid", "ff+rwt+fpt", "--no-compare", "--save-recipe", &recipe, &files[0]]);
+    let regular = stdout(&["chunk", "--format", "jsonl", "-t", "2", &files[1]]);
+    let fpt = stdout(&["chunk", "--format", "jsonl", "-t", "2", "--rapid", "ff+rwt+fpt", "--base", &recipe, &files[1]]);
+    // FF+RWT+FPT keeps the regular boundaries and fingerprints.
+    assert_eq!(fpt, regular);
+    for crit in ["ff", "ff+mt", "ff+rwt"] {
+        let out = bin()
+            .args(["chunk", "--format", "jsonl", "-t", "2", "--rapid", crit, "--base", &recipe, &files[1]])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        // Contiguous chunks covering the file; statistics on standard error.
+        let mut at = 0u64;
+        for l in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            assert_eq!(v["offset"].as_u64().unwrap(), at, "{crit}");
+            at += v["length"].as_u64().unwrap();
+            assert_eq!(v["hash"].as_str().unwrap().len(), 64);
+        }
+        assert_eq!(at, std::fs::metadata(&files[1]).unwrap().len());
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(&format!("rapid {crit}:")) && err.contains("hinted"), "{err}");
+    }
+    // The hint cache is written back, and a recipe of this file saved.
+    let cache = dir.join("hints.bin").to_str().unwrap().to_string();
+    let rec2 = dir.join("v1.recipe").to_str().unwrap().to_string();
+    stdout(&["chunk", "--rapid", "ff", "--hints", &cache, "--save-recipe", &rec2, &files[1]]);
+    assert!(std::fs::metadata(&cache).unwrap().len() > 100);
+    assert!(std::fs::read_to_string(&rec2).unwrap().starts_with("cutpoint-recipe 1\n"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
