@@ -361,3 +361,341 @@ pub fn digest(alg_name: &str, bytes: &[u8]) -> Result<Vec<u8>, JsError> {
 pub fn reference_cuts(profile: &str, bytes: &[u8]) -> Result<Vec<f64>, JsError> {
     Ok(cutpoint_core::reference_cuts(&parse(profile)?, bytes).into_iter().map(|c| c as f64).collect())
 }
+
+// ---- RapidCDC -------------------------------------------------------------------------------
+//
+// The core's RapidCDC (`cutpoint_core::rapid`) as is: the hint table with its recipe and cache
+// formats (the bytes the native CLI reads and writes), and a run over one input pushed in
+// pieces (`Rapid::feed`). Hint tests, the SS-CDC fallback (stage 1 + stage 2 of the core's
+// engine, one thread, this build's kernel) and fingerprints all run in this wasm instance.
+
+use cutpoint_core::rapid::{Criterion, FeedSource, HintTable, Rapid, RapidChunker, RapidOptions, RapidStats, Recipe};
+use cutpoint_core::{Backend, Engine, Options};
+
+fn rapid_alg(name: &str) -> Result<HashAlg, JsError> {
+    let a = alg(name)?;
+    if a == HashAlg::None {
+        return Err(err("RapidCDC needs chunk fingerprints: use blake3 or sha256, not 'none'"));
+    }
+    Ok(a)
+}
+
+/// A hint table (fingerprint → LRU list of next-chunk size + marker byte) for one profile and
+/// fingerprint algorithm. A [`RapidRun`] borrows it for the length of one input.
+#[wasm_bindgen]
+pub struct RapidTable {
+    t: Option<HintTable>,
+    profile: String,
+    hash: &'static str,
+    list_len: usize,
+}
+
+#[wasm_bindgen]
+impl RapidTable {
+    /// `max_entries`: bound on fingerprints kept (least recently used evicted); 0 = none.
+    #[wasm_bindgen(constructor)]
+    pub fn new(profile: &str, hash: &str, list_len: usize, max_entries: usize) -> Result<RapidTable, JsError> {
+        let p = parse(profile)?;
+        let a = rapid_alg(hash)?;
+        let mut t = HintTable::new(&p, a, list_len).map_err(err)?;
+        t.set_max_entries(max_entries);
+        Ok(RapidTable { t: Some(t), profile: p.to_string(), hash: a.name(), list_len })
+    }
+
+    fn table(&mut self) -> Result<&mut HintTable, JsError> {
+        self.t.as_mut().ok_or_else(|| err("the hint table is in use by a running chunker"))
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn profile(&self) -> String {
+        self.profile.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn hash(&self) -> String {
+        self.hash.to_string()
+    }
+    #[wasm_bindgen(getter, js_name = listLen)]
+    pub fn list_len(&self) -> usize {
+        self.list_len
+    }
+    /// Fingerprints in the table.
+    #[wasm_bindgen(getter)]
+    pub fn size(&self) -> Result<usize, JsError> {
+        self.t.as_ref().map(|t| t.len()).ok_or_else(|| err("the hint table is in use by a running chunker"))
+    }
+
+    /// Adds a base file's recipe (the text `cutpoint stats --rapid ... --save-recipe` writes).
+    /// A recipe for another profile or fingerprint is rejected and nothing is used. Returns its
+    /// chunk count.
+    #[wasm_bindgen(js_name = addRecipe)]
+    pub fn add_recipe(&mut self, bytes: &[u8]) -> Result<usize, JsError> {
+        let r = Recipe::read(bytes).map_err(err)?;
+        self.table()?.add_recipe(&r).map_err(err)?;
+        Ok(r.entries.len())
+    }
+
+    /// Merges a hint cache (the bytes `cutpoint ... --hints FILE` writes). One made for another
+    /// profile, fingerprint or format version, or damaged, is rejected and nothing is used.
+    /// Returns the number of fingerprints read.
+    #[wasm_bindgen(js_name = loadCache)]
+    pub fn load_cache(&mut self, bytes: &[u8]) -> Result<usize, JsError> {
+        self.table()?.read_cache(bytes).map_err(err)
+    }
+
+    /// The table as hint cache bytes, at most `max_bytes` (0 = no bound; the most recently used
+    /// fingerprints are kept).
+    #[wasm_bindgen(js_name = exportCache)]
+    pub fn export_cache(&mut self, max_bytes: f64) -> Result<Vec<u8>, JsError> {
+        let bound = (max_bytes > 0.0).then_some(max_bytes as u64);
+        let mut out = Vec::new();
+        self.table()?.write_cache(&mut out, bound).map_err(err)?;
+        Ok(out)
+    }
+}
+
+/// Hint cache format version this build reads and writes.
+#[wasm_bindgen(js_name = hintCacheVersion)]
+pub fn hint_cache_version() -> u32 {
+    cutpoint_core::rapid::table::CACHE_VERSION
+}
+
+/// RapidCDC over one input pushed in pieces. JavaScript pushes bytes, then calls [`RapidRun::run`]
+/// until it returns 0 (the run needs more bytes, or is done); chunks come back as typed arrays.
+#[wasm_bindgen]
+pub struct RapidRun {
+    // Self-referential: `chunker` borrows `*rapid`, which borrows `*engine`. Both are boxed
+    // (stable addresses), never touched directly while the chunker lives, and freed after it in
+    // `release()` / `Drop`.
+    chunker: Option<RapidChunker<'static, 'static, FeedSource>>,
+    rapid: *mut Rapid<'static>,
+    engine: *mut Engine,
+    criterion: Criterion,
+    /// Offsets are `usize` in the core (32 bits here): the input, plus what the chunker looks
+    /// ahead (MAX and one block), must stay below 4 GiB.
+    limit: f64,
+    done: bool,
+    recipe: Option<Vec<cutpoint_core::rapid::RapidChunk>>,
+    offsets: Vec<f64>,
+    lengths: Vec<u32>,
+    digests: Vec<u8>,
+    found: Vec<u8>,
+}
+
+
+#[wasm_bindgen]
+impl RapidRun {
+    /// Takes `table` for the run (give it back with [`RapidRun::finish`]). `criterion`: ff,
+    /// ff+mt, ff+rwt, ff+rwt+fpt. `block`: the largest fallback block in positions — the native
+    /// engine's `threads × 1 MiB`; the same value gives the native CLI's boundaries.
+    /// `backend`: "" for this build's fastest. `recipe`: keep this input's recipe.
+    #[wasm_bindgen(constructor)]
+    pub fn new(table: &mut RapidTable, criterion: &str, block: usize, backend: &str, recipe: bool) -> Result<RapidRun, JsError> {
+        let criterion = Criterion::parse(criterion).map_err(err)?;
+        let t = table.table()?;
+        let profile = t.profile().clone();
+        let hash = t.hash_alg();
+        let backend = match backend.trim() {
+            "" | "auto" => None,
+            b => Some(Backend::parse(b).map_err(err)?),
+        };
+        let limit = u32::MAX as f64 - (profile.max as f64 + block.max(1 << 16) as f64 + 2.0);
+        let engine = Engine::new(profile, Options { backend, threads: 1, segment_size: None, span: block.max(64), hash }).map_err(err)?;
+        let t = table.t.take().expect("checked above");
+        let engine = Box::into_raw(Box::new(engine));
+        // SAFETY: `engine` stays allocated until after `rapid` and the chunker are dropped.
+        let e: &'static Engine = unsafe { &*engine };
+        let rapid = match Rapid::new(e, t, RapidOptions::new(criterion)) {
+            Ok(r) => Box::into_raw(Box::new(r)),
+            Err(er) => {
+                // SAFETY: nothing borrows the engine any more.
+                drop(unsafe { Box::from_raw(engine) });
+                return Err(err(er));
+            }
+        };
+        // SAFETY: `rapid` stays allocated, and is not accessed except through the chunker,
+        // until the chunker is dropped.
+        let chunker = unsafe { &mut *rapid }.feed();
+        Ok(RapidRun {
+            chunker: Some(chunker),
+            rapid,
+            engine,
+            criterion,
+            limit,
+            done: false,
+            recipe: recipe.then(Vec::new),
+            offsets: Vec::new(),
+            lengths: Vec::new(),
+            digests: Vec::new(),
+            found: Vec::new(),
+        })
+    }
+
+    fn chunker(&mut self) -> Result<&mut RapidChunker<'static, 'static, FeedSource>, JsError> {
+        self.chunker.as_mut().ok_or_else(|| err("the RapidCDC run is finished"))
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn criterion(&self) -> String {
+        self.criterion.name().to_string()
+    }
+
+    /// The engine's stage-1 backend.
+    #[wasm_bindgen(getter)]
+    pub fn backend(&self) -> String {
+        // SAFETY: the engine lives as long as `self` (freed only in `Drop`).
+        unsafe { &*self.engine }.backend().name().to_string()
+    }
+
+    /// Appends the next bytes of the input.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), JsError> {
+        let limit = self.limit;
+        let c = self.chunker()?;
+        if c.source_mut().pushed() as f64 + bytes.len() as f64 > limit {
+            return Err(err(format!(
+                "RapidCDC in WebAssembly handles inputs up to {} bytes (32-bit offsets); chunk larger inputs without `rapid`",
+                limit
+            )));
+        }
+        c.source_mut().push(bytes).map_err(err)
+    }
+
+    /// The input has ended.
+    pub fn end(&mut self) -> Result<(), JsError> {
+        self.chunker()?.source_mut().end();
+        Ok(())
+    }
+
+    /// Input offset up to which bytes must have been pushed before `run` can decide more
+    /// (0 while decided chunks are waiting).
+    #[wasm_bindgen(getter)]
+    pub fn demand(&self) -> f64 {
+        match &self.chunker {
+            Some(c) if c.pending() == 0 => c.demand() as f64,
+            _ => 0.0,
+        }
+    }
+
+    /// Whether every chunk of the input has been returned.
+    #[wasm_bindgen(getter)]
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    /// Decides up to `max` chunks with the bytes pushed so far; returns how many (then read
+    /// `offsets`, `lengths`, `digests`, `found`). 0: more bytes are needed, or the input is done.
+    pub fn run(&mut self, max: usize) -> Result<usize, JsError> {
+        self.offsets.clear();
+        self.lengths.clear();
+        self.digests.clear();
+        self.found.clear();
+        let Some(c) = self.chunker.as_mut() else { return Ok(0) };
+        while self.offsets.len() < max && !self.done && c.ready() {
+            match c.next() {
+                Some(Ok(ch)) => {
+                    self.offsets.push(ch.offset as f64);
+                    self.lengths.push(ch.length as u32);
+                    self.digests.extend_from_slice(&ch.hash);
+                    self.found.push(match ch.found {
+                        cutpoint_core::rapid::Found::Rule => 255,
+                        cutpoint_core::rapid::Found::Hint(k) => k,
+                    });
+                    if let Some(r) = self.recipe.as_mut() {
+                        r.push(ch);
+                    }
+                }
+                Some(Err(e)) => return Err(err(e)),
+                None => self.done = true,
+            }
+        }
+        Ok(self.offsets.len())
+    }
+
+    /// Chunk offsets of the last `run`.
+    pub fn offsets(&self) -> Vec<f64> {
+        self.offsets.clone()
+    }
+    /// Chunk lengths of the last `run`.
+    pub fn lengths(&self) -> Vec<u32> {
+        self.lengths.clone()
+    }
+    /// Digests of the last `run`, 32 bytes each.
+    pub fn digests(&self) -> Vec<u8> {
+        self.digests.clone()
+    }
+    /// How each chunk of the last `run` was found: its hint's list position, or 255 by the rule.
+    pub fn found(&self) -> Vec<u8> {
+        self.found.clone()
+    }
+
+    /// Statistics so far: `[bytes, chunks, hintedChunks, rolledPositions, windowTests,
+    /// windowBytes, fptWasted, fptWastedBytes, fallbacks, fallbackBlocks, n, hits[0..n],
+    /// misses[0..n]]`.
+    pub fn stats(&self) -> Result<Vec<f64>, JsError> {
+        let st: &RapidStats = match &self.chunker {
+            Some(c) => c.rapid().stats(),
+            None => return Err(err("the RapidCDC run is finished")),
+        };
+        let mut v = vec![
+            st.bytes as f64,
+            st.chunks as f64,
+            st.hinted_chunks as f64,
+            st.scanned_positions as f64,
+            st.window_tests as f64,
+            st.window_bytes as f64,
+            st.fpt_wasted as f64,
+            st.fpt_wasted_bytes as f64,
+            st.fallbacks as f64,
+            st.blocks as f64,
+            st.hits.len() as f64,
+        ];
+        v.extend(st.hits.iter().map(|&h| h as f64));
+        v.extend(st.misses.iter().map(|&m| m as f64));
+        Ok(v)
+    }
+
+    /// The recipe of the input (the text `--base` reads), when asked for at construction and
+    /// after the input is done.
+    pub fn recipe(&self) -> Result<Vec<u8>, JsError> {
+        let r = self.recipe.as_ref().ok_or_else(|| err("no recipe was asked for"))?;
+        if !self.done {
+            return Err(err("the recipe is complete only when the input is done"));
+        }
+        // SAFETY: the engine lives as long as `self`.
+        let e = unsafe { &*self.engine };
+        let mut out = Vec::new();
+        Recipe::from_chunks(e.profile(), e.hash_alg(), r).write(&mut out).map_err(err)?;
+        Ok(out)
+    }
+
+    /// Ends the run and gives the table (with what it learned) back to `table`.
+    pub fn finish(&mut self, table: &mut RapidTable) -> Result<(), JsError> {
+        if table.t.is_some() {
+            return Err(err("that hint table is not the one this run took"));
+        }
+        let t = self.release().ok_or_else(|| err("the RapidCDC run is finished"))?;
+        table.t = Some(t);
+        Ok(())
+    }
+
+    /// Drops the chunker and the session; returns the table.
+    fn release(&mut self) -> Option<HintTable> {
+        let c = self.chunker.take()?;
+        drop(c);
+        // SAFETY: the chunker, the only borrower of `*rapid`, is gone; `rapid` came from
+        // `Box::into_raw` and is freed once (set to null).
+        let r = unsafe { Box::from_raw(self.rapid) };
+        self.rapid = std::ptr::null_mut();
+        Some(r.into_table())
+    }
+}
+
+impl Drop for RapidRun {
+    fn drop(&mut self) {
+        let _ = self.release();
+        if !self.engine.is_null() {
+            // SAFETY: nothing borrows the engine any more (chunker and session are gone).
+            drop(unsafe { Box::from_raw(self.engine) });
+            self.engine = std::ptr::null_mut();
+        }
+    }
+}

@@ -8,9 +8,12 @@
 
 import { Pool } from './pool.js'
 import type { HashRes, SourceDesc, Stage1Res } from './protocol.js'
+import { HintTable, RapidSession, newTable, type RapidOptions, type RapidResult } from './rapid.js'
 import { isDeno, isNode, loadWasm, resolveFlavor, simdSupported, type Flavor, type Wasm, type WasmStage2 } from './wasm.js'
 
 export { simdSupported, type Flavor }
+export { HintTable, CRITERIA } from './rapid.js'
+export type { Criterion, RapidOptions, RapidResult, RapidStats, RecipeSource, CacheSpec, TableOptions } from './rapid.js'
 
 export type HashName = 'blake3' | 'sha256' | 'none'
 
@@ -41,6 +44,17 @@ export interface ChunkOptions {
    * slower with the extra copy). See bench/js/RESULTS.md.
    */
   readOnce?: boolean
+  /**
+   * RapidCDC: after a chunk whose fingerprint has hints, jump to the hinted next boundary and
+   * verify it by `criterion`; hints from `base` (a recipe), `cache` (IndexedDB / a file), `table`
+   * (earlier calls). Runs the core's RapidCDC in this thread's wasm instance. See web/README.md.
+   */
+  rapid?: RapidOptions
+}
+
+/** What `chunk()` returns: the chunks, and with `rapid` its result once the input is done (statistics so far before). */
+export interface ChunkIterable extends AsyncIterable<Chunk> {
+  readonly rapid?: RapidResult
 }
 
 export interface Chunk {
@@ -90,6 +104,15 @@ export function parseProfile(profile: string): { canonical: string; window: numb
 /** One digest (hex) computed by the core's wasm BLAKE3 / SHA-256, in this thread. */
 export function digest(alg: 'blake3' | 'sha256', bytes: Uint8Array): string {
   return hex(need().mod.digest(alg, bytes))
+}
+
+/**
+ * A hint table for RapidCDC (the core's), to pass as `rapid.table` to several calls so that
+ * each input gets hints from the ones before it. Free it with `free()`.
+ */
+export function createHintTable(opts: { profile?: string; hash?: 'blake3' | 'sha256'; hintList?: number; maxEntries?: number } = {}): HintTable {
+  const w = need()
+  return newTable(w.mod, { profile: parseProfile(opts.profile ?? DEFAULT_PROFILE).canonical, hash: opts.hash ?? 'blake3', hintList: opts.hintList, maxEntries: opts.maxEntries })
 }
 
 /** The core's sequential reference chunker (tests). */
@@ -312,11 +335,111 @@ async function startPool(r: Resolved, source: SourceDesc): Promise<Pool> {
  * Chunks `input` (Uint8Array, Blob/File, ReadableStream of Uint8Array, or a path on Node/Deno) and
  * yields `{offset, length, hash}` in file order. Same boundaries and digests as the native CLI.
  */
-export function chunk(input: Uint8Array | Blob | ReadableStream<Uint8Array> | string, opts: ChunkOptions = {}): AsyncIterable<Chunk> {
+export function chunk(input: Uint8Array | Blob | ReadableStream<Uint8Array> | string, opts: ChunkOptions = {}): ChunkIterable {
   need()
+  if (opts.rapid) return chunkRapid(input, opts)
   if (typeof ReadableStream !== 'undefined' && input instanceof ReadableStream) return chunkStream(input, opts)
   const src = sourceOf(input as Uint8Array | Blob | string)
   return chunkRandom(src, opts)
+}
+
+/** Pieces of any input, read in order in this thread (RapidCDC's input). */
+async function* pieces(input: Uint8Array | Blob | ReadableStream<Uint8Array> | string, size: number): AsyncGenerator<Uint8Array> {
+  if (input instanceof Uint8Array) {
+    for (let off = 0; off < input.length; off += size) yield input.subarray(off, Math.min(off + size, input.length))
+  } else if (typeof ReadableStream !== 'undefined' && input instanceof ReadableStream) {
+    const reader = input.getReader()
+    try {
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) break
+        yield value
+      }
+    } finally {
+      reader.releaseLock()
+    }
+  } else if (typeof Blob !== 'undefined' && input instanceof Blob) {
+    for (let off = 0; off < input.size; off += size) {
+      let buf: ArrayBuffer
+      try {
+        buf = await input.slice(off, Math.min(off + size, input.size)).arrayBuffer()
+      } catch (e: any) {
+        throw new Error(`cutpoint: cannot read bytes ${off}.. of the file: ${e?.message ?? e}`)
+      }
+      yield new Uint8Array(buf)
+    }
+  } else if (typeof input === 'string') {
+    if (isDeno) {
+      const D = (globalThis as any).Deno
+      let f: any
+      try {
+        f = await D.open(input, { read: true })
+      } catch (e: any) {
+        throw new Error(`cutpoint: cannot read ${input}: ${e?.message ?? e}`)
+      }
+      try {
+        for (;;) {
+          const buf = new Uint8Array(size)
+          const n = await f.read(buf)
+          if (n === null) break
+          yield buf.subarray(0, n)
+        }
+      } finally {
+        f.close()
+      }
+    } else if (isNode) {
+      const fsName = 'node:fs/promises'
+      const fs = await import(/* @vite-ignore */ fsName)
+      let fh: any
+      try {
+        fh = await fs.open(input, 'r')
+      } catch (e: any) {
+        throw new Error(`cutpoint: cannot read ${input}: ${e?.message ?? e}`)
+      }
+      try {
+        for (;;) {
+          const buf = new Uint8Array(size)
+          const { bytesRead } = await fh.read(buf, 0, size, null)
+          if (bytesRead === 0) break
+          yield buf.subarray(0, bytesRead)
+        }
+      } finally {
+        await fh.close()
+      }
+    } else {
+      throw new Error('cutpoint: a path input needs Node or Deno')
+    }
+  } else {
+    throw new TypeError('cutpoint: input must be a Uint8Array, Blob/File, ReadableStream or a path')
+  }
+}
+
+async function openRapid(opts: ChunkOptions): Promise<{ r: Resolved; session: RapidSession }> {
+  const r = await resolve(opts)
+  const w = need()
+  if (r.flavor !== w.flavor) throw new Error(`cutpoint: rapid runs in this thread's wasm build (${w.flavor}); init({ wasm: '${r.flavor}' }) to use the other`)
+  const session = await RapidSession.open(w.mod, opts.rapid!, r.profile.canonical, r.hash, r.workers, r.backend)
+  return { r, session }
+}
+
+function chunkRapid(input: Parameters<typeof chunk>[0], opts: ChunkOptions): ChunkIterable {
+  let session: RapidSession | undefined
+  async function* gen(): AsyncGenerator<Chunk> {
+    const o = await openRapid(opts)
+    session = o.session
+    const breather = new Breather()
+    try {
+      for await (const piece of pieces(input, o.r.segment)) {
+        yield* session.push(piece)
+        await breather.maybe()
+      }
+      yield* await session.end()
+    } finally {
+      session.close()
+    }
+  }
+  const it = gen()
+  return Object.defineProperty(it, 'rapid', { get: () => session?.info, enumerable: true }) as ChunkIterable
 }
 
 /** Collects every chunk (convenience for small inputs and tests). */
@@ -392,10 +515,43 @@ export interface Chunker {
   finish(): Promise<Chunk[]>
   /** Stops the workers (also after an error). */
   close(): void
+  /** With `rapid`: the result after `finish()`, the statistics so far before. */
+  readonly rapid?: RapidResult
+}
+
+function rapidChunker(session: RapidSession): Chunker {
+  let closed = false
+  const guard = async <T>(f: () => Promise<T>): Promise<T> => {
+    if (closed) throw new Error('cutpoint: the chunker is closed')
+    try {
+      return await f()
+    } catch (e) {
+      close()
+      throw e
+    }
+  }
+  const close = () => {
+    closed = true
+    session.close()
+  }
+  return {
+    update: (bytes) => guard(async () => session.push(bytes)),
+    finish: () =>
+      guard(async () => {
+        const out = await session.end()
+        closed = true
+        return out
+      }),
+    close,
+    get rapid() {
+      return session.info
+    },
+  }
 }
 
 /** A stateful chunker for data that arrives in pieces. Any piece sizes give the same chunks. */
 export async function createChunker(opts: ChunkOptions = {}): Promise<Chunker> {
+  if (opts.rapid) return rapidChunker((await openRapid(opts)).session)
   const r = await resolve(opts)
   const pool = await startPool(r, { kind: 'message' })
   const st2: WasmStage2 = new (need().mod.Stage2)(r.profile.canonical)

@@ -23,6 +23,38 @@ export interface WasmModule {
   Hasher: new (alg: string, capacity: number) => WasmHasher
   digest(alg: string, bytes: Uint8Array): Uint8Array
   referenceCuts(profile: string, bytes: Uint8Array): Float64Array
+  RapidTable: new (profile: string, hash: string, listLen: number, maxEntries: number) => WasmRapidTable
+  RapidRun: new (table: WasmRapidTable, criterion: string, block: number, backend: string, recipe: boolean) => WasmRapidRun
+  hintCacheVersion(): number
+}
+/** The core's hint table (wasm/src/lib.rs `RapidTable`). */
+export interface WasmRapidTable {
+  readonly profile: string
+  readonly hash: string
+  readonly listLen: number
+  readonly size: number
+  addRecipe(bytes: Uint8Array): number
+  loadCache(bytes: Uint8Array): number
+  exportCache(maxBytes: number): Uint8Array
+  free(): void
+}
+/** The core's RapidCDC over one input pushed in pieces (wasm/src/lib.rs `RapidRun`). */
+export interface WasmRapidRun {
+  readonly criterion: string
+  readonly backend: string
+  readonly demand: number
+  readonly done: boolean
+  push(bytes: Uint8Array): void
+  end(): void
+  run(max: number): number
+  offsets(): Float64Array
+  lengths(): Uint32Array
+  digests(): Uint8Array
+  found(): Uint8Array
+  stats(): Float64Array
+  recipe(): Uint8Array
+  finish(table: WasmRapidTable): void
+  free(): void
 }
 export interface WasmStage1 {
   readonly backend: string

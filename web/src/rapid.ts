@@ -1,0 +1,511 @@
+// RapidCDC in the TypeScript layer: options, hint sources (base recipe, hint cache in IndexedDB
+// or a file, a table kept across calls), and the driver that feeds an input to the core's
+// RapidCDC (wasm `RapidRun`) and turns its typed arrays into chunks.
+//
+// Nothing of the algorithm lives here: hint tests, the SS-CDC fallback, fingerprints, the
+// table's LRU lists and eviction, the recipe and cache formats (and their profile / version
+// checks) are the Rust core's, the same code the native CLI runs. The run executes in the
+// calling thread's wasm instance (the coordinator), fallback blocks included: see web/README.md.
+
+import { isDeno, isNode, type WasmModule, type WasmRapidRun, type WasmRapidTable } from './wasm.js'
+
+export type Criterion = 'ff' | 'ff+mt' | 'ff+rwt' | 'ff+rwt+fpt'
+export const CRITERIA: readonly Criterion[] = ['ff', 'ff+mt', 'ff+rwt', 'ff+rwt+fpt']
+
+/** A recipe: its bytes, a Blob, a URL, or a string (a path on Node/Deno, a URL in browsers). */
+export type RecipeSource = Uint8Array | ArrayBuffer | Blob | URL | string
+
+/**
+ * Where the hint cache persists: a string is a file path on Node/Deno and an IndexedDB database
+ * name in browsers; `true` is IndexedDB database `cutpoint` (browsers only).
+ */
+export type CacheSpec = string | true
+
+export interface RapidOptions {
+  /** Acceptance test for hinted boundaries. `ff+rwt+fpt` gives exactly the regular boundaries. */
+  criterion: Criterion
+  /** Next-chunk sizes kept per fingerprint (default 2, as the paper). */
+  hintList?: number
+  /** Hints from a base file's recipe (`cutpoint ... --save-recipe`, or `recipe: true` here). */
+  base?: RecipeSource
+  /** A persisted hint cache: read before the input (if present), written after it. */
+  cache?: CacheSpec | false
+  /** Largest hint cache written (bytes; default 64 MiB like the CLI's --hints-max); in IndexedDB also the bound on all caches together. */
+  cacheMaxBytes?: number
+  /** A table kept across calls (hints from inputs chunked earlier); updated in place. */
+  table?: HintTable
+  /**
+   * Largest fallback block (positions). Default `max(1, workers)` MiB: the native engine's
+   * `threads × 1 MiB`, so `workers: N` gives the boundaries of `cutpoint ... --threads N`.
+   */
+  blockSize?: number
+  /** Keep this input's recipe (`result.recipe`, usable as `base` later and by the CLI's --base). */
+  recipe?: boolean
+  /** Called once with the result when the input has been chunked. */
+  onResult?: (r: RapidResult) => void
+}
+
+export interface RapidStats {
+  /** Input bytes and chunks. */
+  bytes: number
+  chunks: number
+  /** Chunks whose end came from a hint. */
+  hintedChunks: number
+  /** Positions whose rolling hash was computed (fallback blocks), and those skipped. */
+  rolledBytes: number
+  skippedBytes: number
+  /** Rolling-window tests (ff+rwt, ff+rwt+fpt) and the bytes they hashed. */
+  windowTests: number
+  windowBytes: number
+  /** Fingerprints computed for fingerprint tests that failed, and their bytes. */
+  fptWasted: number
+  fptWastedBytes: number
+  /** Hits and misses by hint list position (0 = most recent). */
+  hits: number[]
+  misses: number[]
+  /** hits / (hits + misses) by list position; null where no hint was tried. */
+  hitRatio: (number | null)[]
+  /** Times every hint of a list missed and chunking fell back to the boundary rule. */
+  fallbacks: number
+  /** Fallback blocks scanned by stage 1. */
+  fallbackBlocks: number
+}
+
+export interface RapidResult {
+  criterion: Criterion
+  profile: string
+  hash: string
+  /** Stage-1 kernel of the fallback. */
+  backend: string
+  /** Largest fallback block used. */
+  blockSize: number
+  stats: RapidStats
+  /** Fingerprints read from the hint cache, and chunks from the base recipe. */
+  hintsLoaded: number
+  baseChunks: number
+  /** Bytes of hint cache written (absent without `cache`). */
+  cacheBytes?: number
+  /** Fingerprints in the table after the input. */
+  tableSize: number
+  /** The input's recipe, with `recipe: true`. */
+  recipe?: Uint8Array
+}
+
+/**
+ * A hint table (the core's `HintTable`) for one profile and fingerprint. Pass it as
+ * `rapid.table` to several `chunk()` calls to carry hints from one input to the next.
+ */
+export class HintTable {
+  /** @internal */
+  constructor(readonly raw: WasmRapidTable) {}
+  get profile(): string {
+    return this.raw.profile
+  }
+  get hash(): string {
+    return this.raw.hash
+  }
+  get hintList(): number {
+    return this.raw.listLen
+  }
+  /** Fingerprints held. */
+  get size(): number {
+    return this.raw.size
+  }
+  /** Adds a recipe (bytes or text); one for another profile or fingerprint is rejected. Returns its chunk count. */
+  addRecipe(recipe: Uint8Array | string): number {
+    return wrap(() => this.raw.addRecipe(typeof recipe === 'string' ? new TextEncoder().encode(recipe) : recipe))
+  }
+  /** Merges hint cache bytes (the native `--hints` file format); another profile / fingerprint / format version, or damage, is rejected and nothing is used. */
+  loadCache(bytes: Uint8Array): number {
+    return wrap(() => this.raw.loadCache(bytes))
+  }
+  /** The table as hint cache bytes (the native `--hints` format), at most `maxBytes` (0: no bound), most recently used kept. */
+  exportCache(maxBytes = 0): Uint8Array {
+    return wrap(() => this.raw.exportCache(maxBytes))
+  }
+  free() {
+    this.raw.free()
+  }
+}
+
+function wrap<T>(f: () => T): T {
+  try {
+    return f()
+  } catch (e: any) {
+    throw new Error(`cutpoint: ${e?.message ?? e}`)
+  }
+}
+
+export interface TableOptions {
+  profile: string
+  hash: string
+  hintList?: number
+  /** Bound on fingerprints held (least recently used evicted first); 0 = none. */
+  maxEntries?: number
+}
+
+export function newTable(mod: WasmModule, o: TableOptions): HintTable {
+  const n = o.hintList ?? 2
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`cutpoint: rapid.hintList must be an integer in 1..64 (got ${n})`)
+  return new HintTable(wrap(() => new mod.RapidTable(o.profile, o.hash, n, o.maxEntries ?? 0)))
+}
+
+const MiB = 1 << 20
+const DEFAULT_CACHE_MAX = 64 * MiB
+
+function checkOptions(o: RapidOptions) {
+  if (!o || typeof o !== 'object') throw new TypeError('cutpoint: rapid must be an object like { criterion: "ff+rwt" }')
+  if (!CRITERIA.includes(o.criterion)) throw new Error(`cutpoint: unknown rapid.criterion '${o.criterion}' (known: ${CRITERIA.join(', ')})`)
+  if (o.blockSize !== undefined && (!Number.isInteger(o.blockSize) || o.blockSize < 64 || o.blockSize > 1 << 30)) {
+    throw new Error(`cutpoint: rapid.blockSize must be an integer in 64..1 GiB (got ${o.blockSize})`)
+  }
+  if (o.cacheMaxBytes !== undefined && (!Number.isFinite(o.cacheMaxBytes) || o.cacheMaxBytes < 1024)) {
+    throw new Error(`cutpoint: rapid.cacheMaxBytes must be at least 1024 (got ${o.cacheMaxBytes})`)
+  }
+}
+
+// ---- recipe and cache I/O -------------------------------------------------------------------
+
+async function readPath(path: string): Promise<Uint8Array | undefined> {
+  try {
+    if (isDeno) return await (globalThis as any).Deno.readFile(path)
+    const fsName = 'node:fs/promises'
+    const fs = await import(/* @vite-ignore */ fsName)
+    return new Uint8Array(await fs.readFile(path))
+  } catch (e: any) {
+    if (e?.code === 'ENOENT' || e?.name === 'NotFound') return undefined
+    throw new Error(`cutpoint: cannot read ${path}: ${e?.message ?? e}`)
+  }
+}
+
+/** Writes atomically (a temporary file, then a rename), as the native CLI does. */
+async function writePath(path: string, bytes: Uint8Array): Promise<void> {
+  const tmp = `${path}.tmp`
+  try {
+    if (isDeno) {
+      const D = (globalThis as any).Deno
+      await D.writeFile(tmp, bytes)
+      await D.rename(tmp, path)
+      return
+    }
+    const fsName = 'node:fs/promises'
+    const fs = await import(/* @vite-ignore */ fsName)
+    await fs.writeFile(tmp, bytes)
+    await fs.rename(tmp, path)
+  } catch (e: any) {
+    throw new Error(`cutpoint: cannot write the hint cache ${path}: ${e?.message ?? e}`)
+  }
+}
+
+async function fetchBytes(url: URL | string): Promise<Uint8Array> {
+  let res: Response
+  try {
+    res = await fetch(url)
+  } catch (e: any) {
+    throw new Error(`cutpoint: cannot fetch ${url}: ${e?.message ?? e}`)
+  }
+  if (!res.ok) throw new Error(`cutpoint: cannot fetch ${url}: HTTP ${res.status}`)
+  return new Uint8Array(await res.arrayBuffer())
+}
+
+async function recipeBytes(src: RecipeSource): Promise<Uint8Array> {
+  if (src instanceof Uint8Array) return src
+  if (src instanceof ArrayBuffer) return new Uint8Array(src)
+  if (typeof Blob !== 'undefined' && src instanceof Blob) return new Uint8Array(await src.arrayBuffer())
+  if (src instanceof URL) {
+    if (src.protocol === 'file:' && (isNode || isDeno)) {
+      const { fileURLToPath } = await import(/* @vite-ignore */ 'node:url' as string)
+      return recipeBytes(isDeno ? decodeURIComponent(src.pathname) : fileURLToPath(src))
+    }
+    return fetchBytes(src)
+  }
+  if (typeof src === 'string') {
+    if (isNode || isDeno) {
+      const b = await readPath(src)
+      if (!b) throw new Error(`cutpoint: cannot read the base recipe ${src}: no such file`)
+      return b
+    }
+    return fetchBytes(new URL(src, (globalThis as any).location?.href))
+  }
+  throw new TypeError('cutpoint: rapid.base must be a Uint8Array, ArrayBuffer, Blob, URL or string')
+}
+
+/** A hint cache store: a file (Node, Deno) or an IndexedDB record (browsers). */
+interface CacheStore {
+  where: string
+  load(): Promise<Uint8Array | undefined>
+  save(bytes: Uint8Array): Promise<void>
+}
+
+function cacheStore(spec: CacheSpec, key: string, maxBytes: number): CacheStore {
+  if (isNode || isDeno) {
+    if (typeof spec !== 'string') throw new Error('cutpoint: rapid.cache on Node and Deno is a file path')
+    return { where: spec, load: () => readPath(spec), save: (b) => writePath(spec, b) }
+  }
+  const idb: IDBFactory | undefined = (globalThis as any).indexedDB
+  if (!idb) throw new Error('cutpoint: rapid.cache needs IndexedDB here, and there is none')
+  const db = spec === true ? 'cutpoint' : spec
+  return {
+    where: `indexedDB:${db}/${key}`,
+    load: () => idbLoad(idb, db, key),
+    save: (b) => idbSave(idb, db, key, b, maxBytes),
+  }
+}
+
+const STORE = 'hints'
+
+function idbOpen(idb: IDBFactory, name: string): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
+    const r = idb.open(name, 1)
+    r.onupgradeneeded = () => {
+      if (!r.result.objectStoreNames.contains(STORE)) r.result.createObjectStore(STORE)
+    }
+    r.onsuccess = () => resolve(r.result)
+    r.onerror = () => reject(new Error(`cutpoint: cannot open IndexedDB '${name}': ${r.error?.message ?? 'error'}`))
+    r.onblocked = () => reject(new Error(`cutpoint: IndexedDB '${name}' is blocked by another connection`))
+  })
+}
+
+function done(tx: IDBTransaction): Promise<void> {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve()
+    tx.onerror = () => reject(new Error(`cutpoint: IndexedDB: ${tx.error?.message ?? 'error'}`))
+    tx.onabort = () => reject(new Error(`cutpoint: IndexedDB: ${tx.error?.message ?? 'aborted'}`))
+  })
+}
+
+function req<T>(r: IDBRequest<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    r.onsuccess = () => resolve(r.result)
+    r.onerror = () => reject(new Error(`cutpoint: IndexedDB: ${r.error?.message ?? 'error'}`))
+  })
+}
+
+interface CacheRecord {
+  bytes: Uint8Array
+  size: number
+  savedAt: number
+}
+
+async function idbLoad(idb: IDBFactory, name: string, key: string): Promise<Uint8Array | undefined> {
+  const db = await idbOpen(idb, name)
+  try {
+    const tx = db.transaction(STORE, 'readonly')
+    const rec: CacheRecord | undefined = await req(tx.objectStore(STORE).get(key))
+    return rec?.bytes
+  } finally {
+    db.close()
+  }
+}
+
+/** Stores one cache and evicts the least recently saved others while all exceed `maxBytes`. */
+async function idbSave(idb: IDBFactory, name: string, key: string, bytes: Uint8Array, maxBytes: number): Promise<void> {
+  const db = await idbOpen(idb, name)
+  try {
+    const tx = db.transaction(STORE, 'readwrite')
+    const st = tx.objectStore(STORE)
+    st.put({ bytes, size: bytes.length, savedAt: Date.now() } satisfies CacheRecord, key)
+    const keys = (await req(st.getAllKeys())) as string[]
+    const others: { key: string; size: number; savedAt: number }[] = []
+    for (const k of keys) {
+      if (k === key) continue
+      const r: CacheRecord | undefined = await req(st.get(k))
+      if (r) others.push({ key: k, size: r.size, savedAt: r.savedAt })
+    }
+    let total = bytes.length + others.reduce((a, o) => a + o.size, 0)
+    others.sort((a, b) => a.savedAt - b.savedAt)
+    for (const o of others) {
+      if (total <= maxBytes) break
+      st.delete(o.key)
+      total -= o.size
+    }
+    await done(tx)
+  } finally {
+    db.close()
+  }
+}
+
+// ---- the run --------------------------------------------------------------------------------
+
+function decodeStats(v: Float64Array): RapidStats {
+  const n = v[10]
+  const hits = Array.from(v.subarray(11, 11 + n))
+  const misses = Array.from(v.subarray(11 + n, 11 + 2 * n))
+  return {
+    bytes: v[0],
+    chunks: v[1],
+    hintedChunks: v[2],
+    rolledBytes: v[3],
+    skippedBytes: Math.max(0, v[0] - v[3]),
+    windowTests: v[4],
+    windowBytes: v[5],
+    fptWasted: v[6],
+    fptWastedBytes: v[7],
+    fallbacks: v[8],
+    fallbackBlocks: v[9],
+    hits,
+    misses,
+    hitRatio: hits.map((h, k) => (h + misses[k] > 0 ? h / (h + misses[k]) : null)),
+  }
+}
+
+export interface RapidChunk {
+  offset: number
+  length: number
+  hash: string
+}
+
+function hex(b: Uint8Array): string {
+  let s = ''
+  for (let i = 0; i < b.length; i++) s += (b[i] < 16 ? '0' : '') + b[i].toString(16)
+  return s
+}
+
+/**
+ * One input through the core's RapidCDC: `push` bytes in order (any piece sizes), `end`, then
+ * `close`. Each returns the chunks decided so far, in order.
+ */
+export class RapidSession {
+  private run?: WasmRapidRun
+  private result?: RapidResult
+  private closed = false
+
+  private constructor(
+    private o: RapidOptions,
+    private table: HintTable,
+    private ownTable: boolean,
+    private store: CacheStore | undefined,
+    private base: { hintsLoaded: number; baseChunks: number; blockSize: number; maxBytes: number },
+  ) {}
+
+  /** Prepares the table (from `o.table`, the base recipe, the cache) and starts the run. */
+  static async open(mod: WasmModule, o: RapidOptions, profile: string, hash: string, workers: number, backend: string): Promise<RapidSession> {
+    checkOptions(o)
+    if (hash === 'none') throw new Error("cutpoint: rapid needs chunk fingerprints: use hash 'blake3' or 'sha256', not 'none'")
+    const blockSize = o.blockSize ?? Math.max(1, workers) * MiB
+    const maxBytes = o.cacheMaxBytes ?? DEFAULT_CACHE_MAX
+    const key = `v${mod.hintCacheVersion()} ${profile} ${hash}`
+    const store = o.cache ? cacheStore(o.cache, key, maxBytes) : undefined
+    const recipe = o.base !== undefined ? await recipeBytes(o.base) : undefined
+    const cached = store ? await store.load() : undefined
+    const ownTable = !o.table
+    const table = o.table ?? newTable(mod, { profile, hash, hintList: o.hintList })
+    try {
+      if (o.table && o.hintList !== undefined && o.hintList !== o.table.hintList) {
+        throw new Error(`cutpoint: rapid.hintList ${o.hintList} differs from the table's (${o.table.hintList})`)
+      }
+      const baseChunks = recipe ? wrapWhere('the base recipe', () => table.raw.addRecipe(recipe)) : 0
+      const hintsLoaded = cached ? wrapWhere(`the hint cache ${store!.where}`, () => table.raw.loadCache(cached)) : 0
+      const s = new RapidSession(o, table, ownTable, store, { hintsLoaded, baseChunks, blockSize, maxBytes })
+      s.run = wrap(() => new mod.RapidRun(table.raw, o.criterion, blockSize, backend, !!o.recipe))
+      return s
+    } catch (e) {
+      if (ownTable) table.free()
+      throw e
+    }
+  }
+
+  /** Adds input bytes; returns the chunks they complete. */
+  push(bytes: Uint8Array): RapidChunk[] {
+    const run = this.need()
+    wrap(() => run.push(bytes))
+    return this.drain()
+  }
+
+  /** Ends the input; returns the remaining chunks and the result (cache saved, table given back). */
+  async end(): Promise<RapidChunk[]> {
+    const run = this.need()
+    wrap(() => run.end())
+    const out = this.drain()
+    if (!run.done) throw new Error('cutpoint: internal error: RapidCDC did not finish at the end of the input')
+    const stats = decodeStats(run.stats())
+    const recipe = this.o.recipe ? run.recipe() : undefined
+    const backend = run.backend
+    run.finish(this.table.raw)
+    run.free()
+    this.run = undefined
+    let cacheBytes: number | undefined
+    try {
+      if (this.store) {
+        const bytes = this.table.exportCache(this.base.maxBytes)
+        await this.store.save(bytes)
+        cacheBytes = bytes.length
+      }
+      this.result = {
+        criterion: this.o.criterion,
+        profile: this.table.profile,
+        hash: this.table.hash,
+        backend,
+        blockSize: this.base.blockSize,
+        stats,
+        hintsLoaded: this.base.hintsLoaded,
+        baseChunks: this.base.baseChunks,
+        cacheBytes,
+        tableSize: this.table.size,
+        recipe,
+      }
+    } finally {
+      this.close()
+    }
+    this.o.onResult?.(this.result)
+    return out
+  }
+
+  /** The result once the input is done; before that, the statistics so far. */
+  get info(): RapidResult | undefined {
+    if (this.result) return this.result
+    if (!this.run) return undefined
+    return {
+      criterion: this.o.criterion,
+      profile: this.table.profile,
+      hash: this.table.hash,
+      backend: this.run.backend,
+      blockSize: this.base.blockSize,
+      stats: decodeStats(this.run.stats()),
+      hintsLoaded: this.base.hintsLoaded,
+      baseChunks: this.base.baseChunks,
+      tableSize: 0,
+    }
+  }
+
+  /** Stops (also after an error or an early exit): no cache is written; a caller's table is given back. */
+  close() {
+    if (this.closed) return
+    this.closed = true
+    if (this.run) {
+      try {
+        this.run.finish(this.table.raw)
+      } catch {}
+      this.run.free()
+      this.run = undefined
+    }
+    if (this.ownTable) this.table.free()
+  }
+
+  private need(): WasmRapidRun {
+    if (!this.run) throw new Error('cutpoint: the RapidCDC run is closed')
+    return this.run
+  }
+
+  private drain(): RapidChunk[] {
+    const run = this.need()
+    const out: RapidChunk[] = []
+    for (;;) {
+      const n = wrap(() => run.run(4096))
+      if (n === 0) break
+      const offs = run.offsets()
+      const lens = run.lengths()
+      const digs = run.digests()
+      for (let i = 0; i < n; i++) out.push({ offset: offs[i], length: lens[i], hash: hex(digs.subarray(32 * i, 32 * i + 32)) })
+    }
+    return out
+  }
+}
+
+function wrapWhere<T>(what: string, f: () => T): T {
+  try {
+    return f()
+  } catch (e: any) {
+    throw new Error(`cutpoint: ${what}: ${e?.message ?? e}`)
+  }
+}
