@@ -484,16 +484,24 @@ pub struct RapidRun {
 
 #[wasm_bindgen]
 impl RapidRun {
-    /// Takes `table` for the run (give it back with [`RapidRun::finish`]). `criterion`: ff,
+    /// Takes `table` for the run (give it back with [`RapidRun::finish`]); the core refuses a
+    /// table of another profile or fingerprint than `profile` / `hash`. `criterion`: ff,
     /// ff+mt, ff+rwt, ff+rwt+fpt. `block`: the largest fallback block in positions — the native
     /// engine's `threads × 1 MiB`; the same value gives the native CLI's boundaries.
     /// `backend`: "" for this build's fastest. `recipe`: keep this input's recipe.
     #[wasm_bindgen(constructor)]
-    pub fn new(table: &mut RapidTable, criterion: &str, block: usize, backend: &str, recipe: bool) -> Result<RapidRun, JsError> {
+    pub fn new(table: &mut RapidTable, profile: &str, hash: &str, criterion: &str, block: usize, backend: &str, recipe: bool) -> Result<RapidRun, JsError> {
         let criterion = Criterion::parse(criterion).map_err(err)?;
+        let profile = parse(profile)?;
+        let hash = rapid_alg(hash)?;
         let t = table.table()?;
-        let profile = t.profile().clone();
-        let hash = t.hash_alg();
+        // Checked here too (as `Rapid::new` does) so that a refused table stays usable.
+        if t.profile() != &profile {
+            return Err(err(format!("the hint table is for profile {}, this run uses {profile}", t.profile())));
+        }
+        if t.hash_alg() != hash {
+            return Err(err(format!("the hint table holds {} fingerprints, this run uses {}", t.hash_alg().name(), hash.name())));
+        }
         let backend = match backend.trim() {
             "" | "auto" => None,
             b => Some(Backend::parse(b).map_err(err)?),

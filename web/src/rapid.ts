@@ -397,7 +397,7 @@ export class RapidSession {
       const baseChunks = recipe ? wrapWhere('the base recipe', () => table.raw.addRecipe(recipe)) : 0
       const hintsLoaded = cached ? wrapWhere(`the hint cache ${store!.where}`, () => table.raw.loadCache(cached)) : 0
       const s = new RapidSession(o, table, ownTable, store, { hintsLoaded, baseChunks, blockSize, maxBytes })
-      s.run = wrap(() => new mod.RapidRun(table.raw, o.criterion, blockSize, backend, !!o.recipe))
+      s.run = wrap(() => new mod.RapidRun(table.raw, profile, hash, o.criterion, blockSize, backend, !!o.recipe))
       return s
     } catch (e) {
       if (ownTable) table.free()

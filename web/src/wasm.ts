@@ -24,7 +24,7 @@ export interface WasmModule {
   digest(alg: string, bytes: Uint8Array): Uint8Array
   referenceCuts(profile: string, bytes: Uint8Array): Float64Array
   RapidTable: new (profile: string, hash: string, listLen: number, maxEntries: number) => WasmRapidTable
-  RapidRun: new (table: WasmRapidTable, criterion: string, block: number, backend: string, recipe: boolean) => WasmRapidRun
+  RapidRun: new (table: WasmRapidTable, profile: string, hash: string, criterion: string, block: number, backend: string, recipe: boolean) => WasmRapidRun
   hintCacheVersion(): number
 }
 /** The core's hint table (wasm/src/lib.rs `RapidTable`). */
