@@ -45,3 +45,12 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   # config writes such locks); npm install --no-save then installs the locked versions.
   npm ci --no-audit --no-fund || npm install --no-save --no-audit --no-fund
 fi
+
+# Benchmark-only packages (bench/package.json, its own lock; not the library's dependencies): the
+# npm peers `npm run bench` measures (@huggingface/xetchunk-wasm, @dstanesc/wasm-chunking-fastcdc-node,
+# rabin-wasm) and vega + vega-lite for its SVG plots. Pinned exact versions.
+if [ ! -f bench/node_modules/.package-lock.json ] || [ bench/package-lock.json -nt bench/node_modules/.package-lock.json ] \
+   || [ ! -d bench/node_modules/vega-lite ]; then
+  step "npm ci (bench/)"
+  (cd bench && { npm ci --no-audit --no-fund || npm install --no-save --no-audit --no-fund; })
+fi
