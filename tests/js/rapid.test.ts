@@ -113,6 +113,23 @@ describe('RapidCDC with a base recipe written by the native CLI', () => {
   })
 })
 
+describe('RapidCDC edge lengths', () => {
+  it('prefixes of the base file (empty, 1 byte, below MIN, past MAX, hints past the end): the native chunks', async () => {
+    const v0 = readFileSync(d.v0)
+    for (const n of [0, 1, 100, 2047, 2049, 65537, 200001]) {
+      const file = `${d.dir}/prefix-${n}.bin`
+      writeFileSync(file, v0.subarray(0, n))
+      for (const criterion of CRITERIA) {
+        const want = nativeChunks(file, ['--rapid', criterion, '--base', d.recipe])
+        let r: cp.RapidResult | undefined
+        const got = await cp.chunkAll(new Uint8Array(v0.subarray(0, n)), { workers: THREADS, rapid: { criterion, base: d.recipe, onResult: (x) => (r = x) } })
+        expect(got, `${n} bytes, ${criterion}`).toEqual(want.rows)
+        sameStats(r!.stats, want.stats!, `${n} bytes, ${criterion}`)
+      }
+    }
+  })
+})
+
 describe('RapidCDC hint caches and tables', () => {
   for (const criterion of CRITERIA) {
     it(`${criterion}: a cache written natively loads here; the cache written here loads natively`, async () => {
