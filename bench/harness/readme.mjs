@@ -15,7 +15,7 @@ function headline(res) {
   const out = []
   const memcpy = get('limits/native/memcpy')
   const cores = res.machine.cores
-  for (const p of ['crc32:4k:16k:128k', 'gear:2k:8k:64k']) {
+  for (const p of ['crc32:2k:16k:64k', 'gear:2k:8k:64k']) {
     const fam = p.split(':')[0]
     const b = res.dispatch?.[fam]
     const ss = get(`chunk/native/sscdc/${b}/${p}/t1`)
@@ -41,6 +41,7 @@ function headline(res) {
     const xs = naive.filter((r) => r.dataset === set)
     if (xs.length) out.push([`dedup lost by naive segment-parallel chunking (${set}, crc32:2k:16k:64k, segments ${xs.map((r) => `${r.segment >> 10}k`).join('/')})`, `${xs.map((r) => `${f2(r.reduction_pct, 1)}%`).join(' / ')} (SS-CDC loses 0: same chunks as sequential)`])
   }
+  for (const m of R.filter((r) => r.section === 'memory')) out.push([`peak RSS, \`cutpoint chunk -\` over a ${m.size} generated stream, --hash ${m.hash}`, `${f2(m.value, 1)} MiB`])
   return `| what | result |\n|---|---|\n${out.map((r) => `| ${r.join(' | ')} |`).join('\n')}\n`
 }
 

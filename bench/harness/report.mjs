@@ -28,7 +28,7 @@ function pivot(rows, rowKey, colKey, cellOf, colOrder) {
   }
 }
 
-const PROFILE_ORDER = ['crc32', 'rabin', 'gear'].flatMap((f) => ['2k:8k:64k', '4k:16k:128k', '16k:64k:512k'].map((s) => `${f}:${s}`))
+const PROFILE_ORDER = ['crc32', 'rabin', 'gear'].flatMap((f) => ['2k:8k:64k', '4k:16k:128k', '16k:64k:512k'].map((s) => `${f}:${s}`)).concat(['crc32:2k:16k:64k'])
 
 /** The sections of the Markdown report; `readme` = the subset for the README. */
 export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
@@ -57,8 +57,8 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
     if (r.engine === 'reference' || r.engine === 'sequential') return `${r.engine} (1 thread)`
     if (r.engine === 'stage1') return `stage 1 only: ${r.backend}`
     if (r.engine === 'sscdc') return `SS-CDC ${r.backend}, 1 thread`
-    if (r.engine === 'sscdc-threads') return `SS-CDC ${r.backend}, ${r.threads} threads`
-    if (r.engine === 'naive') return `naive 1 MiB segments, ${r.threads} threads`
+    if (r.engine === 'sscdc-threads') return `SS-CDC default backend (${r.backend}), ${r.threads} thread${r.threads > 1 ? 's' : ''}`
+    if (r.engine === 'naive') return `naive 1 MiB segments, ${r.threads} thread${r.threads > 1 ? 's' : ''}`
     return r.name
   }
   const order = (rows) => rows.sort((a, b) => rank(a) - rank(b))
@@ -132,6 +132,12 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
   out.push('\n### End to end: chunk + BLAKE3 + dedup against the earlier files (synthetic versions, default profile)\n')
   out.push(table(['runtime', 'threads/workers', 'GB/s', 'dedup ratio', 'chunks', '× native memcpy'], e2e.map((r) => [r.name.split('/')[1], r.threads, f2(r.value), f2(r.dedup_ratio, 3), r.chunks, f2(r.ratio_to_memcpy, 3)])))
 
+  const mem = R.filter((r) => r.section === 'memory')
+  if (mem.length) {
+    out.push('\n### Peak memory: `cutpoint chunk -` over a generated stream (bench/memory.sh)\n')
+    out.push(table(['input', 'hash', 'peak RSS MiB', 'chunks', 'seconds'], mem.map((r) => [r.size, r.hash, f2(r.value, 1), r.chunks, f2(r.seconds, 1)])))
+  }
+
   if (readme) return out.join('\n')
 
   // Tables from the other examples
@@ -157,16 +163,16 @@ function specs(res) {
   const nat = R.filter((r) => r.section === 'chunking' && r.runtime === 'native' && r.threads === 1)
   s['chunking-native.svg'] = {
     title: 'Native chunking, one thread (GB/s)', ...W,
-    data: { values: nat.map((r) => ({ profile: r.profile, engine: r.engine === 'stage1' ? `stage1 ${r.backend}` : r.engine === 'sscdc' ? `SS-CDC ${r.backend}` : r.engine === 'sscdc-threads' ? null : r.engine, gbs: r.value })).filter((x) => x.engine) },
+    data: { values: nat.map((r) => ({ profile: r.profile, engine: r.engine === 'sscdc' ? `SS-CDC ${r.backend}` : r.engine === 'stage1' || r.engine === 'sscdc-threads' ? null : r.engine === 'naive' ? 'naive (1 MiB segments)' : r.engine, gbs: r.value })).filter((x) => x.engine) },
     mark: 'bar',
-    encoding: { x: { field: 'profile', type: 'nominal', sort: PROFILE_ORDER, axis: { labelAngle: -30 } }, xOffset: { field: 'engine' }, y: { field: 'gbs', type: 'quantitative', title: 'GB/s' }, color: { field: 'engine', type: 'nominal' } },
+    encoding: { x: { field: 'profile', type: 'nominal', sort: PROFILE_ORDER, axis: { labelAngle: -30 } }, xOffset: { field: 'engine' }, y: { field: 'gbs', type: 'quantitative', title: 'GB/s' }, color: { field: 'engine', type: 'nominal', scale: { scheme: 'tableau10' } } },
   }
   const s1 = R.filter((r) => r.section === 'chunking' && (r.engine === 'stage1' || r.engine === 'sequential') && r.threads === 1)
   s['chunking-wasm.svg'] = {
     title: 'Stage 1, one thread: native kernels vs WebAssembly (GB/s)', ...W,
     data: { values: s1.map((r) => ({ profile: r.profile, what: r.engine === 'sequential' ? 'native sequential' : `${r.runtime}${r.build ? `-${r.build}` : ''} ${r.backend}`, gbs: r.value })) },
     mark: 'bar',
-    encoding: { x: { field: 'profile', type: 'nominal', sort: PROFILE_ORDER, axis: { labelAngle: -30 } }, xOffset: { field: 'what' }, y: { field: 'gbs', type: 'quantitative', title: 'GB/s' }, color: { field: 'what', type: 'nominal', legend: { columns: 2 } } },
+    encoding: { x: { field: 'profile', type: 'nominal', sort: PROFILE_ORDER, axis: { labelAngle: -30 } }, xOffset: { field: 'what' }, y: { field: 'gbs', type: 'quantitative', title: 'GB/s' }, color: { field: 'what', type: 'nominal', scale: { scheme: 'category20' } } },
   }
   const th = R.filter((r) => (r.engine === 'sscdc-threads' || r.engine === 'naive' || r.engine === 'web-chunk') && r.family === 'gear' && r.avg === 8192)
   s['threads.svg'] = {
@@ -223,7 +229,7 @@ export async function writeReport(res, base) {
     const vl = await import(req.resolve('vega-lite'))
     for (const [name, spec] of Object.entries(specs(res))) {
       if (!spec.data.values.length) continue
-      const vg = vl.compile({ $schema: 'https://vega.github.io/schema/vega-lite/v6.json', config: { font: 'sans-serif' }, ...spec }).spec
+      const vg = vl.compile({ $schema: 'https://vega.github.io/schema/vega-lite/v6.json', config: { font: 'sans-serif', legend: { labelLimit: 320 } }, ...spec }).spec
       const view = new vega.View(vega.parse(vg), { renderer: 'none' })
       const svg = await view.toSVG()
       view.finalize()

@@ -25,7 +25,7 @@ const flag = (f) => argv.includes(f)
 const opt = (f, d) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : d)
 const quick = flag('--quick')
 const outDir = opt('--out', `${root}bench/results`)
-const only = opt('--only', 'native,node,deno,chromium,e2e,mtfbc,rapid').split(',')
+const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid').split(',')
 const cli = `${root}native/target/release/cutpoint`
 const ex = (name) => `${root}native/target/release/examples/${name}`
 const cores = os.availableParallelism?.() ?? os.cpus().length
@@ -220,6 +220,14 @@ if (only.includes('e2e')) {
     addRow({ section: 'e2e', runtime: 'native', name: `e2e/native-cli/gear:2k:8k:64k/blake3/t${t}`, value: bytes / xs[Math.floor(xs.length / 2)] / 1e9, unit: 'GB/s',
       min: bytes / xs[xs.length - 1] / 1e9, max: bytes / xs[0] / 1e9, seconds: xs[Math.floor(xs.length / 2)], bytes, threads: t, dedup_ratio: ratio, chunks, files: syn.length, profile: 'gear:2k:8k:64k', note: 'whole process: start, read files, chunk, hash, dedup' })
     if (cores === 1) break
+  }
+}
+if (only.includes('memory')) {
+  // Peak RSS of the CLI chunking a generated stream from stdin (bounded memory).
+  const msize = quick ? '64m' : '8g'
+  const r = await textStep('memory', 'bash', [`${root}bench/memory.sh`, msize])
+  for (const m of r.out.matchAll(/--hash (\w+)\): (\d+) chunks, peak RSS ([\d.]+) MiB, ([\d.]+) s/g)) {
+    addRow({ section: 'memory', runtime: 'native', name: `memory/native-cli/${msize}/${m[1]}`, value: Number(m[3]), unit: 'MiB', size: msize, hash: m[1], chunks: Number(m[2]), seconds: Number(m[4]) })
   }
 }
 if (only.includes('mtfbc')) {

@@ -213,6 +213,9 @@ fn chunking(a: &Args, data: &[u8]) {
     let n = data.len();
     let ks = kernels();
     let avail: Vec<&str> = backend::available().iter().map(|b| b.name()).collect();
+    if !ks.iter().any(|k| k.0 == "avx512-gather") {
+        skipped("chunking", "stage1/native/avx512-gather", "the SS-CDC paper's gather kernel needs avx512f+avx512bw (x86_64), which this CPU lacks");
+    }
     for want in ["avx2", "avx512"] {
         if !avail.contains(&want) {
             skipped(
@@ -222,9 +225,16 @@ fn chunking(a: &Args, data: &[u8]) {
             );
         }
     }
+    // FAMILY:AVG/4:AVG:AVG*8 for three averages, plus the SS-CDC paper's own setting.
+    let mut profiles: Vec<(&str, usize, Profile)> = Vec::new();
     for family in ["crc32", "rabin", "gear"] {
         for avg in [8 << 10, 16 << 10, 64 << 10] {
-            let p = profile_for(family, avg);
+            profiles.push((family, avg, profile_for(family, avg)));
+        }
+    }
+    profiles.push(("crc32", 16 << 10, "crc32:2k:16k:64k".parse().unwrap()));
+    for (family, avg, p) in profiles {
+        {
             let ps = p.to_string();
             let base = json!({"family": family, "avg": avg, "profile": ps});
             let ex = |v: Value| {

@@ -1,0 +1,92 @@
+// The benchmark harness still works: `npm run bench -- --quick` into a temporary directory must
+// write the results JSON (machine, versions, backends, rows with units, skipped parts with
+// reasons), the Markdown tables and the SVG plots. Asserts structure only, never speed.
+// scripts/test-js.sh has built the wasm modules and the library already (CUTPOINT_BENCH_REBUILD=0).
+import { expect, it } from 'vitest'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { root } from './helpers'
+
+/** Runs a command without blocking the event loop (Vitest's worker must keep answering). */
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ status: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(cmd, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    p.stdout.on('data', (d) => (out += d))
+    p.stderr.on('data', (d) => (out += d))
+    const timer = setTimeout(() => p.kill('SIGTERM'), timeoutMs)
+    p.on('close', (status) => {
+      clearTimeout(timer)
+      resolve({ status, out })
+    })
+  })
+}
+
+it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async () => {
+  const out = mkdtempSync(`${tmpdir()}/cutpoint-bench-test-`)
+  const readme = readFileSync(`${root}README.md`, 'utf8')
+  try {
+    const r = await run('bash', ['scripts/bench.sh', '--quick', '--out', out], { ...process.env, CUTPOINT_BENCH_REBUILD: '0', DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }, 170_000)
+    const log = r.out
+    expect(r.status, log.slice(-4000)).toBe(0)
+    const files = readdirSync(out)
+    const json = files.find((f) => f.endsWith('-quick.json'))
+    expect(json, files.join(' ')).toBeTruthy()
+    const base = json!.replace(/\.json$/, '')
+    const res = JSON.parse(readFileSync(`${out}/${json}`, 'utf8'))
+
+    // Header: machine, versions, backends.
+    expect(res.schema).toBe('cutpoint-bench/1')
+    expect(res.quick).toBe(true)
+    expect(typeof res.machine.cpu).toBe('string')
+    expect(res.machine.cores).toBeGreaterThan(0)
+    for (const k of ['rustc', 'node', 'deno', 'chromium', 'fastcdc (crate)', 'hash-wasm', '@huggingface/xetchunk-wasm', '@dstanesc/wasm-chunking-fastcdc-node', 'rabin-wasm']) {
+      expect(Object.keys(res.versions)).toContain(k)
+    }
+    expect(res.backends.some((b: any) => b.name === 'scalar' && b.available)).toBe(true)
+    expect(Array.isArray(res.skipped)).toBe(true)
+    for (const s of res.skipped) expect(typeof s.reason, JSON.stringify(s)).toBe('string')
+
+    // Every row: a name, a section, a runtime, a finite value with its unit.
+    expect(res.rows.length).toBeGreaterThan(50)
+    for (const row of res.rows) {
+      expect(typeof row.name).toBe('string')
+      expect(['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory']).toContain(row.section)
+      expect(['native', 'node', 'deno', 'chromium']).toContain(row.runtime)
+      expect(['GB/s', 'ratio', 'MiB']).toContain(row.unit)
+      expect(Number.isFinite(row.value), row.name).toBe(true)
+    }
+    const has = (pred: (r: any) => boolean) => res.rows.some(pred)
+    const rowOrSkip = (frag: string) => res.rows.some((r: any) => r.name.includes(frag)) || res.skipped.some((s: any) => s.name.includes(frag) || s.reason.includes(frag))
+    for (const sec of ['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory']) expect(has((r) => r.section === sec), sec).toBe(true)
+    expect(has((r) => r.name === 'limits/native/memcpy')).toBe(true)
+    expect(has((r) => r.name.startsWith('chunk/native/sequential/'))).toBe(true)
+    expect(has((r) => r.name.startsWith('chunk/native/reference/'))).toBe(true)
+    expect(has((r) => r.engine === 'naive')).toBe(true)
+    expect(has((r) => r.section === 'dedup' && r.what === 'naive')).toBe(true)
+    expect(has((r) => r.ratio_to_reference !== undefined && r.ratio_to_memcpy !== undefined)).toBe(true)
+    // Each backend, runtime and peer is measured or skipped with a reason, never dropped.
+    for (const b of ['scalar', 'interleaved', 'avx2', 'avx512', 'avx512-gather']) {
+      expect(rowOrSkip(`/native/${b}/`) || rowOrSkip(`/${b}`) || rowOrSkip(b), b).toBe(true)
+    }
+    for (const rt of ['node', 'deno', 'chromium']) expect(res.rows.some((r: any) => r.runtime === rt) || res.skipped.some((s: any) => s.runtime === rt), rt).toBe(true)
+    for (const p of ['fastcdc-v2020', 'fastcdc-v2016', 'xetchunk-wasm', 'wasm-chunking-fastcdc', 'rabin-wasm']) expect(rowOrSkip(p), p).toBe(true)
+    // Tables from the MT-FBC and RapidCDC examples.
+    expect(res.tables.some((t: any) => t.section === 'mtfbc' && t.rows.length > 0)).toBe(true)
+    expect(res.tables.some((t: any) => t.section === 'rapid' && t.rows.length > 0)).toBe(true)
+
+    // Markdown and plots.
+    const md = readFileSync(`${out}/${base}.md`, 'utf8')
+    for (const h of ['### Limits', '### Chunking, native', '### Peers', '### Fingerprints', '### End to end', 'MT-FBC', 'RapidCDC']) expect(md).toContain(h)
+    const svgs = files.filter((f) => f.startsWith(base) && f.endsWith('.svg'))
+    expect(svgs.length, files.join(' ')).toBeGreaterThanOrEqual(5)
+    for (const s of svgs) expect(readFileSync(`${out}/${s}`, 'utf8').startsWith('<svg')).toBe(true)
+
+    // A quick run never rewrites the README's generated section.
+    expect(readFileSync(`${root}README.md`, 'utf8')).toBe(readme)
+    expect(readme).toMatch(/<!-- bench:begin -->[\s\S]*<!-- bench:end -->/)
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+}, 180_000)
