@@ -203,7 +203,7 @@ fn cmd_chunk(file: &PathBuf, args: &EngineArgs, format: Format) -> Result<(), Fa
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let wr = |e: io::Error| Fail::io(format!("<stdout>: {e}"));
-    for c in engine.stream(reader) {
+    for c in engine.stream_prefetch(reader) {
         let c = c.map_err(|e| Fail::from_core(&name(file), e))?;
         match (format, c.hash) {
             (Format::Text, Some(h)) => writeln!(out, "{}\t{}\t{}", c.offset, c.length, hex(&h)),
@@ -249,7 +249,7 @@ struct Report {
 fn chunk_file(engine: &Engine, path: &PathBuf, bar: &ProgressBar, mut on_chunk: impl FnMut(&Chunk)) -> Result<f64, Fail> {
     let (reader, _) = open(path)?;
     let t0 = Instant::now();
-    for c in engine.stream(reader) {
+    for c in engine.stream_prefetch(reader) {
         let c = c.map_err(|e| Fail::from_core(&name(path), e))?;
         bar.inc(c.length as u64);
         on_chunk(&c);

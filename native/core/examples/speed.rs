@@ -98,7 +98,8 @@ fn stage1_all(k: Stage1Fn, lanes: usize, t: &Tables, data: &[u8], strict: &mut V
 
 fn main() {
     let reps = env("CUTPOINT_REPS", 7);
-    // CUTPOINT_ONLY=substring: run only the stage-1 rows whose name contains it (for profiling).
+    // CUTPOINT_ONLY=substring: run only the stage-1 rows whose name contains it (for profiling);
+    // CUTPOINT_ONLY=engine: only the engine rows and ratios.
     let only = std::env::var("CUTPOINT_ONLY").ok();
     let n = env("CUTPOINT_MIB", 64) << 20;
     let data = bytes(n, 0x5EED);
@@ -154,7 +155,7 @@ fn main() {
         );
     }
 
-    if only.is_some() {
+    if only.as_deref().is_some_and(|o| o != "engine") {
         return;
     }
     let one = |p: &Profile, threads: usize| {

@@ -14,7 +14,6 @@ use crate::profile::Profile;
 use crate::stage1::Stage1Fn;
 use crate::stage2::{Bits, Selector};
 use std::io::Read;
-use std::ops::Range;
 #[cfg(feature = "parallel")]
 use std::sync::Arc;
 
@@ -149,15 +148,23 @@ impl Engine {
     }
 
     /// Chunks of a reader, streaming with bounded memory. Any read sizes give the same chunks.
-    pub fn stream<R: Read>(&self, reader: R) -> StreamChunker<'_, R> {
+    pub fn stream<R: Read>(&self, reader: R) -> StreamChunker<'_, Direct<R>> {
+        self.stream_from(Direct(reader))
+    }
+
+    /// [`Engine::stream`] with the reading done ahead by a thread of its own, so reading the
+    /// next block overlaps chunking this one (the same chunks; two blocks in memory).
+    pub fn stream_prefetch<R: Read + Send + 'static>(&self, reader: R) -> StreamChunker<'_, Prefetch> {
+        let block = self.block_size() + self.profile.window;
+        self.stream_from(Prefetch::start(reader, self.profile.max.max(self.profile.window), block))
+    }
+
+    fn stream_from<S: BlockSource>(&self, src: S) -> StreamChunker<'_, S> {
         StreamChunker {
             engine: self,
-            reader,
-            buf: Vec::new(),
-            filled: 0,
-            base: 0,
+            src,
+            win: Window { buf: Vec::new(), off: 0, filled: 0, base: 0, eof: false },
             q: 0,
-            eof: false,
             failed: false,
             sc: Scanner::new(&self.profile),
             cuts: Vec::new(),
@@ -168,11 +175,16 @@ impl Engine {
 
     /// Stage 1 and stage 2 over positions `[p, q)` (absolute). `buf` holds the bytes
     /// `[base, base + buf.len())`, which include `[p - W, q - 1)`.
+    ///
+    /// With several threads the positions are cut into spans (64-aligned, so each span owns
+    /// whole bitmap words) that the threads take in turn from a shared counter; stage 2 runs
+    /// over the spans in order, on whichever thread finishes the span the selector waits for.
+    /// So threads never wait for each other inside the call (a slower thread just takes fewer
+    /// spans) and stage 2 overlaps stage 1 of later spans; the only barrier is the call's end.
     fn scan(&self, sc: &mut Scanner, buf: &[u8], base: usize, p: usize, q: usize, out: &mut Vec<usize>) {
         let n = q - p;
         let words = n.div_ceil(64);
-        // Resized without clearing: each thread zeroes its own words below, so zeroing the
-        // bitmaps is parallel too (it was a serial cost per block).
+        // Resized without clearing: whoever runs stage 1 over a span zeroes its words first.
         sc.strict.resize(words, 0);
         sc.strict.truncate(words);
         let two = self.profile.two_classes();
@@ -180,31 +192,15 @@ impl Engine {
             sc.loose.resize(words, 0);
             sc.loose.truncate(words);
         }
-        // Thread spans are 64-aligned relative to p, so each owns whole bitmap words.
-        let span = n.div_ceil(self.threads).div_ceil(64) * 64;
-        let span = span.max(64);
-        let rel_p = p - base;
-        let lanes = self.backend.lanes();
-        let seg_size = self.segment_size;
-        let jobs: Vec<(Range<usize>, &mut [u64], &mut [u64])> = {
-            let strict_parts = sc.strict.chunks_mut(span / 64);
-            let mut loose_parts: Vec<&mut [u64]> = if two {
-                sc.loose.chunks_mut(span / 64).collect()
-            } else {
-                Vec::new()
-            };
-            strict_parts
-                .enumerate()
-                .map(|(i, s)| {
-                    let l: &mut [u64] = if two { std::mem::take(&mut loose_parts[i]) } else { &mut [] };
-                    (i * span..((i + 1) * span).min(n), s, l)
-                })
-                .collect()
-        };
-        let run = |(r, s, l): (Range<usize>, &mut [u64], &mut [u64])| {
+        let span = if self.threads == 1 { n } else { self.span.min(n.div_ceil(self.threads)) };
+        let span = (span.div_ceil(64) * 64).max(64);
+        let spans = n.div_ceil(span);
+        let stage1 = |j: usize, s: &mut [u64], l: &mut [u64]| {
+            let r = j * span..((j + 1) * span).min(n);
             s.fill(0);
             l.fill(0);
-            let seg = seg_size.unwrap_or_else(|| r.len().div_ceil(lanes).max(1));
+            let rel_p = p - base;
+            let seg = self.segment_size.unwrap_or_else(|| r.len().div_ceil(self.backend.lanes()).max(1));
             let mut segs = Vec::with_capacity(r.len() / seg + 1);
             let mut a = r.start;
             while a < r.end {
@@ -218,27 +214,73 @@ impl Engine {
             // start at word (r.start / 64) and cover r. The kernel re-checks the bounds.
             unsafe { (self.kernel)(&self.tables, buf, &segs, rel_p + r.start, s, l) };
         };
-        self.run_jobs(jobs, run);
-        let strict = Bits { words: &sc.strict, origin: p };
-        let loose = Bits { words: &sc.loose, origin: p };
-        sc.sel.select(strict, loose, p, q, out);
-    }
-
-    #[cfg(feature = "parallel")]
-    fn run_jobs<T: Send, F: Fn(T) + Sync>(&self, jobs: Vec<T>, f: F) {
-        match &self.pool {
-            Some(pool) if jobs.len() > 1 => pool.scope(|s| {
-                let f = &f;
-                for j in jobs {
-                    s.spawn(move |_| f(j));
+        let select = |sel: &mut Selector, j: usize, s: &[u64], l: &[u64], out: &mut Vec<usize>| {
+            let a = p + j * span;
+            let b = (a + span).min(q);
+            sel.select(Bits { words: s, origin: a }, Bits { words: l, origin: a }, a, b, out);
+        };
+        let words_per = span / 64;
+        let mut loose_parts: Vec<&mut [u64]> =
+            if two { sc.loose.chunks_mut(words_per).collect() } else { (0..spans).map(|_| &mut [][..]).collect() };
+        let parts: Vec<(&mut [u64], &mut [u64])> =
+            sc.strict.chunks_mut(words_per).zip(loose_parts.iter_mut()).map(|(s, l)| (s, std::mem::take(l))).collect();
+        let sel = &mut sc.sel;
+        #[cfg(feature = "parallel")]
+        if let Some(pool) = self.pool.as_ref().filter(|_| spans > 1) {
+            use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+            use std::sync::Mutex;
+            let parts: Vec<Mutex<(&mut [u64], &mut [u64])>> = parts.into_iter().map(Mutex::new).collect();
+            let done: Vec<AtomicBool> = (0..spans).map(|_| AtomicBool::new(false)).collect();
+            let next = AtomicUsize::new(0);
+            // The selector, the next span it consumes, and the cuts so far.
+            let order = Mutex::new((sel, 0usize, out));
+            // Runs stage 2 over the finished spans that come next in order, unless another
+            // thread is at it; re-checks after letting go, so a span finished meanwhile by a
+            // thread that found the lock taken is not left behind.
+            let drive = || loop {
+                let Ok(mut g) = order.try_lock() else { return };
+                let (sel, k, out) = &mut *g;
+                while *k < spans && done[*k].load(Ordering::Acquire) {
+                    let part = parts[*k].lock().unwrap();
+                    select(sel, *k, part.0, part.1, out);
+                    *k += 1;
                 }
-            }),
-            _ => jobs.into_iter().for_each(f),
+                let k = *k;
+                drop(g);
+                if k >= spans || !done[k].load(Ordering::Acquire) {
+                    return;
+                }
+            };
+            let work = || loop {
+                let j = next.fetch_add(1, Ordering::Relaxed);
+                if j >= spans {
+                    return;
+                }
+                {
+                    let mut part = parts[j].lock().unwrap();
+                    let (s, l) = &mut *part;
+                    stage1(j, s, l);
+                }
+                done[j].store(true, Ordering::Release);
+                drive();
+            };
+            pool.scope(|s| {
+                for _ in 0..self.threads.min(spans) {
+                    s.spawn(|_| work());
+                }
+            });
+            // Every span is done; select what the last finishers left (lock found taken).
+            let (sel, k, out) = order.into_inner().unwrap();
+            for (j, part) in parts.iter().enumerate().skip(k) {
+                let part = part.lock().unwrap();
+                select(sel, j, part.0, part.1, out);
+            }
+            return;
         }
-    }
-    #[cfg(not(feature = "parallel"))]
-    fn run_jobs<T, F: Fn(T)>(&self, jobs: Vec<T>, f: F) {
-        jobs.into_iter().for_each(f)
+        for (j, (s, l)) in parts.into_iter().enumerate() {
+            stage1(j, s, l);
+            select(sel, j, s, l, out);
+        }
     }
 
     /// Fingerprints `chunks` (bytes from `buf`, whose first byte is at `base`) in parallel;
@@ -406,17 +448,162 @@ impl Iterator for Chunker<'_> {
     }
 }
 
-/// Streaming chunker over a reader (see [`Engine::stream`]).
-pub struct StreamChunker<'a, R: Read> {
-    engine: &'a Engine,
-    reader: R,
-    /// Bytes `[base, base + filled)` of the stream are in `buf[..filled]`.
+/// Where a [`StreamChunker`] gets its bytes (see [`Engine::stream`] and
+/// [`Engine::stream_prefetch`]).
+pub trait BlockSource {
+    /// Makes `st` hold at least `want` new bytes after the ones it holds (fewer at the end of
+    /// input, which sets `st.eof`).
+    #[doc(hidden)]
+    fn fill(&mut self, st: &mut Window, want: usize) -> Result<(), Error>;
+}
+
+/// The bytes a stream holds: `[base, base + filled)` of the input are `buf[off..off + filled]`.
+#[doc(hidden)]
+pub struct Window {
     buf: Vec<u8>,
+    off: usize,
     filled: usize,
     base: usize,
+    eof: bool,
+}
+
+impl Window {
+    fn bytes(&self) -> &[u8] {
+        &self.buf[self.off..self.off + self.filled]
+    }
+    /// Forgets the bytes before absolute offset `from`.
+    fn drop_before(&mut self, from: usize) {
+        let drop = from - self.base;
+        self.off += drop;
+        self.filled -= drop;
+        self.base = from;
+    }
+}
+
+/// A reader read on the caller's thread, into one buffer.
+pub struct Direct<R>(R);
+
+impl<R: Read> BlockSource for Direct<R> {
+    fn fill(&mut self, st: &mut Window, want: usize) -> Result<(), Error> {
+        // Keep the carried bytes at the front, then read behind them.
+        if st.off > 0 {
+            st.buf.copy_within(st.off..st.off + st.filled, 0);
+            st.off = 0;
+        }
+        let target = st.filled + want;
+        if st.buf.len() < target {
+            st.buf.resize(target, 0);
+        }
+        while !st.eof && st.filled < target {
+            match self.0.read(&mut st.buf[st.filled..target]) {
+                Ok(0) => st.eof = true,
+                Ok(k) => st.filled += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::Io(e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A reader read ahead by a thread of its own: while the engine chunks one block, the next is
+/// read into a second buffer; buffers are handed over, not copied (only the carried bytes of
+/// the open chunk, at most MAX, move to the front of the next buffer).
+/// A block read ahead: the buffer, the bytes read into it after the head room, end of input.
+type ReadBlock = Result<(Vec<u8>, usize, bool), std::io::Error>;
+
+pub struct Prefetch {
+    full: Option<std::sync::mpsc::Receiver<ReadBlock>>,
+    empty: std::sync::mpsc::SyncSender<Vec<u8>>,
+    /// Room kept before each block for the carried bytes.
+    head: usize,
+}
+
+impl Prefetch {
+    fn start<R: Read + Send + 'static>(mut reader: R, head: usize, block: usize) -> Prefetch {
+        use std::sync::mpsc::sync_channel;
+        let (full_tx, full_rx) = sync_channel(1);
+        let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(2);
+        // The reader stops when the input ends, fails, or the chunker is dropped (a send
+        // fails); it may stay blocked in a read until then.
+        std::thread::Builder::new()
+            .name("cutpoint-read".into())
+            .spawn(move || {
+                let mut spare = 2; // buffers it may allocate before reusing returned ones
+                loop {
+                    let mut buf = if spare > 0 {
+                        spare -= 1;
+                        vec![0u8; head + block]
+                    } else {
+                        match empty_rx.recv() {
+                            Ok(mut b) => {
+                                b.resize(head + block, 0); // the chunker's first buffer is empty
+                                b
+                            }
+                            Err(_) => return,
+                        }
+                    };
+                    let mut n = 0;
+                    let mut eof = false;
+                    while n < block {
+                        match reader.read(&mut buf[head + n..head + block]) {
+                            Ok(0) => {
+                                eof = true;
+                                break;
+                            }
+                            Ok(k) => n += k,
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            Err(e) => {
+                                let _ = full_tx.send(Err(e));
+                                return;
+                            }
+                        }
+                    }
+                    if full_tx.send(Ok((buf, n, eof))).is_err() || eof {
+                        return;
+                    }
+                }
+            })
+            .map(|_| ())
+            .unwrap_or_else(|e| panic!("cannot start the read-ahead thread: {e}"));
+        Prefetch { full: Some(full_rx), empty: empty_tx, head }
+    }
+}
+
+impl BlockSource for Prefetch {
+    fn fill(&mut self, st: &mut Window, _want: usize) -> Result<(), Error> {
+        let Some(rx) = &self.full else {
+            st.eof = true;
+            return Ok(());
+        };
+        let msg = rx.recv().map_err(|_| Error::Io(std::io::Error::other("the read-ahead thread stopped")))?;
+        let (mut next, n, eof) = msg.map_err(|e| {
+            self.full = None;
+            Error::Io(e)
+        })?;
+        // Carried bytes go just before the new block; the open chunk is shorter than MAX.
+        assert!(st.filled <= self.head, "carried {} bytes, room for {}", st.filled, self.head);
+        let at = self.head - st.filled;
+        next[at..self.head].copy_from_slice(&st.buf[st.off..st.off + st.filled]);
+        let old = std::mem::replace(&mut st.buf, next);
+        let _ = self.empty.try_send(old);
+        st.off = at;
+        st.filled += n;
+        if eof {
+            st.eof = true;
+            self.full = None;
+        }
+        Ok(())
+    }
+}
+
+/// Streaming chunker over a reader (see [`Engine::stream`]).
+pub struct StreamChunker<'a, S: BlockSource> {
+    engine: &'a Engine,
+    src: S,
+    win: Window,
     /// Positions before `q` have been through both stages.
     q: usize,
-    eof: bool,
     failed: bool,
     sc: Scanner,
     cuts: Vec<usize>,
@@ -424,33 +611,18 @@ pub struct StreamChunker<'a, R: Read> {
     batch: std::vec::IntoIter<Chunk>,
 }
 
-impl<R: Read> StreamChunker<'_, R> {
+impl<S: BlockSource> StreamChunker<'_, S> {
     /// Total bytes read so far.
     pub fn bytes_read(&self) -> u64 {
-        (self.base + self.filled) as u64
-    }
-
-    /// Reads until a block of new positions is buffered or the input ends.
-    fn fill(&mut self) -> Result<(), Error> {
-        let want = self.engine.block_size() + self.engine.profile.window;
-        let target = (self.q.max(self.base) - self.base) + want;
-        if self.buf.len() < target {
-            self.buf.resize(target, 0);
-        }
-        while !self.eof && self.filled < target {
-            match self.reader.read(&mut self.buf[self.filled..target]) {
-                Ok(0) => self.eof = true,
-                Ok(k) => self.filled += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Error::Io(e)),
-            }
-        }
-        Ok(())
+        (self.win.base + self.win.filled) as u64
     }
 
     fn next_batch(&mut self) -> Result<(), Error> {
-        self.fill()?;
-        let end = self.base + self.filled;
+        let want = self.engine.block_size() + self.engine.profile.window;
+        // New bytes needed beyond those held so that a block of positions is buffered.
+        let held_new = (self.win.base + self.win.filled).saturating_sub(self.q.max(self.win.base));
+        self.src.fill(&mut self.win, want.saturating_sub(held_new))?;
+        let end = self.win.base + self.win.filled;
         let w = self.engine.profile.window;
         self.cuts.clear();
         if self.q < w {
@@ -458,35 +630,30 @@ impl<R: Read> StreamChunker<'_, R> {
         }
         if self.q < end {
             // Positions [q, end): a cut at `end` ends a chunk whose bytes are all here.
-            self.engine.scan(&mut self.sc, &self.buf[..self.filled], self.base, self.q, end, &mut self.cuts);
+            self.engine.scan(&mut self.sc, self.win.bytes(), self.win.base, self.q, end, &mut self.cuts);
             self.q = end;
         }
-        if self.eof {
+        if self.win.eof {
             self.sc.sel.finish(end, &mut self.cuts);
         }
         let mut chunks = to_chunks(&self.cuts, &mut self.last_cut);
-        self.engine.fingerprint(&self.buf[..self.filled], self.base, &mut chunks);
+        self.engine.fingerprint(self.win.bytes(), self.win.base, &mut chunks);
         // Keep the current chunk's bytes and the window before the next position.
-        let keep_from = self.sc.sel.start().min(self.q.saturating_sub(w)).max(self.base);
-        let drop = keep_from - self.base;
-        if drop > 0 {
-            self.buf.copy_within(drop..self.filled, 0);
-            self.filled -= drop;
-            self.base = keep_from;
-        }
+        let keep_from = self.sc.sel.start().min(self.q.saturating_sub(w)).max(self.win.base);
+        self.win.drop_before(keep_from);
         self.batch = chunks.into_iter();
         Ok(())
     }
 }
 
-impl<R: Read> Iterator for StreamChunker<'_, R> {
+impl<S: BlockSource> Iterator for StreamChunker<'_, S> {
     type Item = Result<Chunk, Error>;
     fn next(&mut self) -> Option<Result<Chunk, Error>> {
         loop {
             if let Some(c) = self.batch.next() {
                 return Some(Ok(c));
             }
-            if self.failed || (self.eof && self.sc.sel.start() >= self.base + self.filled) {
+            if self.failed || (self.win.eof && self.sc.sel.start() >= self.win.base + self.win.filled) {
                 return None;
             }
             match self.next_batch() {

@@ -26,7 +26,7 @@ pub mod stage1;
 pub mod stage2;
 
 pub use backend::Backend;
-pub use engine::{default_threads, Chunk, Chunker, Engine, Options, StreamChunker};
+pub use engine::{default_threads, BlockSource, Chunk, Chunker, Direct, Engine, Options, Prefetch, StreamChunker};
 pub use error::Error;
 pub use fingerprint::{hex, Digest, HashAlg};
 pub use profile::{Family, Profile};

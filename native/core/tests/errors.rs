@@ -5,7 +5,7 @@ mod common;
 
 use common::{FailAfter, Pieces};
 use cutpoint_core::backend::{self, Backend};
-use cutpoint_core::{default_threads, reference_cuts, Engine, Error, Family, HashAlg, Options, Profile};
+use cutpoint_core::{default_threads, reference_cuts, Chunk, Engine, Error, Family, HashAlg, Options, Profile};
 
 #[test]
 fn bad_profiles_are_errors_with_reasons() {
@@ -155,23 +155,26 @@ fn failing_reader_returns_err_not_panic() {
     for b in common::backends() {
         for (threads, ok_bytes, piece) in [(1, 0, 1), (2, 1, 7), (3, 100_000, 4093), (8, 299_999, 1 << 26)] {
             let e = Engine::new(p.clone(), Options { backend: Some(b), threads, span: 10_000, ..Options::default() }).unwrap();
-            let r = FailAfter { inner: Pieces::new(&data, &[piece]), ok_bytes, given: 0 };
-            let mut it = e.stream(r);
-            let mut got = Vec::new();
-            let err = loop {
-                match it.next() {
-                    Some(Ok(c)) => got.push(c.offset as usize + c.length),
-                    Some(Err(e)) => break e,
-                    None => panic!("{b} t{threads}: stream ended without reporting the read error"),
-                }
-            };
-            assert!(matches!(err, Error::Io(ref io) if io.kind() == std::io::ErrorKind::BrokenPipe), "{err:?}");
-            assert!(err.to_string().contains("disk caught fire"));
-            // Nothing after the error, and what came before is a prefix of the right answer
-            // that only covers bytes that were actually read.
-            assert!(it.next().is_none(), "items after an error");
-            assert!(got.len() <= want.len() && got[..] == want[..got.len()], "{b} t{threads}: wrong chunks before the error");
-            assert!(got.last().copied().unwrap_or(0) <= ok_bytes);
+            let r = || FailAfter { inner: Pieces::owned(&data, &[piece]), ok_bytes, given: 0 };
+            let direct: Box<dyn Iterator<Item = Result<Chunk, Error>>> = Box::new(e.stream(r()));
+            let prefetch: Box<dyn Iterator<Item = Result<Chunk, Error>>> = Box::new(e.stream_prefetch(r()));
+            for (how, mut it) in [("stream", direct), ("stream_prefetch", prefetch)] {
+                let mut got = Vec::new();
+                let err = loop {
+                    match it.next() {
+                        Some(Ok(c)) => got.push(c.offset as usize + c.length),
+                        Some(Err(e)) => break e,
+                        None => panic!("{b} t{threads} {how}: stream ended without reporting the read error"),
+                    }
+                };
+                assert!(matches!(err, Error::Io(ref io) if io.kind() == std::io::ErrorKind::BrokenPipe), "{err:?}");
+                assert!(err.to_string().contains("disk caught fire"));
+                // Nothing after the error, and what came before is a prefix of the right answer
+                // that only covers bytes that were actually read.
+                assert!(it.next().is_none(), "{how}: items after an error");
+                assert!(got.len() <= want.len() && got[..] == want[..got.len()], "{b} t{threads} {how}: wrong chunks before the error");
+                assert!(got.last().copied().unwrap_or(0) <= ok_bytes);
+            }
         }
     }
 }

@@ -58,7 +58,7 @@ impl Config {
 /// A reader over `data` whose successive `read` calls return at most `sizes[0]`, `sizes[1]`, ...
 /// bytes (cycling). A size of 0 returns `ErrorKind::Interrupted` once (the stream must retry).
 pub struct Pieces<'a> {
-    data: &'a [u8],
+    data: std::borrow::Cow<'a, [u8]>,
     pos: usize,
     sizes: Vec<usize>,
     i: usize,
@@ -68,7 +68,13 @@ pub struct Pieces<'a> {
 impl<'a> Pieces<'a> {
     pub fn new(data: &'a [u8], sizes: &[usize]) -> Self {
         let sizes = if sizes.iter().all(|&s| s == 0) { vec![1] } else { sizes.to_vec() };
-        Pieces { data, pos: 0, sizes, i: 0, calls: 0 }
+        Pieces { data: data.into(), pos: 0, sizes, i: 0, calls: 0 }
+    }
+
+    /// The same over a copy of `data` (for readers that must be `'static`).
+    pub fn owned(data: &[u8], sizes: &[usize]) -> Pieces<'static> {
+        let p = Pieces::new(&[], sizes);
+        Pieces { data: data.to_vec().into(), ..p }
     }
 }
 
@@ -135,9 +141,22 @@ pub fn check_invariants(p: &Profile, n: usize, cuts: &[usize]) -> Result<(), Str
 
 /// Chunks a stream read in pieces of `sizes`; checks offsets are contiguous; returns the cuts.
 pub fn stream_cuts(e: &Engine, data: &[u8], sizes: &[usize]) -> Result<Vec<usize>, String> {
+    checked_stream_cuts(e, data, e.stream(Pieces::new(data, sizes)))
+}
+
+/// The same through [`Engine::stream_prefetch`] (reading on a thread of its own).
+pub fn prefetch_cuts(e: &Engine, data: &[u8], sizes: &[usize]) -> Result<Vec<usize>, String> {
+    checked_stream_cuts(e, data, e.stream_prefetch(Pieces::owned(data, sizes)))
+}
+
+fn checked_stream_cuts(
+    e: &Engine,
+    data: &[u8],
+    chunks: impl Iterator<Item = Result<cutpoint_core::Chunk, cutpoint_core::Error>>,
+) -> Result<Vec<usize>, String> {
     let mut cuts = Vec::new();
     let mut at = 0u64;
-    for c in e.stream(Pieces::new(data, sizes)) {
+    for c in chunks {
         let c = c.map_err(|err| format!("stream error: {err}"))?;
         if c.offset != at {
             return Err(format!("stream chunk at {} but previous ended at {at}", c.offset));
@@ -191,5 +210,6 @@ pub fn check_engine(e: &Engine, data: &[u8], want: &[usize], sizes: &[usize]) ->
     cmp("cuts()", e.cuts(data))?;
     cmp("chunks()", iter_cuts(e, data)?)?;
     cmp(&format!("stream(read sizes {sizes:?})"), stream_cuts(e, data, sizes)?)?;
+    cmp(&format!("stream_prefetch(read sizes {sizes:?})"), prefetch_cuts(e, data, sizes)?)?;
     Ok(())
 }
