@@ -130,6 +130,35 @@ describe('RapidCDC edge lengths', () => {
   })
 })
 
+describe('RapidCDC memory', () => {
+  it('a 160 MiB stream: the wasm memory stays bounded (about one block plus MAX and a piece)', async () => {
+    // @ts-ignore — the loader behind '@cutpoint/web' (same module instance: the memory in use)
+    const { loadWasm } = await import('../../web/dist/web/src/wasm.js')
+    const w = await loadWasm()
+    const before = w.memory.buffer.byteLength
+    const piece = new Uint8Array(readFileSync(d.v0)) // 6 MiB of random bytes, repeated
+    const total = 160 << 20
+    const stream = new ReadableStream<Uint8Array>({
+      start(ctl) {
+        for (let off = 0; off < total; off += piece.length) ctl.enqueue(piece.subarray(0, Math.min(piece.length, total - off)))
+        ctl.close()
+      },
+    })
+    const it = cp.chunk(stream, { workers: THREADS, rapid: { criterion: 'ff+rwt' } })
+    let bytes = 0
+    for await (const c of it) bytes += c.length
+    expect(bytes).toBe(total)
+    // Repeats of the same bytes: after the first copy nearly every chunk comes from a hint.
+    expect(it.rapid!.stats.hintedChunks / it.rapid!.stats.chunks).toBeGreaterThan(0.9)
+    const grown = w.memory.buffer.byteLength - before
+    expect(grown, `wasm memory grew by ${grown} bytes`).toBeLessThan(48 << 20)
+    // Control (this is the memory in use): one 64 MiB piece does grow it.
+    const big = new Uint8Array(64 << 20)
+    await cp.chunkAll(big, { segmentSize: big.length, rapid: { criterion: 'ff' } })
+    expect(w.memory.buffer.byteLength - before).toBeGreaterThan(64 << 20)
+  })
+})
+
 describe('RapidCDC hint caches and tables', () => {
   for (const criterion of CRITERIA) {
     it(`${criterion}: a cache written natively loads here; the cache written here loads natively`, async () => {
