@@ -66,6 +66,7 @@ describe('RapidCDC with a base recipe written by the native CLI', () => {
         off += n
       }
       expect(ch.rapid!.stats.chunks).toBe(got.length)
+      expect(ch.rapid!.tableSize).toBeGreaterThanOrEqual(ch.rapid!.baseChunks - 5)
       got.push(...(await ch.finish()))
       expect(got).toEqual(want.rows)
       sameStats(ch.rapid!.stats, want.stats!, 'createChunker')

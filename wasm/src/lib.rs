@@ -11,6 +11,8 @@
 //! * [`Stage2`] — the core's stage-2 `Selector`, fed the slices' candidates in file order. The
 //!   coordinator runs this.
 //! * [`Hasher`] — BLAKE3 / SHA-256 of consecutive chunks, from the core's fingerprint code.
+//! * [`RapidTable`] / [`RapidRun`] — the core's RapidCDC: hint table (recipes and hint-cache
+//!   bytes in the native formats) and a run over one input pushed in pieces.
 
 use cutpoint_core::hash::Tables;
 use cutpoint_core::stage1::{self, Stage1Fn};
@@ -581,6 +583,12 @@ impl RapidRun {
             Some(c) if c.pending() == 0 => c.demand() as f64,
             _ => 0.0,
         }
+    }
+
+    /// Fingerprints in the table now.
+    #[wasm_bindgen(getter, js_name = tableSize)]
+    pub fn table_size(&self) -> usize {
+        self.chunker.as_ref().map_or(0, |c| c.rapid().table().len())
     }
 
     /// Whether every chunk of the input has been returned.

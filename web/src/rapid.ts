@@ -464,7 +464,7 @@ export class RapidSession {
       stats: decodeStats(this.run.stats()),
       hintsLoaded: this.base.hintsLoaded,
       baseChunks: this.base.baseChunks,
-      tableSize: 0,
+      tableSize: this.run.tableSize,
     }
   }
 

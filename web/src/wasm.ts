@@ -44,6 +44,7 @@ export interface WasmRapidRun {
   readonly backend: string
   readonly demand: number
   readonly done: boolean
+  readonly tableSize: number
   push(bytes: Uint8Array): void
   end(): void
   run(max: number): number
