@@ -27,9 +27,19 @@ export interface NativeStats {
   fromCache: number
 }
 
+let built = false
+
+/**
+ * The native CLI, built from this tree first (a no-op when it is up to date): the wasm module was
+ * just built from the same core, and a stale binary would compare two versions of RapidCDC.
+ */
 export function nativeCli(): string {
   const bin = `${root}native/target/release/cutpoint`
-  if (!existsSync(bin)) execFileSync('cargo', ['build', '--release', '-p', 'cutpoint-cli'], { cwd: `${root}native`, stdio: 'inherit' })
+  if (!built) {
+    execFileSync('cargo', ['build', '--release', '-p', 'cutpoint-cli'], { cwd: `${root}native`, stdio: 'inherit' })
+    built = true
+  }
+  if (!existsSync(bin)) throw new Error(`no ${bin}`)
   return bin
 }
 
