@@ -532,6 +532,9 @@ pub struct RapidChunker<'r, 'e, S: Source> {
     prev: Option<Digest>,
     /// The regular chunking in progress, in fallback mode.
     slow: Option<Resumed>,
+    /// The regular chunking set aside when a fallback block ended at a hinted chunk: if that
+    /// chunk's hints all miss, chunking goes on from it and scans no position twice.
+    spare: Option<Resumed>,
     block: usize,
     pending: VecDeque<RapidChunk>,
     hints: Vec<Hint>,
@@ -549,6 +552,7 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
             s: 0,
             prev: None,
             slow: None,
+            spare: None,
             block: 0,
             pending: VecDeque::new(),
             hints: Vec::new(),
@@ -603,9 +607,15 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
         }
     }
 
+    /// The next fallback block while the region stays novel: twice the last, up to the
+    /// engine's block.
+    fn grown_block(&self) -> usize {
+        self.block.saturating_mul(2).min(self.rapid.engine.block_size().max(self.first_block()))
+    }
+
     fn advance(&mut self) -> Result<(), Error> {
         let w = self.rapid.engine.profile().window;
-        let keep = match &self.slow {
+        let keep = match self.slow.as_ref().or(self.spare.as_ref()) {
             Some(r) => self.s.min(r.next_position().saturating_sub(w)),
             None => self.s,
         };
@@ -617,11 +627,22 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
         if self.slow.is_none() {
             if let Some(prev) = self.prev {
                 if self.try_hints(&prev)? {
+                    self.spare = None;
                     return Ok(());
                 }
             }
-            self.slow = Some(self.rapid.engine.resume(self.s));
-            self.block = self.first_block();
+            self.slow = Some(match self.spare.take() {
+                // The hints at the end of the last fallback block missed too: go on where it
+                // stopped, with a larger block, as in a novel region.
+                Some(r) if r.start() == self.s => {
+                    self.block = self.grown_block();
+                    r
+                }
+                _ => {
+                    self.block = self.first_block();
+                    self.rapid.engine.resume(self.s)
+                }
+            });
         }
         self.fallback_block()
     }
@@ -772,13 +793,12 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
         let cut_any = !batch.is_empty();
         self.batch = batch;
         let hinted = cut_any && self.prev.is_some_and(|p| self.rapid.table.has_hints(&p));
-        if at_end || hinted {
-            // Back to hint mode (or done): the next advance starts from the last cut.
+        if at_end {
+        } else if hinted {
+            // Back to hint mode: the next advance tries the hints at the last cut.
+            self.spare = Some(slow);
         } else {
-            self.block = self
-                .block
-                .saturating_mul(2)
-                .min(engine.block_size().max(self.first_block()));
+            self.block = self.grown_block();
             self.slow = Some(slow);
         }
         Ok(())
