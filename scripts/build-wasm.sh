@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Builds the two WebAssembly modules (simd128 and plain) and their wasm-bindgen glue:
-#   wasm/pkg-simd128/ and wasm/pkg-plain/ (not committed). Needs the wasm32 target and the
-#   wasm-bindgen CLI at the exact version of the crate (scripts/install-js.sh installs both).
+# Builds the WebAssembly modules and their wasm-bindgen glue (not committed):
+#   wasm/pkg-plain/            no SIMD;
+#   wasm/pkg-simd128/          simd128;
+#   wasm/pkg-simd128-relaxed/  the same with relaxed-simd (`i8x16.relaxed_swizzle`: one `pshufb`
+#                              on x64 where `i8x16.swizzle` is two instructions); the loader
+#                              picks it instead of pkg-simd128 where the engine validates it.
+# Same source and same results; the stage-1 kernel only ever swizzles indices below 16.
+# Needs the wasm32 target and the wasm-bindgen CLI at the exact version of the crate (scripts/install-js.sh installs both).
 # wasm-opt (npm `binaryen`, a dev dependency) runs when it is installed; CUTPOINT_WASM_OPT=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +27,8 @@ build() { # flavor rustflags features
     "wasm/target/$flavor/wasm32-unknown-unknown/release/cutpoint_wasm.wasm"
   local opt=node_modules/.bin/wasm-opt
   if [ "${CUTPOINT_WASM_OPT:-1}" != 0 ] && [ -x "$opt" ]; then
-    local extra=""; [ "$flavor" = simd128 ] && extra="--enable-simd"
+    local extra=""
+    case $flavor in simd128) extra="--enable-simd" ;; simd128-relaxed) extra="--enable-simd --enable-relaxed-simd" ;; esac
     "$opt" -O3 $extra --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
       --enable-mutable-globals --enable-reference-types --enable-multivalue \
       "wasm/pkg-$flavor/cutpoint_wasm_bg.wasm" -o "wasm/pkg-$flavor/cutpoint_wasm_bg.wasm"
@@ -31,3 +37,4 @@ build() { # flavor rustflags features
 }
 build plain "" ""
 build simd128 "-C target-feature=+simd128" "--features simd"
+build simd128-relaxed "-C target-feature=+simd128,+relaxed-simd" "--features simd"
