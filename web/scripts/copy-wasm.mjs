@@ -1,8 +1,8 @@
-// Copies the two wasm-bindgen outputs into dist/wasm/{simd128,plain}/ (the loader imports them
-// from there, so bundlers see literal paths).
+// Copies the wasm-bindgen outputs into dist/wasm/{simd128,simd128-relaxed,plain}/ (the loader
+// imports them from there, so bundlers see literal paths).
 import { cpSync, existsSync, rmSync } from 'node:fs'
 const root = new URL('../../', import.meta.url)
-for (const flavor of ['simd128', 'plain']) {
+for (const flavor of ['simd128', 'simd128-relaxed', 'plain']) {
   const from = new URL(`wasm/pkg-${flavor}/`, root)
   const to = new URL(`web/dist/wasm/${flavor}/`, root)
   if (!existsSync(from)) {
