@@ -31,6 +31,7 @@ await runWasmBench({
   versions: cfg.syn,
   versionBytes,
   workers: cfg.workers,
+  flavors: cfg.flavors,
   reps: cfg.reps,
   quick: cfg.quick,
   sections: cfg.sections,

@@ -40,6 +40,7 @@ await runWasmBench({
   versions: cfg.syn,
   versionBytes: cfg.syn.reduce((a, f) => a + readFileSync(f).length, 0),
   workers: cfg.workers,
+  flavors: cfg.flavors,
   reps: cfg.reps,
   quick: cfg.quick,
   sections,

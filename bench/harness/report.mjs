@@ -98,7 +98,7 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
   // Peers
   const peers = R.filter((r) => r.section === 'peers')
   out.push('\n### Peers on the same bytes (speed)\n')
-  out.push(table(['peer', 'runtime', 'version', 'MIN:AVG:MAX', 'GB/s', 'chunks', 'ours ÷ peer (same runtime, gear, 1 thread)', 'note'],
+  out.push(table(['peer', 'runtime', 'version', 'MIN:AVG:MAX', 'GB/s', 'chunks', 'cutpoint ÷ peer (same runtime, gear, one thread: native SS-CDC / Node chunk() without workers)', 'note'],
     peers.map((r) => [r.peer, r.runtime, r.version, r.name.split('/').pop().includes(':') ? r.name.split('/').pop() : `avg ${kib(r.avg)}`, f2(r.value), r.chunks, f2(r.ours_vs_peer), r.note ?? ''])))
   img('peers.svg', 'peer chunkers vs cutpoint')
 
@@ -172,19 +172,19 @@ function specs(res) {
     title: 'Stage 1, one thread: native kernels vs WebAssembly (GB/s)', ...W,
     data: { values: s1.map((r) => ({ profile: r.profile, what: r.engine === 'sequential' ? 'native sequential' : `${r.runtime}${r.build ? `-${r.build}` : ''} ${r.backend}`, gbs: r.value })) },
     mark: 'bar',
-    encoding: { x: { field: 'profile', type: 'nominal', sort: PROFILE_ORDER, axis: { labelAngle: -30 } }, xOffset: { field: 'what' }, y: { field: 'gbs', type: 'quantitative', title: 'GB/s' }, color: { field: 'what', type: 'nominal', scale: { scheme: 'category20' } } },
+    encoding: { x: { field: 'profile', type: 'nominal', sort: PROFILE_ORDER, axis: { labelAngle: -30 } }, xOffset: { field: 'what' }, y: { field: 'gbs', type: 'quantitative', title: 'GB/s' }, color: { field: 'what', type: 'nominal' } },
   }
-  const th = R.filter((r) => (r.engine === 'sscdc-threads' || r.engine === 'naive' || r.engine === 'web-chunk') && r.family === 'gear' && r.avg === 8192)
+  const th = R.filter((r) => (r.engine === 'sscdc-threads' || r.engine === 'naive' || (r.engine === 'web-chunk' && r.workers > 0)) && r.family === 'gear' && r.avg === 8192)
   s['threads.svg'] = {
     title: 'Scaling, gear:2k:8k:64k (GB/s by threads / workers)', ...W,
     data: { values: th.map((r) => ({ threads: r.threads, what: r.runtime === 'native' ? `native ${r.engine}` : `${r.runtime} chunk() ${r.build}`, gbs: r.value })) },
     mark: { type: 'line', point: true },
     encoding: { x: { field: 'threads', type: 'ordinal' }, y: { field: 'gbs', type: 'quantitative', title: 'GB/s' }, color: { field: 'what', type: 'nominal' } },
   }
-  const pe = R.filter((r) => r.section === 'peers' || (r.section === 'chunking' && r.family === 'gear' && r.threads === 1 && ((r.runtime === 'native' && r.engine === 'sscdc' && r.backend === res.dispatch?.gear) || (r.runtime === 'node' && r.engine === 'web-chunk'))))
+  const pe = R.filter((r) => r.section === 'peers' || (r.section === 'chunking' && r.family === 'gear' && ((r.runtime === 'native' && r.threads === 1 && r.engine === 'sscdc' && r.backend === res.dispatch?.gear) || (r.runtime === 'node' && r.engine === 'web-chunk' && r.workers === 0))))
   s['peers.svg'] = {
     title: 'Peers vs cutpoint on the same bytes, one thread (GB/s)', ...W,
-    data: { values: pe.map((r) => ({ avg: `${r.avg / 1024} KiB`, who: r.section === 'peers' ? `${r.runtime} ${r.peer}` : r.runtime === 'native' ? 'native cutpoint gear' : `node cutpoint chunk() ${r.build}`, gbs: r.value })) },
+    data: { values: pe.map((r) => ({ avg: `${r.avg / 1024} KiB`, who: r.section === 'peers' ? `${r.runtime} ${r.peer}` : r.runtime === 'native' ? 'native cutpoint gear' : `node cutpoint chunk() ${r.build}, no workers`, gbs: r.value })) },
     mark: 'bar',
     encoding: { x: { field: 'avg', type: 'nominal', sort: ['8 KiB', '16 KiB', '64 KiB'] }, xOffset: { field: 'who' }, y: { field: 'gbs', type: 'quantitative', title: 'GB/s' }, color: { field: 'who', type: 'nominal' } },
   }
@@ -192,9 +192,9 @@ function specs(res) {
   s['dedup-naive.svg'] = {
     title: 'Dedup ratio lost by naive segment-parallel chunking vs SS-CDC (%)',
     data: { values: nv.map((r) => ({ sweep: r.sweep, x: r.sweep === 'segment' ? kib(r.segment) : r.profile, dataset: r.dataset, loss: r.reduction_pct })) },
-    facet: { column: { field: 'sweep', type: 'nominal', sort: ['segment', 'min', 'avg', 'max'] } },
+    facet: { row: { field: 'dataset', type: 'nominal' }, column: { field: 'sweep', type: 'nominal', sort: ['segment', 'min', 'avg', 'max'] } },
     resolve: { scale: { x: 'independent' } },
-    spec: { width: 150, height: 200, mark: 'bar', encoding: { x: { field: 'x', type: 'nominal', sort: null, axis: { labelAngle: -45 }, title: null }, xOffset: { field: 'dataset' }, y: { field: 'loss', type: 'quantitative', title: 'reduction %' }, color: { field: 'dataset', type: 'nominal' } } },
+    spec: { width: 130, height: 140, mark: 'bar', encoding: { x: { field: 'x', type: 'nominal', sort: null, axis: { labelAngle: -45 }, title: null }, y: { field: 'loss', type: 'quantitative', title: 'reduction %' }, color: { field: 'dataset', type: 'nominal', legend: null } } },
   }
   const hs = R.filter((r) => r.section === 'hash')
   s['hash.svg'] = {
@@ -229,7 +229,7 @@ export async function writeReport(res, base) {
     const vl = await import(req.resolve('vega-lite'))
     for (const [name, spec] of Object.entries(specs(res))) {
       if (!spec.data.values.length) continue
-      const vg = vl.compile({ $schema: 'https://vega.github.io/schema/vega-lite/v6.json', config: { font: 'sans-serif', legend: { labelLimit: 320 } }, ...spec }).spec
+      const vg = vl.compile({ $schema: 'https://vega.github.io/schema/vega-lite/v6.json', config: { font: 'sans-serif', legend: { labelLimit: 320 }, range: { category: { scheme: 'tableau20' } } }, ...spec }).spec
       const view = new vega.View(vega.parse(vg), { renderer: 'none' })
       const svg = await view.toSVG()
       view.finalize()

@@ -158,7 +158,7 @@ const steps = []
 function jsonRows(step, runtime, cmd, args, env = {}) {
   return new Promise((resolve) => {
     const t0 = Date.now()
-    log(`## ${step}: ${[cmd, ...args].map((a) => a.replace(root, '')).join(' ')}`)
+    log(`## ${step}: ${[cmd, ...args].map((a) => a.replaceAll(root, '')).join(' ')}`)
     const p = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     let err = ''
@@ -184,8 +184,12 @@ function jsonRows(step, runtime, cmd, args, env = {}) {
   })
 }
 const cfgPath = `${root}bench/results/tmp/js-config.json`
-const jsCfg = { input, limits: limitsPath, syn, real, workers, reps: quick ? 1 : 3, quick }
+// The wasm builds there are (simd128 and plain; a relaxed-SIMD variant where built): each is measured.
+const flavorRank = (f) => ({ simd128: 0, 'simd128-relaxed': 1, plain: 2 })[f] ?? 3
+const flavors = existsSync(`${root}web/dist/wasm`) ? readdirSync(`${root}web/dist/wasm`).filter((d) => existsSync(`${root}web/dist/wasm/${d}/cutpoint_wasm_bg.wasm`)).sort((a, b) => flavorRank(a) - flavorRank(b)) : []
+const jsCfg = { input, limits: limitsPath, syn, real, workers, reps: quick ? 1 : 3, quick, flavors }
 writeFileSync(cfgPath, JSON.stringify(jsCfg))
+if (!flavors.length) skip('wasm', 'chunking', 'node', 'no wasm build in web/dist/wasm (scripts/build-wasm.sh + npm run build -w web make them)')
 
 if (only.includes('native')) {
   const args = ['--input', input, '--reps', quick ? '1' : '5', '--threads', threads.join(','), '--syn', syn.join(','), '--real', real.join(',')]
@@ -247,7 +251,7 @@ if (only.includes('rapid')) {
 function textStep(step, cmd, args, env = {}) {
   return new Promise((resolve) => {
     const t0 = Date.now()
-    log(`## ${step}: ${[cmd, ...args].map((a) => a.replace(root, '')).join(' ')} ${Object.entries(env).map(([k, v]) => `${k}=${v.replace(root, '')}`).join(' ')}`)
+    log(`## ${step}: ${[cmd, ...args].map((a) => a.replaceAll(root, '')).join(' ')} ${Object.entries(env).map(([k, v]) => `${k}=${v.replace(root, '')}`).join(' ')}`)
     const p = spawn(cmd, args, { cwd: `${root}native`, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     let err = ''
@@ -280,7 +284,11 @@ for (const r of rows) {
     if (seq) r.ratio_to_reference = r.value / seq
   }
   if (r.section === 'peers' && r.avg) {
-    const ours = find((x) => x.runtime === (r.runtime === 'native' ? 'native' : r.runtime) && x.engine === (r.runtime === 'native' ? 'sscdc' : 'web-chunk') && x.family === 'gear' && x.avg === r.avg && x.threads === 1 && (r.runtime !== 'native' || x.backend === rows.find((y) => y.name === `chunk/native/sscdc-threads/${x.profile}/t1`)?.backend))
+    // cutpoint on one thread in the same runtime: native SS-CDC with the dispatched backend;
+    // in JavaScript the library's chunk() without workers, simd128 build.
+    const ours = r.runtime === 'native'
+      ? find((x) => x.runtime === 'native' && x.engine === 'sscdc' && x.family === 'gear' && x.avg === r.avg && x.threads === 1 && x.backend === rows.find((y) => y.name === `chunk/native/sscdc-threads/${x.profile}/t1`)?.backend)
+      : find((x) => x.runtime === r.runtime && x.engine === 'web-chunk' && x.family === 'gear' && x.avg === r.avg && x.workers === 0 && x.build === 'simd128')
     if (ours) r.ours_vs_peer = ours.value / r.value
   }
 }

@@ -6,7 +6,7 @@
 //   runtime: 'node' | 'deno' | 'chromium',
 //   data: Uint8Array                 the same seeded random bytes the native rows use
 //   limits: ArrayBuffer|Uint8Array   bench/results/tmp/limits.wasm (memory.copy + v128 read loop)
-//   loadBuild(flavor) -> {mod, memory} the core's wasm builds ('simd128', 'plain')
+//   loadBuild(flavor) -> {mod, memory} the core's wasm builds; flavors: those built (web/dist/wasm/*)
 //   cp                               the @cutpoint/web library (web/dist/web/src/index.js)
 //   hashwasm, subtle                 rivals for fingerprints (optional)
 //   versions: [input...]             the synthetic versioned dataset for end to end (paths or Blobs)
@@ -62,7 +62,7 @@ export async function runWasmBench(env) {
   if (sections.includes('stage1')) {
     // Stage 1 alone, one thread, per build and kernel (Chromium and Deno: each build's best
     // kernel only, to keep the run short).
-    for (const flavor of ['simd128', 'plain']) {
+    for (const flavor of env.flavors ?? ['simd128', 'plain']) {
       let b
       try {
         b = await env.loadBuild(flavor)
@@ -91,12 +91,13 @@ export async function runWasmBench(env) {
 
   if (sections.includes('chunk')) {
     // The library's chunk() over the same bytes (Uint8Array), hash none: stage 1 in 1..N
-    // workers, stage 2 on this thread. Per build; every family at 8k (quick: gear only).
+    // workers (0: no workers, all on this thread), stage 2 on this thread. Per build; every
+    // family at 8k (quick: gear only).
     await env.cp.init()
     const profiles = env.quick ? [profileFor('gear', 8192)] : families.map((f) => profileFor(f, 8192))
     for (const flavor of ['simd128', 'plain']) {
       for (const profile of profiles) {
-        for (const workers of env.workers) {
+        for (const workers of [0, ...env.workers]) {
           log(`${runtime}: chunk() ${flavor} ${profile} ${workers} worker(s)`)
           let chunks = 0
           try {
@@ -105,7 +106,7 @@ export async function runWasmBench(env) {
               for await (const _ of env.cp.chunk(data, { profile, workers, hash: 'none', wasm: flavor })) chunks++
             })
             speed('chunking', `chunk/${runtime}-wasm-${flavor}/${profile}/w${workers}`, n, t, {
-              engine: 'web-chunk', build: flavor, family: profile.split(':')[0], avg: 8192, profile, threads: workers, workers, chunks,
+              engine: 'web-chunk', build: flavor, family: profile.split(':')[0], avg: 8192, profile, threads: Math.max(1, workers), workers, chunks,
             })
           } catch (e) {
             skip(`chunk/${runtime}-wasm-${flavor}/${profile}/w${workers}`, `failed: ${e.message}`)
@@ -119,7 +120,13 @@ export async function runWasmBench(env) {
     log(`${runtime}: fingerprints`)
     const hn = Math.min(n, env.quick ? 4 << 20 : 32 << 20)
     const builds = {}
-    for (const flavor of ['simd128', 'plain']) builds[flavor] = await env.loadBuild(flavor)
+    for (const flavor of env.flavors ?? ['simd128', 'plain']) {
+      try {
+        builds[flavor] = await env.loadBuild(flavor)
+      } catch (e) {
+        skip(`hash/${runtime}/core-wasm-${flavor}`, `the ${flavor} build did not load: ${e.message}`)
+      }
+    }
     const res = await runHashBench({ data: data.subarray(0, hn), builds, hashwasm: env.hashwasm, subtle: env.subtle, log: () => {}, extra: env.hashExtra ?? {} })
     for (const r of res) {
       // hash/<impl>/<alg>/<size> in MB/s (hash-lib.mjs) -> GB/s rows
