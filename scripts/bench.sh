@@ -5,6 +5,8 @@
 # README's performance section. `--quick` uses tiny sizes (CI runs it only to prove the harness
 # still works; it asserts no speed). Also runnable alone:
 #   bench/families.sh (how the default profile was chosen), bench/memory.sh 8g (peak RSS).
+# CUTPOINT_BENCH_REBUILD=0 skips rebuilding the wasm modules and web/dist when they exist (the
+# bench test sets it: scripts/test-js.sh has just built them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh

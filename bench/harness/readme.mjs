@@ -30,9 +30,12 @@ function headline(res) {
   const gN = get(`chunk/native/sscdc-threads/gear:2k:8k:64k/t${cores}`)
   if (gN && cores > 1) out.push([`${cores} threads on one buffer, default profile`, `${f2(gN.value)} GB/s, efficiency **${f2(gN.efficiency)}**`])
   for (const rt of ['node', 'deno', 'chromium']) {
-    const s = get(`stage1/${rt}-wasm-simd128/simd128/crc32:4k:16k:128k`)
     const n = get(`stage1/native/${res.dispatch?.crc32}/crc32:4k:16k:128k`)
-    if (s && n) out.push([`wasm simd128 stage 1 in ${rt} vs native ${res.dispatch?.crc32}, crc32, one thread`, `${f2(s.value)} vs ${f2(n.value)} GB/s = ${f2(s.value / n.value)}`])
+    const a2 = get('stage1/native/avx2/crc32:4k:16k:128k')
+    for (const b of ['simd128', 'simd128-relaxed']) {
+      const s = get(`stage1/${rt}-wasm-${b}/simd128/crc32:4k:16k:128k`)
+      if (s && n) out.push([`wasm ${b} stage 1 in ${rt} vs native ${res.dispatch?.crc32} / avx2, \`crc32:4k:16k:128k\`, one thread`, `${f2(s.value)} vs ${f2(n.value)} / ${f2(a2?.value)} GB/s = ${f2(s.value / n.value)} / ${f2(s.value / (a2?.value ?? NaN))}`])
+    }
   }
   const e2e = R.filter((r) => r.section === 'e2e')
   if (e2e.length) out.push(['end to end (chunk + BLAKE3 + dedup), synthetic versions', e2e.map((r) => `${r.name.split('/')[1]} ${r.threads}t ${f2(r.value)} GB/s`).join(', ')])

@@ -84,6 +84,8 @@ const versions = {
   chromium: existsSync(chromiumExe) ? sh(chromiumExe, ['--version']) : null,
   cutpoint: sh(cli, ['--version']),
   git: sh('git', ['-C', root, 'rev-parse', '--short', 'HEAD']),
+  // Files modified in the working tree when the run started (measured as they were, not as committed).
+  git_dirty: (sh('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no']) ?? '').split('\n').filter(Boolean).map((l) => l.slice(3)),
   'fastcdc (crate)': lockVersion('fastcdc'),
   blake3: lockVersion('blake3'),
   sha2: lockVersion('sha2'),
@@ -100,7 +102,7 @@ const backends = backendsOut.split('\n').map((l) => l.trim()).filter(Boolean).ma
 log(`# cutpoint bench${quick ? ' --quick' : ''} — ${started.toISOString()}`)
 log(`cpu: ${machine.cpu} | cores: ${cores} | isa: ${machine.isa.join(' ')} | ${machine.distro ?? machine.os}`)
 log(`backends: ${backends.map((b) => `${b.name}${b.default ? '*' : ''}${b.available ? '' : '(n/a)'}`).join(' ')}`)
-log(`versions: ${Object.entries(versions).map(([k, v]) => `${k} ${v ?? 'MISSING'}`).join(' | ')}`)
+log(`versions: ${Object.entries(versions).map(([k, v]) => `${k} ${Array.isArray(v) ? `[${v.join(', ')}]` : (v ?? 'MISSING')}`).join(' | ')}`)
 for (const b of backends) if (!b.available) skip(`backend/${b.name}`, 'chunking', 'native', `${b.name}: ${b.note}`)
 
 // ---- data ----------------------------------------------------------------------------------------
