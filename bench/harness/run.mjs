@@ -246,7 +246,7 @@ if (only.includes('rapid')) {
   if (r.code === 0) for (const t of parseMarkdownTables(r.out)) addTable('rapid', t)
   if (!quick && real.length) {
     const rr = await textStep('rapid-real', ex('rapid_bench'), [], { CUTPOINT_DATASET: `${root}bench/data/real/typescript`, CUTPOINT_REPS: '3' })
-    if (rr.code === 0) for (const t of parseMarkdownTables(rr.out)) addTable('rapid', { ...t, title: `${t.title} (real: TypeScript releases)` })
+    if (rr.code === 0) for (const t of parseMarkdownTables(rr.out)) addTable('rapid', { ...t, title: `${t.title || t.notes.at(-1) || 'RapidCDC'} (real: TypeScript releases)` })
   }
 }
 
