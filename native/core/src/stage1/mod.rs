@@ -20,7 +20,8 @@ pub mod scalar;
 pub mod avx2;
 #[cfg(target_arch = "x86_64")]
 pub mod avx512;
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+// Natively only in tests, with its instructions emulated (see the module).
+#[cfg(any(all(target_arch = "wasm32", target_feature = "simd128"), test))]
 pub mod simd128;
 
 /// The one kernel signature.
