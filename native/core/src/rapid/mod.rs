@@ -149,7 +149,7 @@ impl RapidOptions {
 /// the last cut but run stage 1 on the scalar path (the AVX-512 kernels need 64 lanes × 1 KiB);
 /// measured with `examples/rapid_bench` (rabin:4k:8k:12k, 1000 and 5000 paper modifications:
 /// 8 Ki → 2.0× / 0.7×, 64 Ki → 2.5× / 1.15× chunking speedup).
-pub const DEFAULT_FIRST_BLOCK: usize = 64 << 10;
+pub const DEFAULT_FIRST_BLOCK: usize = 16 << 10;
 
 /// How a chunk's end was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -422,6 +422,10 @@ pub(crate) mod tests {
                 vec![w + 3..data.len() - 5],
                 vec![w..data.len()],
                 vec![w + 1..w + 2, w + 7..w + 300, 5000..5001],
+                // Small totals: lanes of a few hundred bytes (RapidCDC's fallback blocks).
+                vec![w + 5..w + 5 + 16_400],
+                vec![w..w + 20_000, w + 20_000..w + 41_111],
+                vec![w + 9..w + 70_000],
             ];
             for _ in 0..4 {
                 let mut segs = Vec::new();

@@ -407,7 +407,7 @@ pub unsafe fn stage1_affine(t: &Tables, data: &[u8], segs: &[Range<usize>], orig
         return;
     }
     let w = t.window;
-    let Some(plan) = pieces(segs, LANES, (4 * w).max(1024)) else {
+    let Some(plan) = pieces(segs, LANES, (4 * w).max(256)) else {
         // SAFETY: the interleaved kernel needs no special instructions; same arguments.
         return unsafe { super::interleaved::stage1(t, data, segs, origin, strict, loose) };
     };
@@ -420,7 +420,7 @@ pub unsafe fn stage1_affine(t: &Tables, data: &[u8], segs: &[Range<usize>], orig
             continue;
         }
         // SAFETY: the features are enabled here; `group` has 64 pieces each with
-        // `W <= start` and `start + 4W + 1024 <= end <= data.len()`.
+        // `W <= start` and `start + max(4W, 256) <= end <= data.len()`.
         unsafe {
             match (crc, np) {
                 (true, 1) => crc_affine::<1>(t, data, group, origin, strict, loose, &mut ring),
