@@ -27,7 +27,7 @@ beforeAll(async () => {
   url = s.url
   profileDir = mkdtempSync(`${tmpdir()}/cutpoint-chromium-rapid-`)
   ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: ARGS })
-})
+}, 900_000) // the native build may wait for other cargo runs on a shared machine
 
 afterAll(async () => {
   await ctx?.close()

@@ -14,7 +14,7 @@ let d: Dataset
 beforeAll(async () => {
   await cp.init()
   d = makeDataset()
-})
+}, 900_000) // the native build may wait for other cargo runs on a shared machine
 
 afterAll(() => {
   if (d) rmSync(d.dir, { recursive: true, force: true })

@@ -120,9 +120,18 @@ const RELAXED_PROBE = new Uint8Array([
   128, 2, 11,
 ])
 
+/** An environment variable where there is one and reading it is allowed (Deno without --allow-env throws). */
+function envVar(name: string): string | undefined {
+  try {
+    return g.process?.env?.[name]
+  } catch {
+    return undefined
+  }
+}
+
 /** Whether the simd128 build loads in its relaxed-SIMD variant here (see the top of this file). */
 export function relaxedSimdSupported(): boolean {
-  if (String(g.process?.env?.CUTPOINT_WASM_RELAXED ?? g.CUTPOINT_WASM_RELAXED ?? '') === '0') return false
+  if (String(envVar('CUTPOINT_WASM_RELAXED') ?? g.CUTPOINT_WASM_RELAXED ?? '') === '0') return false
   try {
     return WebAssembly.validate(RELAXED_PROBE)
   } catch {
