@@ -1,8 +1,11 @@
 // Stage 1 on one thread: each wasm build and backend vs the native CLI's backends, same bytes.
 //   node bench/js/stage1.mjs [SIZE=64m] [RUNS=5]
+//   node --experimental-wasm-relaxed-simd bench/js/stage1.mjs ...   (adds the simd128-relaxed build on Node 20)
 // Each row gives MB/s by wall time and, in brackets, by CPU time of the process (user + system):
 // on a machine shared with other work the CPU-time figure is the one to compare.
 // Names follow CONVENTIONS 16: stage1/<runtime>-<build>/<backend>/<family>/<size>; MB/s min/median/max.
+// Every wasm build and backend must find the same candidates (strict and loose) as the first one
+// run for the profile: a difference is reported and the exit status is 1.
 import { readFileSync } from 'node:fs'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { cli, dataFile, fmt, loadBuild, machine, stats } from './common.mjs'
@@ -19,7 +22,11 @@ const best = {}
 const line = (name, s, c) => console.log(`${name.padEnd(42)} ${fmt(s.min)} ${fmt(s.median)} ${fmt(s.max)}   [cpu ${fmt(c.median)}]`)
 const bestCpu = {}
 
-for (const flavor of ['simd128', 'plain']) {
+const relaxed = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 15, 1, 13, 0, 65, 0, 253, 15, 65, 0, 253, 15, 253, 128, 2, 11]))
+if (!relaxed) console.log('# simd128-relaxed skipped: this engine has no relaxed SIMD (Node 20: --experimental-wasm-relaxed-simd)')
+const seen = {}
+let differ = 0
+for (const flavor of relaxed ? ['simd128', 'simd128-relaxed', 'plain'] : ['simd128', 'plain']) {
   const { mod, memory } = await loadBuild(flavor)
   for (const profile of profiles) {
     for (const backend of mod.backends()) {
@@ -35,6 +42,13 @@ for (const flavor of ['simd128', 'plain']) {
         const c1 = process.cpuUsage(c0)
         xs.push(n / ((performance.now() - t0) / 1000) / 1e6)
         cs.push(n / ((c1.user + c1.system) / 1e6) / 1e6)
+      }
+      const got = `${st.strictOffsets().join(',')}/${st.looseOffsets().join(',')}`
+      const first = seen[profile]
+      if (!first) seen[profile] = { got, who: `${flavor}/${backend}` }
+      else if (first.got !== got) {
+        differ++
+        console.log(`# CANDIDATES DIFFER: ${flavor}/${backend} vs ${first.who} on ${profile}`)
       }
       st.free()
       const s = stats(xs)
@@ -71,6 +85,9 @@ for (const profile of profiles) {
 console.log('# ratios (medians; native = best available backend, whole CLI incl. read + stage 2; its CPU time includes the process start)')
 for (const profile of profiles) {
   const f = profile.split(':')[0]
-  const r = (m) => `wasm-simd128/native ${(m[`simd128/${profile}`] / m[`native/${profile}`]).toFixed(2)}   wasm-plain/wasm-simd128 ${(m[`plain/${profile}`] / m[`simd128/${profile}`]).toFixed(2)}`
+  const rel = (m) => (relaxed ? `   wasm-simd128-relaxed/native ${(m[`simd128-relaxed/${profile}`] / m[`native/${profile}`]).toFixed(2)}` : '')
+  const r = (m) => `wasm-simd128/native ${(m[`simd128/${profile}`] / m[`native/${profile}`]).toFixed(2)}${rel(m)}   wasm-plain/wasm-simd128 ${(m[`plain/${profile}`] / m[`simd128/${profile}`]).toFixed(2)}`
   console.log(`${f.padEnd(6)} wall: ${r(best)}   cpu: ${r(bestCpu)}`)
 }
+console.log(differ ? `# ${differ} kernel(s) found other candidates than the first` : '# candidates: every wasm build and backend found the same (per profile)')
+if (differ) process.exitCode = 1
