@@ -9,7 +9,7 @@
 //
 // Sizes: full = 64 MiB of seeded random bytes for speed rows, medians of 5 (JS: 3); a synthetic
 // versioned dataset of 4 × 32 MiB (`cutpoint gen`); four TypeScript releases as real data
-// (bench/real-data.sh). --quick = 8 MiB, one timed run, 3 × 4 MiB, two 4 MiB slices of the
+// (bench/real-data.sh). --quick = 4 MiB, one timed run, 3 × 4 MiB, two 4 MiB slices of the
 // cached real data (or skipped): it proves the harness works, its numbers mean nothing.
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync, readdirSync, openSync, readSync, closeSync } from 'node:fs'
@@ -109,7 +109,7 @@ for (const b of backends) if (!b.available) skip(`backend/${b.name}`, 'chunking'
 mkdirSync(`${root}bench/data`, { recursive: true })
 mkdirSync(`${root}bench/results/tmp`, { recursive: true })
 mkdirSync(outDir, { recursive: true })
-const size = quick ? '8m' : '64m'
+const size = quick ? '4m' : '64m'
 const input = `${root}bench/data/random-${size}-5.bin`
 if (!existsSync(input)) execFileSync('sh', ['-c', `"${cli}" gen --stream --size ${size} --seed 5 > "${input}.tmp" && mv "${input}.tmp" "${input}"`])
 const synSpec = quick ? { size: '4m', versions: 3, mods: 100 } : { size: '32m', versions: 4, mods: 1000 }
@@ -237,7 +237,7 @@ if (only.includes('memory')) {
   }
 }
 if (only.includes('mtfbc')) {
-  const r = await textStep('mtfbc', ex('mtfbc_bench'), quick ? ['--quick', '--workers', '1,2'] : ['--workers', '1,2,3,4'])
+  const r = await textStep('mtfbc', ex('mtfbc_bench'), quick ? ['--quick', '--reps', '1', '--workers', '1,2'] : ['--workers', '1,2,3,4'])
   if (r.code === 0) for (const t of parseMtfbc(r.out)) addTable('mtfbc', t)
 }
 if (only.includes('rapid')) {
