@@ -2,9 +2,14 @@
 //! segments, SIMD within a thread) and stage 2 (sequential selection), then fingerprints are
 //! computed in parallel and emitted in input order.
 //!
-//! Memory is bounded: a block of positions at a time (`threads × span` bytes, 1 MiB spans by
-//! default), its bitmaps (1/8 of that), and for streams the bytes of the current chunk (at most
-//! MAX) carried over to the next block.
+//! A block is cut into spans (1 MiB by default) that the threads take in turn; stage 2 follows
+//! the spans in order on whichever thread is free, so there is one barrier per block.
+//!
+//! Memory is bounded: a block of positions at a time (a stream's block is
+//! [`Engine::spans_per_block`] spans: 4 per thread, at most 16, at least one per thread), its
+//! bitmaps (1/8 of that), and for streams the bytes of the current chunk (at most MAX) carried
+//! over to the next block; [`Engine::stream_prefetch`] holds up to three blocks (one being read,
+//! one handed over, one being chunked).
 
 use crate::backend::{self, Backend};
 use crate::error::Error;
@@ -35,7 +40,7 @@ pub struct Options {
     /// Segment size in bytes for stage 1; `None` = each thread's span split into as many
     /// segments as the backend has lanes.
     pub segment_size: Option<usize>,
-    /// Bytes of positions each thread takes per block; 0 = 1 MiB.
+    /// Bytes of positions in a span, the piece of a block a thread takes at a time; 0 = 1 MiB.
     pub span: usize,
     /// Fingerprint algorithm.
     pub hash: HashAlg,
@@ -114,8 +119,21 @@ impl Engine {
         self.hash
     }
     /// Bytes of positions per block.
+    /// Bytes of positions per block of a stream: [`Engine::spans_per_block`] spans.
     pub fn block_size(&self) -> usize {
-        self.span * self.threads
+        self.span * Engine::spans_per_block(self.threads)
+    }
+
+    /// Spans in a stream's block for `threads` threads: four per thread (so that threads
+    /// taking spans in turn even out) up to 16 spans, and at least one per thread.
+    pub fn spans_per_block(threads: usize) -> usize {
+        (4 * threads).min(16).max(threads)
+    }
+
+    /// Bytes of positions per block of an in-memory slice ([`Engine::cuts`],
+    /// [`Engine::chunks`]): four stream blocks, since they cost no buffer.
+    pub fn slice_block_size(&self) -> usize {
+        4 * self.block_size()
     }
 
     /// Chunk end offsets of `data` (no fingerprints). Equal to
@@ -125,7 +143,7 @@ impl Engine {
         let mut out = Vec::with_capacity(data.len() / self.profile.avg + 1);
         let mut p = self.profile.window.min(data.len());
         while p < data.len() {
-            let q = (p + self.block_size()).min(data.len());
+            let q = (p + self.slice_block_size()).min(data.len());
             self.scan(&mut sc, data, 0, p, q, &mut out);
             p = q;
         }
@@ -433,7 +451,7 @@ impl Iterator for Chunker<'_> {
             self.cuts.clear();
             let n = self.data.len();
             if self.p < n {
-                let q = (self.p + self.engine.block_size()).min(n);
+                let q = (self.p + self.engine.slice_block_size()).min(n);
                 self.engine.scan(&mut self.sc, self.data, 0, self.p, q, &mut self.cuts);
                 self.p = q;
             }

@@ -190,6 +190,6 @@ fn zero_threads_means_all_cores() {
     assert_eq!(cutpoint_core::cut(&p, &data).unwrap(), reference_cuts(&p, &data));
     // span 0 = default; a span below 64 is raised to 64.
     let e = Engine::new(p.clone(), Options { threads: 2, span: 1, hash: HashAlg::None, ..Options::default() }).unwrap();
-    assert_eq!(e.block_size(), 128);
+    assert_eq!(e.block_size(), 64 * Engine::spans_per_block(2));
     assert_eq!(e.cuts(&data), reference_cuts(&p, &data));
 }
