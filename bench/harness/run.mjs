@@ -85,7 +85,7 @@ const versions = {
   cutpoint: sh(cli, ['--version']),
   git: sh('git', ['-C', root, 'rev-parse', '--short', 'HEAD']),
   // Files modified in the working tree when the run started (measured as they were, not as committed).
-  git_dirty: (sh('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no']) ?? '').split('\n').filter(Boolean).map((l) => l.slice(3)),
+  git_dirty: (sh('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no']) ?? '').split('\n').filter(Boolean).map((l) => l.replace(/^\s*\S+\s+/, '')),
   'fastcdc (crate)': lockVersion('fastcdc'),
   blake3: lockVersion('blake3'),
   sha2: lockVersion('sha2'),
