@@ -50,7 +50,7 @@ describe('RapidCDC with a base recipe written by the native CLI', () => {
       const recipe = new Uint8Array(readFileSync(d.recipe))
       // blockSize explicit instead of workers: the same largest fallback block, so the same chunks.
       let result: cp.RapidResult | undefined
-      const fromBytes = await cp.chunkAll(bytes, { workers: 0, segmentSize: 65537, rapid: { criterion, base: recipe, blockSize: THREADS << 20, onResult: (r) => (result = r) } })
+      const fromBytes = await cp.chunkAll(bytes, { workers: 0, segmentSize: 65537, rapid: { criterion, base: recipe, blockSize: cp.nativeBlockSize(THREADS), onResult: (r) => (result = r) } })
       expect(fromBytes).toEqual(want.rows)
       sameStats(result!.stats, want.stats!, 'bytes input')
       expect(await cp.chunkAll(new Blob([bytes]), { workers: THREADS, segmentSize: 1 << 20, rapid: { criterion, base: new Blob([recipe]) } })).toEqual(want.rows)

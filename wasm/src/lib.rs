@@ -489,7 +489,8 @@ impl RapidRun {
     /// Takes `table` for the run (give it back with [`RapidRun::finish`]); the core refuses a
     /// table of another profile or fingerprint than `profile` / `hash`. `criterion`: ff,
     /// ff+mt, ff+rwt, ff+rwt+fpt. `block`: the largest fallback block in positions — the native
-    /// engine's `threads × 1 MiB`; the same value gives the native CLI's boundaries.
+    /// engine's block size (`cutpoint_core::Engine::block_size`: 1 MiB spans, 4 per thread, at
+    /// most 16, at least one per thread); the same value gives the native CLI's boundaries.
     /// `backend`: "" for this build's fastest. `recipe`: keep this input's recipe.
     #[wasm_bindgen(constructor)]
     pub fn new(table: &mut RapidTable, profile: &str, hash: &str, criterion: &str, block: usize, backend: &str, recipe: bool) -> Result<RapidRun, JsError> {
@@ -509,12 +510,13 @@ impl RapidRun {
             b => Some(Backend::parse(b).map_err(err)?),
         };
         let limit = u32::MAX as f64 - (profile.max as f64 + block.max(1 << 16) as f64 + 2.0);
-        let engine = Engine::new(profile, Options { backend, threads: 1, segment_size: None, span: block.max(64), hash }).map_err(err)?;
+        let engine = Engine::new(profile, Options { backend, threads: 1, segment_size: None, span: 0, hash }).map_err(err)?;
         let t = table.t.take().expect("checked above");
         let engine = Box::into_raw(Box::new(engine));
         // SAFETY: `engine` stays allocated until after `rapid` and the chunker are dropped.
         let e: &'static Engine = unsafe { &*engine };
-        let rapid = match Rapid::new(e, t, RapidOptions::new(criterion)) {
+        let opts = RapidOptions { max_block: block.max(64), ..RapidOptions::new(criterion) };
+        let rapid = match Rapid::new(e, t, opts) {
             Ok(r) => Box::into_raw(Box::new(r)),
             Err(er) => {
                 // SAFETY: nothing borrows the engine any more.

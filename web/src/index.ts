@@ -12,7 +12,7 @@ import { HintTable, RapidSession, newTable, type RapidOptions, type RapidResult 
 import { isDeno, isNode, loadWasm, resolveFlavor, simdSupported, type Flavor, type Wasm, type WasmStage2 } from './wasm.js'
 
 export { simdSupported, type Flavor }
-export { HintTable, CRITERIA } from './rapid.js'
+export { HintTable, CRITERIA, nativeBlockSize } from './rapid.js'
 export type { Criterion, RapidOptions, RapidResult, RapidStats, RecipeSource, CacheSpec, TableOptions } from './rapid.js'
 
 export type HashName = 'blake3' | 'sha256' | 'none'

@@ -151,6 +151,16 @@ export function newTable(mod: WasmModule, o: TableOptions): HintTable {
 }
 
 const MiB = 1 << 20
+
+/**
+ * The native engine's block for `threads` threads (`Engine::block_size` in the core: 1 MiB
+ * spans, four per thread, at most 16, at least one per thread): the largest RapidCDC fallback
+ * block, so that ff / ff+mt / ff+rwt give the native CLI's boundaries for the same `--threads`.
+ */
+export function nativeBlockSize(threads: number): number {
+  const t = Math.max(1, threads)
+  return Math.max(t, Math.min(4 * t, 16)) * MiB
+}
 const DEFAULT_CACHE_MAX = 64 * MiB
 
 function checkOptions(o: RapidOptions) {
@@ -382,7 +392,7 @@ export class RapidSession {
   static async open(mod: WasmModule, o: RapidOptions, profile: string, hash: string, workers: number, backend: string): Promise<RapidSession> {
     checkOptions(o)
     if (hash === 'none') throw new Error("cutpoint: rapid needs chunk fingerprints: use hash 'blake3' or 'sha256', not 'none'")
-    const blockSize = o.blockSize ?? Math.max(1, workers) * MiB
+    const blockSize = o.blockSize ?? nativeBlockSize(workers)
     const maxBytes = o.cacheMaxBytes ?? DEFAULT_CACHE_MAX
     const key = `v${mod.hintCacheVersion()} ${profile} ${hash}`
     const store = o.cache ? cacheStore(o.cache, key, maxBytes) : undefined

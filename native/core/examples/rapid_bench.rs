@@ -259,6 +259,7 @@ fn main() {
                             criterion: crit,
                             worst_case: true,
                             first_block: 0,
+                            max_block: 0,
                         };
                         let r = rapid(&e, &files, &opts, 2, reps, &reg);
                         worst_rows.push(format!(

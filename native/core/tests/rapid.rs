@@ -138,6 +138,7 @@ fn fpt_rejects_known_chunks_that_the_rule_did_not_produce() {
         criterion: Criterion::FfRwtFpt,
         worst_case: false,
         first_block: c1 - p.min + 1,
+        max_block: 0,
     };
     let setup = |flag: bool| {
         let mut t = HintTable::new(&p, HashAlg::Blake3, 2).unwrap();
@@ -413,6 +414,7 @@ fn worst_case_tests_every_hint_and_rejects_it() {
                 criterion: crit,
                 worst_case: true,
                 first_block: 0,
+                max_block: 0,
             },
         )
         .unwrap();
@@ -482,11 +484,11 @@ proptest! {
         let mut table = HintTable::new(&p, HashAlg::Blake3, list_len).unwrap();
         // Earlier runs under any criteria (they may leave unverified hints behind).
         for (i, &c) in history.iter().enumerate() {
-            let mut r = Rapid::new(&e, table, RapidOptions { criterion: Criterion::ALL[c], worst_case: false, first_block }).unwrap();
+            let mut r = Rapid::new(&e, table, RapidOptions { criterion: Criterion::ALL[c], worst_case: false, first_block, max_block: 0 }).unwrap();
             r.cuts(&files[i % files.len()]).unwrap();
             table = r.into_table();
         }
-        let mut r = Rapid::new(&e, table, RapidOptions { criterion: Criterion::FfRwtFpt, worst_case: false, first_block }).unwrap();
+        let mut r = Rapid::new(&e, table, RapidOptions { criterion: Criterion::FfRwtFpt, worst_case: false, first_block, max_block: 0 }).unwrap();
         for f in &files {
             prop_assert_eq!(r.cuts(f).unwrap(), reference_cuts(&p, f));
         }

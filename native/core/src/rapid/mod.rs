@@ -122,8 +122,12 @@ pub struct RapidOptions {
     /// and then rejected, so every chunk comes from the fallback.
     pub worst_case: bool,
     /// First fallback block in positions; 0 = [`DEFAULT_FIRST_BLOCK`] (or AVG if larger). Blocks
-    /// double while the region stays novel, up to the engine's block size.
+    /// double while the region stays novel, up to `max_block`.
     pub first_block: usize,
+    /// Largest fallback block in positions; 0 = the engine's block size
+    /// ([`Engine::block_size`]). The boundaries of ff, ff+mt and ff+rwt depend on the block
+    /// schedule, so runs that must agree (native and wasm) use the same value.
+    pub max_block: usize,
 }
 
 impl Default for RapidOptions {
@@ -132,6 +136,7 @@ impl Default for RapidOptions {
             criterion: Criterion::FfRwt,
             worst_case: false,
             first_block: 0,
+            max_block: 0,
         }
     }
 }
@@ -145,10 +150,11 @@ impl RapidOptions {
     }
 }
 
-/// Default first fallback block: 64 Ki positions. Smaller blocks waste fewer positions after
-/// the last cut but run stage 1 on the scalar path (the AVX-512 kernels need 64 lanes × 1 KiB);
-/// measured with `examples/rapid_bench` (rabin:4k:8k:12k, 1000 and 5000 paper modifications:
-/// 8 Ki → 2.0× / 0.7×, 64 Ki → 2.5× / 1.15× chunking speedup).
+/// Default first fallback block: 16 Ki positions. Smaller blocks roll fewer positions after a
+/// missed hint but cost more per block; the AVX-512 affine kernel takes lanes of 256 bytes and
+/// up, so 16 Ki positions still run on it. Measured with `examples/rapid_bench`
+/// (rabin:4k:8k:12k, 10 files of 16 MiB, 1000 and 5000 paper modifications, ff): 64 Ki →
+/// 2.51× / 1.27×, 16 Ki → 3.09× / 1.32× chunking speedup.
 pub const DEFAULT_FIRST_BLOCK: usize = 16 << 10;
 
 /// How a chunk's end was found.
@@ -593,7 +599,7 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
     /// a hint test reads up to `s + MAX + 1`; a fallback block starts before `s + MAX` and
     /// reads one block (at most the largest block) and one byte more.
     pub fn demand(&self) -> usize {
-        let largest = self.rapid.engine.block_size().max(self.first_block());
+        let largest = self.max_block();
         self.s
             .saturating_add(self.rapid.engine.profile().max)
             .saturating_add(largest)
@@ -610,7 +616,16 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
     /// The next fallback block while the region stays novel: twice the last, up to the
     /// engine's block.
     fn grown_block(&self) -> usize {
-        self.block.saturating_mul(2).min(self.rapid.engine.block_size().max(self.first_block()))
+        self.block.saturating_mul(2).min(self.max_block())
+    }
+
+    /// The largest fallback block (never below the first).
+    fn max_block(&self) -> usize {
+        let max = match self.rapid.opts.max_block {
+            0 => self.rapid.engine.block_size(),
+            n => n,
+        };
+        max.max(self.first_block())
     }
 
     fn advance(&mut self) -> Result<(), Error> {
