@@ -33,8 +33,9 @@
 //! checks and no call inside the loop, a match test that is one compare and branch.
 //!
 //! Measured (`node bench/js/stage1.mjs`, Node 20, MB/s per CPU second, before → after this
-//! design): crc32 728 → ~1680, rabin 654 → ~1020, gear 768 (interleaved) → ~1740; with
-//! relaxed-simd (`--experimental-wasm-relaxed-simd`) crc32 ~2150, rabin ~1400.
+//! design): crc32 728 → ~1800, rabin 654 → ~1060, gear 768 (interleaved) → ~1780; the
+//! relaxed-simd build (`--experimental-wasm-relaxed-simd`) crc32 ~2440, rabin ~1450. Numbers
+//! and the comparison with the native kernels: bench/js/RESULTS.md.
 
 // Lockstep loops index several per-plane arrays by the same `j`; the kernels take the stage-1
 // arguments plus their own state.
