@@ -23,7 +23,6 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 use cutpoint_core::hash::Tables;
 use cutpoint_core::stage1::Stage1Fn;
 use cutpoint_core::*;
-use std::ops::Range;
 use std::time::Duration;
 
 fn bytes(n: usize, seed: u64) -> Vec<u8> {
@@ -45,29 +44,6 @@ fn input() -> (Vec<u8>, usize, String) {
     let n = mib << 20;
     // Three extra bytes in front: the benchmarked slice starts at an odd address offset.
     (bytes(n + 3, 0x5EED), 3, format!("{mib}MiB"))
-}
-
-/// Stage 1 the way one engine thread runs it: 1 MiB spans, each cut into `lanes` segments,
-/// bitmaps zeroed per span.
-fn stage1_all(k: Stage1Fn, lanes: usize, t: &Tables, data: &[u8], strict: &mut Vec<u64>, loose: &mut Vec<u64>, two: bool) {
-    let span = 1 << 20;
-    let mut p = t.window;
-    while p < data.len() {
-        let q = (p + span).min(data.len());
-        let words = (q - p).div_ceil(64);
-        strict.clear();
-        strict.resize(words, 0);
-        if two {
-            loose.clear();
-            loose.resize(words, 0);
-        }
-        let seg = (q - p).div_ceil(lanes);
-        let segs: Vec<Range<usize>> = (0..lanes).map(|i| (p + i * seg).min(q)..(p + (i + 1) * seg).min(q)).collect();
-        // SAFETY: only kernels the CPU supports are passed in; segments lie in [W, len]; the
-        // bitmaps cover [p, q).
-        unsafe { k(t, data, &segs, p, strict, loose) };
-        p = q;
-    }
 }
 
 fn kernels() -> Vec<(String, Stage1Fn, usize)> {
@@ -124,7 +100,8 @@ fn bench(c: &mut Criterion) {
             }
             let (mut s, mut l) = (Vec::new(), Vec::new());
             g.bench_function(BenchmarkId::new(format!("{name}/{}", p.family.name()), &size), |b| {
-                b.iter(|| stage1_all(*k, *lanes, &t, black_box(data), &mut s, &mut l, two))
+                // SAFETY: kernels() lists only kernels of backends this CPU supports.
+                b.iter(|| unsafe { stage1::scan_all(*k, *lanes, &t, black_box(data), &mut s, &mut l, two) })
             });
         }
     }

@@ -30,7 +30,6 @@ use cutpoint_core::*;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::hint::black_box;
-use std::ops::Range;
 use std::time::Instant;
 
 struct Args {
@@ -113,38 +112,6 @@ fn speed(section: &str, name: &str, bytes: usize, t: (f64, f64, f64), extra: Val
         r.extend(e);
     }
     emit(row);
-}
-
-/// Stage 1 over `data` the way one engine thread does it (as examples/speed.rs): 1 MiB spans,
-/// each split into `lanes` segments.
-fn stage1_all(
-    k: Stage1Fn,
-    lanes: usize,
-    t: &Tables,
-    data: &[u8],
-    strict: &mut Vec<u64>,
-    loose: &mut Vec<u64>,
-    two: bool,
-) {
-    let span = 1 << 20;
-    let mut p = t.window;
-    while p < data.len() {
-        let q = (p + span).min(data.len());
-        let words = (q - p).div_ceil(64);
-        strict.clear();
-        strict.resize(words, 0);
-        if two {
-            loose.clear();
-            loose.resize(words, 0);
-        }
-        let seg = (q - p).div_ceil(lanes);
-        let segs: Vec<Range<usize>> = (0..lanes).map(|i| (p + i * seg).min(q)..(p + (i + 1) * seg).min(q)).collect();
-        // SAFETY: only kernels of backends `available()` reported (or avx512-gather after
-        // Backend::avx512() verified avx512f+avx512bw) reach here; segments lie in [W, len];
-        // the bitmaps cover [p, q).
-        unsafe { k(t, data, &segs, p, strict, loose) };
-        p = q;
-    }
 }
 
 /// The naive segment-parallel mode (P-Dedupe / SFSS): fixed segments, each chunked from its own
@@ -269,7 +236,9 @@ fn chunking(a: &Args, data: &[u8]) {
             for (name, k, lanes) in &ks {
                 let (mut s, mut l) = (Vec::new(), Vec::new());
                 let two = p.two_classes();
-                let t = time(a.reps, || stage1_all(*k, *lanes, &tables, data, &mut s, &mut l, two));
+                // SAFETY: only kernels of available backends (or avx512-gather after Backend::avx512()
+                // verified avx512f+avx512bw) are listed.
+                let t = time(a.reps, || unsafe { stage1::scan_all(*k, *lanes, &tables, data, &mut s, &mut l, two) });
                 speed(
                     "chunking",
                     &format!("stage1/native/{name}/{ps}"),

@@ -11,7 +11,6 @@ use cutpoint_core::hash::Tables;
 use cutpoint_core::stage1::{self, Stage1Fn};
 use cutpoint_core::*;
 use std::hint::black_box;
-use std::ops::Range;
 use std::time::Instant;
 
 fn env(name: &str, default: usize) -> usize {
@@ -72,30 +71,6 @@ fn median<F: FnMut()>(reps: usize, mut f: F) -> (f64, f64) {
     (wall[reps / 2], cpu[reps / 2])
 }
 
-/// Stage 1 over `data` the way one engine thread does it: 1 MiB spans, each split into
-/// `lanes` segments, bitmaps zeroed per span.
-fn stage1_all(k: Stage1Fn, lanes: usize, t: &Tables, data: &[u8], strict: &mut Vec<u64>, loose: &mut Vec<u64>) {
-    let span = 1 << 20;
-    let two = loose.capacity() > 0;
-    let mut p = t.window;
-    while p < data.len() {
-        let q = (p + span).min(data.len());
-        let words = (q - p).div_ceil(64);
-        strict.clear();
-        strict.resize(words, 0);
-        if two {
-            loose.clear();
-            loose.resize(words, 0);
-        }
-        let seg = (q - p).div_ceil(lanes);
-        let segs: Vec<Range<usize>> = (0..lanes).map(|i| (p + i * seg).min(q)..(p + (i + 1) * seg).min(q)).collect();
-        // SAFETY: the caller only passes kernels the CPU supports; segments lie in [W, len];
-        // the bitmaps cover [p, q).
-        unsafe { k(t, data, &segs, p, strict, loose) };
-        p = q;
-    }
-}
-
 fn main() {
     let reps = env("CUTPOINT_REPS", 7);
     // CUTPOINT_ONLY=substring: run only the stage-1 rows whose name contains it (for profiling);
@@ -145,7 +120,10 @@ fn main() {
             }
             let mut s = Vec::new();
             let mut l = if p.two_classes() { Vec::with_capacity(1) } else { Vec::new() };
-            let m = median(reps, || stage1_all(*k, *lanes, &t, &data, &mut s, &mut l));
+            let two = p.two_classes();
+            // SAFETY: only kernels of available backends (or the avx512 variants after their
+            // features were checked) are listed.
+            let m = median(reps, || unsafe { stage1::scan_all(*k, *lanes, &t, &data, &mut s, &mut l, two) });
             row(&label, m, "");
         }
         println!(

@@ -33,6 +33,34 @@ pub mod simd128;
 /// non-empty).
 pub type Stage1Fn = unsafe fn(&Tables, &[u8], &[Range<usize>], usize, &mut [u64], &mut [u64]);
 
+/// Stage 1 alone over all of `data` the way one engine thread runs it: 1 MiB spans, each cut
+/// into `lanes` segments, bitmaps zeroed per span (`loose` used when `two`). For benchmarks
+/// that time a kernel by itself (`examples/speed`, `examples/bench_rows`, `benches/chunking`).
+///
+/// # Safety
+/// The CPU must support `kernel`'s instruction set (a kernel from
+/// [`crate::backend::Backend::stage1_kernel`] of an available backend does).
+pub unsafe fn scan_all(kernel: Stage1Fn, lanes: usize, t: &Tables, data: &[u8], strict: &mut Vec<u64>, loose: &mut Vec<u64>, two: bool) {
+    let span = 1 << 20;
+    let mut p = t.window;
+    while p < data.len() {
+        let q = (p + span).min(data.len());
+        let words = (q - p).div_ceil(64);
+        strict.clear();
+        strict.resize(words, 0);
+        if two {
+            loose.clear();
+            loose.resize(words, 0);
+        }
+        let seg = (q - p).div_ceil(lanes.max(1));
+        let segs: Vec<Range<usize>> = (0..lanes.max(1)).map(|i| (p + i * seg).min(q)..(p + (i + 1) * seg).min(q)).collect();
+        // SAFETY: the caller vouches for the instruction set; segments lie in [W, len]; the
+        // bitmaps cover [p, q).
+        unsafe { kernel(t, data, &segs, p, strict, loose) };
+        p = q;
+    }
+}
+
 /// Sets the bit(s) for a matching position (`h` already matched the loose mask).
 #[inline(always)]
 pub(crate) fn mark(t: &Tables, h: u64, bit: usize, strict: &mut [u64], loose: &mut [u64]) {
