@@ -5,11 +5,11 @@
 //! A block is cut into spans (1 MiB by default) that the threads take in turn; stage 2 follows
 //! the spans in order on whichever thread is free, so there is one barrier per block.
 //!
-//! Memory is bounded: a block of positions at a time (a stream's block is
-//! [`Engine::spans_per_block`] spans: 4 per thread, at most 16, at least one per thread), its
-//! bitmaps (1/8 of that), and for streams the bytes of the current chunk (at most MAX) carried
-//! over to the next block; [`Engine::stream_prefetch`] holds up to three blocks (one being read,
-//! one handed over, one being chunked).
+//! Memory is bounded: a block of positions at a time ([`Engine::spans_per_block`] spans: 4 per
+//! thread, at most 16, at least one per thread), its bitmaps (1/8 of that, kept by the engine
+//! for the next run), and for streams the bytes of the current chunk (at most MAX) carried over
+//! to the next block; [`Engine::stream_prefetch`] holds up to three blocks (one being read, one
+//! handed over, one being chunked).
 
 use crate::backend::{self, Backend};
 use crate::error::Error;
@@ -58,6 +58,9 @@ pub struct Engine {
     hash: HashAlg,
     #[cfg(feature = "parallel")]
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// Bitmaps kept from the last [`Engine::cuts`] call, so that repeated calls do not
+    /// allocate (and page-fault in) fresh ones each time.
+    spare: std::sync::Mutex<(Vec<u64>, Vec<u64>)>,
 }
 
 const DEFAULT_SPAN: usize = 1 << 20;
@@ -103,6 +106,7 @@ impl Engine {
             hash: opts.hash,
             #[cfg(feature = "parallel")]
             pool,
+            spare: std::sync::Mutex::new((Vec::new(), Vec::new())),
         })
     }
 
@@ -119,36 +123,52 @@ impl Engine {
         self.hash
     }
     /// Bytes of positions per block.
-    /// Bytes of positions per block of a stream: [`Engine::spans_per_block`] spans.
+    /// Bytes of positions per block: [`Engine::spans_per_block`] spans.
     pub fn block_size(&self) -> usize {
         self.span * Engine::spans_per_block(self.threads)
     }
 
-    /// Spans in a stream's block for `threads` threads: four per thread (so that threads
-    /// taking spans in turn even out) up to 16 spans, and at least one per thread.
+    /// Spans in a block for `threads` threads: four per thread (so that threads taking spans in
+    /// turn even out) up to 16 spans, and at least one per thread.
     pub fn spans_per_block(threads: usize) -> usize {
         (4 * threads).min(16).max(threads)
-    }
-
-    /// Bytes of positions per block of an in-memory slice ([`Engine::cuts`],
-    /// [`Engine::chunks`]): four stream blocks, since they cost no buffer.
-    pub fn slice_block_size(&self) -> usize {
-        4 * self.block_size()
     }
 
     /// Chunk end offsets of `data` (no fingerprints). Equal to
     /// [`crate::reference_cuts`] for every backend, thread count and segment size.
     pub fn cuts(&self, data: &[u8]) -> Vec<usize> {
-        let mut sc = Scanner::new(&self.profile);
+        let mut sc = self.scanner();
         let mut out = Vec::with_capacity(data.len() / self.profile.avg + 1);
         let mut p = self.profile.window.min(data.len());
         while p < data.len() {
-            let q = (p + self.slice_block_size()).min(data.len());
+            let q = (p + self.block_size()).min(data.len());
             self.scan(&mut sc, data, 0, p, q, &mut out);
             p = q;
         }
         sc.sel.finish(data.len(), &mut out);
+        self.recycle(&mut sc);
         out
+    }
+
+    /// A fresh scanner, with the bitmaps the last finished run left if no one else took them.
+    /// (Fresh bitmaps cost a page fault per 4 KiB on first touch, and faults taken by several
+    /// threads at once contend in the kernel: that cost 15-30% of two-thread throughput on
+    /// repeated calls.)
+    fn scanner(&self) -> Scanner {
+        let mut sc = Scanner::new(&self.profile);
+        if let Ok(mut spare) = self.spare.try_lock() {
+            (sc.strict, sc.loose) = std::mem::take(&mut *spare);
+        }
+        sc
+    }
+
+    /// Keeps `sc`'s bitmaps for the next run (see [`Engine::scanner`]).
+    fn recycle(&self, sc: &mut Scanner) {
+        if let Ok(mut spare) = self.spare.try_lock() {
+            if spare.0.capacity() < sc.strict.capacity() {
+                *spare = (std::mem::take(&mut sc.strict), std::mem::take(&mut sc.loose));
+            }
+        }
     }
 
     /// Chunks of `data` with fingerprints, lazily, block by block.
@@ -156,7 +176,7 @@ impl Engine {
         Chunker {
             engine: self,
             data,
-            sc: Scanner::new(&self.profile),
+            sc: self.scanner(),
             p: self.profile.window.min(data.len()),
             last_cut: 0,
             cuts: Vec::new(),
@@ -184,7 +204,7 @@ impl Engine {
             win: Window { buf: Vec::new(), off: 0, filled: 0, base: 0, eof: false },
             q: 0,
             failed: false,
-            sc: Scanner::new(&self.profile),
+            sc: self.scanner(),
             cuts: Vec::new(),
             last_cut: 0,
             batch: Vec::new().into_iter(),
@@ -451,7 +471,7 @@ impl Iterator for Chunker<'_> {
             self.cuts.clear();
             let n = self.data.len();
             if self.p < n {
-                let q = (self.p + self.engine.slice_block_size()).min(n);
+                let q = (self.p + self.engine.block_size()).min(n);
                 self.engine.scan(&mut self.sc, self.data, 0, self.p, q, &mut self.cuts);
                 self.p = q;
             }
@@ -615,6 +635,12 @@ impl BlockSource for Prefetch {
     }
 }
 
+impl Drop for Chunker<'_> {
+    fn drop(&mut self) {
+        self.engine.recycle(&mut self.sc);
+    }
+}
+
 /// Streaming chunker over a reader (see [`Engine::stream`]).
 pub struct StreamChunker<'a, S: BlockSource> {
     engine: &'a Engine,
@@ -682,5 +708,11 @@ impl<S: BlockSource> Iterator for StreamChunker<'_, S> {
                 }
             }
         }
+    }
+}
+
+impl<S: BlockSource> Drop for StreamChunker<'_, S> {
+    fn drop(&mut self) {
+        self.engine.recycle(&mut self.sc);
     }
 }

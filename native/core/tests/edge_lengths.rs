@@ -55,9 +55,7 @@ fn table(p: &Profile) -> Vec<(usize, String)> {
     add(w + SEG + 1, "W+SEG+1: a second segment of one position");
     add(w + 2 * SEG + 1, "W+2·SEG+1: third segment of one position");
     for threads in [1usize, 2, 3, 8] {
-        // A stream's block; slices (cuts(), chunks()) take four at a time.
         let block = SPAN.max(64) * Engine::spans_per_block(threads);
-        add(w + 4 * block + 1, &format!("W+4·{block}+1: a second slice block of one position ({threads} threads)"));
         add(w + SPAN.max(64) * threads + 1, &format!("W+{threads}·SPAN+1: one span per thread and one position"));
         add(w + block - 1, &format!("W+{block}-1: one block of {threads} thread spans, one short"));
         add(w + block, &format!("W+{block}: exactly one block ({threads} threads)"));
@@ -66,7 +64,7 @@ fn table(p: &Profile) -> Vec<(usize, String)> {
         // Thread spans inside a block are 64-aligned: ceil(ceil(n/threads)/64)·64.
         add(w + threads * 64 + 1, &format!("W+{threads}·64+1: {threads} thread spans of one word, one over"));
     }
-    t.retain(|(len, _)| *len <= 3 * max + 5 * SPAN * 16);
+    t.retain(|(len, _)| *len <= 3 * max + 3 * SPAN * 16);
     // Keep the first reason for each length.
     let mut seen = std::collections::HashSet::new();
     t.retain(|(len, _)| seen.insert(*len));
