@@ -114,21 +114,30 @@ pub unsafe fn stage1_gather(t: &Tables, data: &[u8], segs: &[Range<usize>], orig
     }
 }
 
+/// The lanes of `G` registers of 16 u32 each, widened, in a stack array (this runs at every
+/// match, so it must not allocate: a `Vec` here cost about 2% of the gear kernel).
 #[inline(always)]
-unsafe fn store32<const G: usize>(v: &[__m512i; G]) -> Vec<u64> {
-    let mut out = vec![0u32; 16 * G];
+unsafe fn store32<const G: usize>(v: &[__m512i; G]) -> [u64; 64] {
+    debug_assert!(16 * G <= 64);
+    let mut tmp = [0u32; 64];
     for g in 0..G {
-        // SAFETY: `out` has room for 16 u32 per register.
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(16 * g) as *mut _, v[g]) };
+        // SAFETY: `tmp` has room for 16 u32 per register (16 * G <= 64).
+        unsafe { _mm512_storeu_si512(tmp.as_mut_ptr().add(16 * g) as *mut _, v[g]) };
     }
-    out.iter().map(|&x| x as u64).collect()
+    let mut out = [0u64; 64];
+    for (o, &x) in out.iter_mut().zip(&tmp[..16 * G]) {
+        *o = x as u64;
+    }
+    out
 }
 
+/// The lanes of `G` registers of 8 u64 each, in a stack array (see [`store32`]).
 #[inline(always)]
-unsafe fn store64<const G: usize>(v: &[__m512i; G]) -> Vec<u64> {
-    let mut out = vec![0u64; 8 * G];
+unsafe fn store64<const G: usize>(v: &[__m512i; G]) -> [u64; 64] {
+    debug_assert!(8 * G <= 64);
+    let mut out = [0u64; 64];
     for g in 0..G {
-        // SAFETY: `out` has room for 8 u64 per register.
+        // SAFETY: `out` has room for 8 u64 per register (8 * G <= 64).
         unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * g) as *mut _, v[g]) };
     }
     out
@@ -362,7 +371,7 @@ unsafe fn gear_gather<const G: usize, const S: usize>(t: &Tables, data: &[u8], g
         r += 8;
     }
     let mut hs = unsafe { store64(&h) };
-    hs.extend_from_slice(&sh);
+    hs[8 * G..8 * G + S].copy_from_slice(&sh);
     finish(t, data, group, n8, &hs, origin, strict, loose, |h, _o, i| (h << 1).wrapping_add(t.gear[i as usize]));
 }
 
