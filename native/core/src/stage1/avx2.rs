@@ -118,21 +118,30 @@ pub(super) fn pieces(segs: &[Range<usize>], n: usize, min_piece: usize) -> Optio
     Some(out)
 }
 
+/// The lanes of `G` registers of 8 u32 each, widened, in a stack array (this runs at every
+/// match, so it must not allocate).
 #[inline(always)]
-unsafe fn store32<const G: usize>(v: &[__m256i; G]) -> Vec<u32> {
-    let mut out = vec![0u32; 8 * G];
+unsafe fn store32<const G: usize>(v: &[__m256i; G]) -> [u64; 64] {
+    debug_assert!(8 * G <= 64);
+    let mut tmp = [0u32; 64];
     for g in 0..G {
-        // SAFETY: `out` has room for 8 u32 per register.
-        unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(8 * g) as *mut __m256i, v[g]) };
+        // SAFETY: `tmp` has room for 8 u32 per register (8 * G <= 64).
+        unsafe { _mm256_storeu_si256(tmp.as_mut_ptr().add(8 * g) as *mut __m256i, v[g]) };
+    }
+    let mut out = [0u64; 64];
+    for (o, &x) in out.iter_mut().zip(&tmp[..8 * G]) {
+        *o = x as u64;
     }
     out
 }
 
+/// The lanes of `G` registers of 4 u64 each, in a stack array (see [`store32`]).
 #[inline(always)]
-unsafe fn store64<const G: usize>(v: &[__m256i; G]) -> Vec<u64> {
-    let mut out = vec![0u64; 4 * G];
+unsafe fn store64<const G: usize>(v: &[__m256i; G]) -> [u64; 64] {
+    debug_assert!(4 * G <= 64);
+    let mut out = [0u64; 64];
     for g in 0..G {
-        // SAFETY: `out` has room for 4 u64 per register.
+        // SAFETY: `out` has room for 4 u64 per register (4 * G <= 64).
         unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(4 * g) as *mut __m256i, v[g]) };
     }
     out
@@ -193,7 +202,7 @@ unsafe fn crc<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], o
                 any |= (_mm256_movemask_ps(_mm256_castsi256_ps(eq)) as u32 as u64) << (8 * g);
             }
             if any != 0 {
-                let hs: Vec<u64> = unsafe { store32(&h) }.iter().map(|&x| x as u64).collect();
+                let hs = unsafe { store32(&h) };
                 mark_lanes(t, any, &hs, &srcs, r + j, origin, strict, loose);
             }
             for g in 0..G {
@@ -211,7 +220,7 @@ unsafe fn crc<const G: usize>(t: &Tables, data: &[u8], group: &[Range<usize>], o
         }
         r += 4;
     }
-    let hs: Vec<u64> = unsafe { store32(&h) }.iter().map(|&x| x as u64).collect();
+    let hs = unsafe { store32(&h) };
     finish(t, data, group, n4, &hs, origin, strict, loose, |h, o, i| {
         crc_add(&t.crct, h as u32 ^ t.crcu[o as usize], i) as u64
     });
@@ -365,7 +374,7 @@ unsafe fn gear<const G: usize, const S: usize>(t: &Tables, data: &[u8], group: &
         r += 8;
     }
     let mut hs = unsafe { store64(&h) };
-    hs.extend_from_slice(&sh);
+    hs[4 * G..4 * G + S].copy_from_slice(&sh);
     finish(t, data, group, n8, &hs, origin, strict, loose, |h, _o, i| (h << 1).wrapping_add(t.gear[i as usize]));
 }
 
