@@ -173,4 +173,42 @@ fn main() {
     println!("  default profile 1 thread vs memcpy:               {:.2} / {:.2}", mcp.0 / dss.0, mcp.1 / dss.1);
     println!("  fastcdc v2020 vs memcpy:                           {:.2} / {:.2}", mcp.0 / fc.0, mcp.1 / fc.1);
     println!("  2-thread parallel efficiency (default, wall):      {:.2}", dss.0 / d2s.0 / 2.0);
+
+    // The same ratios from interleaved pairs (A then B, `reps` times; the ratio of each pair,
+    // then the median): slow drifts in what the machine's neighbours take hit both sides of a
+    // pair alike. Each side times itself and returns seconds.
+    let pairs = reps.max(3);
+    let paired = |f: &mut dyn FnMut() -> f64, g: &mut dyn FnMut() -> f64| -> (f64, f64, f64) {
+        f();
+        g();
+        let mut r: Vec<f64> = (0..pairs).map(|_| f() / g()).collect();
+        r.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        (r[r.len() / 2], r[0], r[r.len() - 1])
+    };
+    let timed = |e: &Engine| {
+        let t = Instant::now();
+        black_box(e.cuts(black_box(&data)));
+        t.elapsed().as_secs_f64()
+    };
+    let (m, lo, hi) = paired(
+        &mut || {
+            let t = Instant::now();
+            black_box(fastcdc::v2020::FastCDC::new(black_box(&data), 2048, 8192, 65536).count());
+            t.elapsed().as_secs_f64()
+        },
+        &mut || timed(&d1),
+    );
+    println!("\npaired ratios (median of {pairs} interleaved pairs [min..max]):");
+    println!("  default profile / fastcdc v2020 (1 thread):       {m:.2}x [{lo:.2}..{hi:.2}]");
+    // Right after the one-thread run the second core has been idle for its whole length (a
+    // virtual machine's idle vCPU is halted and takes a while to wake)...
+    let (m, lo, hi) = paired(&mut || timed(&d1), &mut || timed(&d2));
+    println!("  2-thread efficiency, second core idle before:      {:.2} [{:.2}..{:.2}]", m / 2.0, lo / 2.0, hi / 2.0);
+    // ...and with the two-thread side timed on its second run in a row (both cores awake, as
+    // all through a long input).
+    let (m, lo, hi) = paired(&mut || timed(&d1), &mut || {
+        timed(&d2);
+        timed(&d2)
+    });
+    println!("  2-thread efficiency, both cores awake:             {:.2} [{:.2}..{:.2}]", m / 2.0, lo / 2.0, hi / 2.0);
 }
