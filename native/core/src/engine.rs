@@ -552,6 +552,8 @@ type ReadBlock = Result<(Vec<u8>, usize, bool), std::io::Error>;
 
 pub struct Prefetch {
     full: Option<std::sync::mpsc::Receiver<ReadBlock>>,
+    /// Why the read-ahead thread could not start (reported by the first read).
+    failed: Option<std::io::Error>,
     empty: std::sync::mpsc::SyncSender<Vec<u8>>,
     /// Room kept before each block for the carried bytes.
     head: usize,
@@ -564,7 +566,7 @@ impl Prefetch {
         let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(2);
         // The reader stops when the input ends, fails, or the chunker is dropped (a send
         // fails); it may stay blocked in a read until then.
-        std::thread::Builder::new()
+        let started = std::thread::Builder::new()
             .name("cutpoint-read".into())
             .spawn(move || {
                 let mut spare = 2; // buffers it may allocate before reusing returned ones
@@ -602,14 +604,24 @@ impl Prefetch {
                     }
                 }
             })
-            .map(|_| ())
-            .unwrap_or_else(|e| panic!("cannot start the read-ahead thread: {e}"));
-        Prefetch { full: Some(full_rx), empty: empty_tx, head }
+            .map(|_| ());
+        match started {
+            Ok(()) => Prefetch { full: Some(full_rx), failed: None, empty: empty_tx, head },
+            Err(e) => Prefetch {
+                full: None,
+                failed: Some(std::io::Error::new(e.kind(), format!("cannot start the read-ahead thread: {e}"))),
+                empty: empty_tx,
+                head,
+            },
+        }
     }
 }
 
 impl BlockSource for Prefetch {
     fn fill(&mut self, st: &mut Window, _want: usize) -> Result<(), Error> {
+        if let Some(e) = self.failed.take() {
+            return Err(Error::Io(e));
+        }
         let Some(rx) = &self.full else {
             st.eof = true;
             return Ok(());
