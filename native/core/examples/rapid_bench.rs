@@ -26,28 +26,9 @@
 use cutpoint_core::datagen::{self, ModKind, VersionSpec};
 use cutpoint_core::rapid::{Criterion, DedupCounter, Rapid, RapidOptions, RapidStats};
 use cutpoint_core::{Engine, HashAlg, Options, Profile};
-/// Seconds of CPU time this process has used (Linux); wall time elsewhere.
-#[cfg(target_os = "linux")]
-fn cpu_now() -> f64 {
-    #[repr(C)]
-    struct Timespec {
-        sec: i64,
-        nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-    }
-    let mut t = Timespec { sec: 0, nsec: 0 };
-    // SAFETY: CLOCK_PROCESS_CPUTIME_ID (2) with a valid out-pointer.
-    unsafe { clock_gettime(2, &mut t) };
-    t.sec as f64 + t.nsec as f64 * 1e-9
-}
-#[cfg(not(target_os = "linux"))]
-fn cpu_now() -> f64 {
-    use std::sync::OnceLock;
-    static T0: OnceLock<std::time::Instant> = OnceLock::new();
-    T0.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
-}
+#[path = "common/cpu.rs"]
+mod cpu;
+use cpu::cpu_now;
 
 /// CPU seconds to fingerprint these chunks.
 fn hash_time(files: &[Vec<u8>], ends: &[Vec<usize>]) -> f64 {

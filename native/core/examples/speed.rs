@@ -31,29 +31,9 @@ fn bytes(n: usize, seed: u64) -> Vec<u8> {
     v
 }
 
-/// Seconds of CPU time this process has used (Linux), to see through time-slicing on a busy
-/// machine; wall time elsewhere.
-#[cfg(target_os = "linux")]
-fn cpu_now() -> f64 {
-    #[repr(C)]
-    struct Timespec {
-        sec: i64,
-        nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-    }
-    let mut t = Timespec { sec: 0, nsec: 0 };
-    // SAFETY: CLOCK_PROCESS_CPUTIME_ID (2) with a valid out-pointer.
-    unsafe { clock_gettime(2, &mut t) };
-    t.sec as f64 + t.nsec as f64 * 1e-9
-}
-#[cfg(not(target_os = "linux"))]
-fn cpu_now() -> f64 {
-    use std::sync::OnceLock;
-    static T0: OnceLock<Instant> = OnceLock::new();
-    T0.get_or_init(Instant::now).elapsed().as_secs_f64()
-}
+#[path = "common/cpu.rs"]
+mod cpu;
+use cpu::cpu_now;
 
 /// Medians of `reps` runs of `f`: (wall seconds, process CPU seconds).
 fn median<F: FnMut()>(reps: usize, mut f: F) -> (f64, f64) {
