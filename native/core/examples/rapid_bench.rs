@@ -9,6 +9,7 @@
 //! * `CUTPOINT_MODS` — paper modification counts per 500 MB version (default
 //!   `1000,2000,5000,10000,20000`). They are scaled to the base size so that the modification
 //!   density (and so the dedup ratio) matches the paper's: `mods × MiB / 500`;
+//! * `CUTPOINT_CRITERIA` — the Figure 8 rows' criteria, e.g. `ff,ff+rwt` (default all four);
 //! * `CUTPOINT_FIRST_BLOCK` — RapidCDC's first fallback block in positions (default: the core's);
 //! * `CUTPOINT_DATASET=DIR` — instead, real versioned files: every file in `DIR`, in name order
 //!   (e.g. successive releases of a package), each deduplicated against the ones before it, with
@@ -174,6 +175,14 @@ fn engine(p: &str) -> Engine {
     .expect("engine")
 }
 
+/// `CUTPOINT_CRITERIA` (e.g. `ff,ff+mt`; default all four) for the Figure 8 rows.
+fn criteria() -> Vec<Criterion> {
+    match std::env::var("CUTPOINT_CRITERIA") {
+        Err(_) => Criterion::ALL.to_vec(),
+        Ok(s) => s.split(',').map(|c| Criterion::parse(c).expect("CUTPOINT_CRITERIA")).collect(),
+    }
+}
+
 fn pct_loss(reg: f64, r: f64) -> f64 {
     (reg - r) / reg * 100.0
 }
@@ -213,7 +222,7 @@ fn main() {
                 let (mods, files) = dataset(mib, nfiles, m, kind, 100.0, 1);
                 let bytes: usize = files.iter().map(|f| f.len()).sum();
                 let reg = regular(&e, &files, reps);
-                for crit in Criterion::ALL {
+                for crit in criteria() {
                     let fb: usize = env("CUTPOINT_FIRST_BLOCK", "0").parse().expect("CUTPOINT_FIRST_BLOCK");
                     let opts = RapidOptions {
                         first_block: fb,
