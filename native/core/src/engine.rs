@@ -416,6 +416,43 @@ impl Resumed {
     pub fn finish(&mut self, n: usize, out: &mut Vec<usize>) {
         self.sc.sel.finish(n, out);
     }
+
+    /// Stage 2 over positions `[a, b)` with candidates found elsewhere (stage 1 run by the
+    /// caller, e.g. in other workers): `strict` and `loose` are the candidate positions as
+    /// offsets from `a` (the format of `Stage1` in the WebAssembly binding; `loose` is ignored
+    /// for one-class profiles). Appends the cuts decided to `out`, as
+    /// [`Engine::scan_resumed`] would over the same positions. `a` must continue the positions
+    /// consumed so far: at least the end of the last range, and at most
+    /// [`Resumed::next_position`] (positions in between cannot cut).
+    pub fn select_offsets(&mut self, a: usize, b: usize, strict: &[u32], loose: &[u32], out: &mut Vec<usize>) -> Result<(), Error> {
+        if a < self.next || a > self.next_position() || b < a {
+            return Err(Error::config(format!(
+                "candidates of positions [{a}, {b}) do not continue the run (next position {})",
+                self.next_position()
+            )));
+        }
+        let n = b - a;
+        let words = n.div_ceil(64);
+        let two = self.sc.sel.two_classes();
+        let fill = |bits: &mut Vec<u64>, offs: &[u32]| -> Result<(), Error> {
+            bits.clear();
+            bits.resize(words, 0);
+            for &o in offs {
+                let o = o as usize;
+                if o >= n {
+                    return Err(Error::config(format!("candidate offset {o} outside positions [{a}, {b})")));
+                }
+                bits[o >> 6] |= 1u64 << (o & 63);
+            }
+            Ok(())
+        };
+        fill(&mut self.sc.strict, strict)?;
+        fill(&mut self.sc.loose, if two { loose } else { &[] })?;
+        let sc = &mut self.sc;
+        sc.sel.select(Bits { words: &sc.strict, origin: a }, Bits { words: &sc.loose, origin: a }, a, b, out);
+        self.next = b;
+        Ok(())
+    }
 }
 
 /// Cores available to this process.

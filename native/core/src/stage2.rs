@@ -72,6 +72,11 @@ impl Selector {
         self.start
     }
 
+    /// Whether the loose class is used (normalized chunking).
+    pub fn two_classes(&self) -> bool {
+        self.two
+    }
+
     /// Makes `start` the start of the current chunk (resuming at a known boundary).
     pub fn restart(&mut self, start: usize) {
         self.start = start;

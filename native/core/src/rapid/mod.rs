@@ -548,6 +548,23 @@ pub struct RapidChunker<'r, 'e, S: Source> {
     batch: Vec<Chunk>,
     done: bool,
     failed: bool,
+    /// Fallback blocks of at least this many positions get their stage 1 from the caller
+    /// (0: never); see [`RapidChunker::set_external_stage1`].
+    external_min: usize,
+    /// The fallback block whose stage-1 candidates the caller is supplying.
+    awaiting: Option<Awaiting>,
+    /// Cuts decided by the candidates supplied so far for the awaited block.
+    pending_cuts: Vec<usize>,
+}
+
+/// A fallback block waiting for stage-1 candidates from the caller.
+#[derive(Clone, Copy, Debug)]
+struct Awaiting {
+    /// The block's positions `[p, q)`; `next`: the first not yet supplied.
+    p: usize,
+    q: usize,
+    next: usize,
+    at_end: bool,
 }
 
 impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
@@ -566,7 +583,79 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
             batch: Vec::new(),
             done: false,
             failed: false,
+            external_min: 0,
+            awaiting: None,
+            pending_cuts: Vec::new(),
         }
+    }
+
+    /// Lets the caller run stage 1 of large fallback blocks (for instance in other workers,
+    /// where the chunker itself has one thread): from now on, when a fallback block of at
+    /// least `min_positions` positions is due (0: never, the default), the chunker stops
+    /// before scanning it. [`RapidChunker::stage1_needed`] then names its positions `[a, q)`,
+    /// whose bytes `[a - W, q)` are held ([`RapidChunker::input`]), and the caller supplies
+    /// their candidates with [`RapidChunker::supply_stage1`], in order, in one or more
+    /// pieces; after the last, the block's chunks are decided as if the engine had scanned
+    /// it. The chunks and statistics are the same as without this, for every criterion. While
+    /// candidates are awaited, [`RapidChunker::ready`] is false and `next()` returns `None`
+    /// without the input being done: a caller that sets this tells the two apart with
+    /// [`RapidChunker::stage1_needed`].
+    pub fn set_external_stage1(&mut self, min_positions: usize) {
+        self.external_min = min_positions;
+    }
+
+    /// The positions `[a, q)` of the fallback block whose stage-1 candidates are awaited
+    /// (`a`: the first not yet supplied), if any (see [`RapidChunker::set_external_stage1`]).
+    pub fn stage1_needed(&self) -> Option<(usize, usize)> {
+        self.awaiting.map(|w| (w.next, w.q))
+    }
+
+    /// The input bytes `[a, b)`, if the chunker still holds them (it holds at least
+    /// `[a - W, q)` of the block in [`RapidChunker::stage1_needed`]).
+    pub fn input(&self, a: usize, b: usize) -> Option<&[u8]> {
+        let (buf, base) = self.src.window();
+        (a >= base && a <= b && b <= base + buf.len()).then(|| &buf[a - base..b - base])
+    }
+
+    /// Stage-1 candidates of the positions `[a, b)` of the awaited block (`a` as
+    /// [`RapidChunker::stage1_needed`] says, `b` at most its end): the strict (or only) class
+    /// and the loose class, as offsets from `a` — what the core's stage 1 finds over the bytes
+    /// `[a - W, b)` (the WebAssembly `Stage1`'s `strictOffsets` / `looseOffsets`). When `b`
+    /// ends the block, its chunks are decided (then `next()` returns them).
+    pub fn supply_stage1(&mut self, a: usize, b: usize, strict: &[u32], loose: &[u32]) -> Result<(), Error> {
+        let Some(mut w) = self.awaiting else {
+            return Err(Error::config("no stage-1 candidates are awaited"));
+        };
+        if a != w.next || b < a || b > w.q {
+            return Err(Error::config(format!(
+                "stage-1 candidates of positions [{a}, {b}) supplied; positions [{}, {}) are awaited",
+                w.next, w.q
+            )));
+        }
+        let slow = self.slow.as_mut().expect("a block is awaited in fallback mode");
+        self.cuts.clear();
+        let r = slow.select_offsets(a, b, strict, loose, &mut self.cuts);
+        if let Err(e) = r {
+            self.failed = true;
+            self.awaiting = None;
+            return Err(e);
+        }
+        // The block's cuts gather until its last piece, then are fingerprinted together.
+        self.pending_cuts.extend_from_slice(&self.cuts);
+        w.next = b;
+        if b < w.q {
+            self.awaiting = Some(w);
+            return Ok(());
+        }
+        self.awaiting = None;
+        let slow = self.slow.take().expect("fallback mode");
+        self.cuts = std::mem::take(&mut self.pending_cuts);
+        self.rapid.stats.scanned_positions += (w.q - w.p) as u64;
+        let r = self.end_block(slow, w.q, w.at_end);
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
     }
 
     /// Bytes of input held in memory now (for a stream: at most about one fallback block, the
@@ -772,11 +861,28 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
         let q = avail.min(p.saturating_add(self.block));
         let at_end = self.src.known_len() == Some(q);
         self.cuts.clear();
+        if self.external_min > 0 && q > p && q - p >= self.external_min {
+            // The caller scans it (see `set_external_stage1`); the bytes stay held meanwhile.
+            let (buf, base) = self.src.window();
+            let w = engine.profile().window;
+            debug_assert!(p >= w && p - w >= base && q <= base + buf.len());
+            self.pending_cuts.clear();
+            self.awaiting = Some(Awaiting { p, q, next: p, at_end });
+            self.slow = Some(slow);
+            return Ok(());
+        }
         {
             let (buf, base) = self.src.window();
             let scanned = engine.scan_resumed(&mut slow, buf, base, q, &mut self.cuts)?;
             self.rapid.stats.scanned_positions += scanned as u64;
         }
+        self.end_block(slow, q, at_end)
+    }
+
+    /// The rest of a fallback block once stage 2 has put its cuts in `self.cuts`: the end of
+    /// input, fingerprints, the chunks, and whether hint mode resumes.
+    fn end_block(&mut self, mut slow: Resumed, q: usize, at_end: bool) -> Result<(), Error> {
+        let engine = self.rapid.engine;
         if at_end {
             slow.finish(q, &mut self.cuts);
         }
@@ -855,8 +961,7 @@ impl RapidChunker<'_, '_, FeedSource> {
         !self.pending.is_empty()
             || self.done
             || self.failed
-            || self.src.ended()
-            || self.src.pushed() >= self.demand()
+            || (self.awaiting.is_none() && (self.src.ended() || self.src.pushed() >= self.demand()))
     }
 }
 
@@ -868,6 +973,10 @@ impl<S: Source> Iterator for RapidChunker<'_, '_, S> {
                 return Some(Ok(c));
             }
             if self.done || self.failed {
+                return None;
+            }
+            if self.awaiting.is_some() {
+                // Not the end: the chunks go on once the caller supplies the candidates.
                 return None;
             }
             if let Err(e) = self.advance() {
