@@ -114,6 +114,62 @@ describe('RapidCDC with a base recipe written by the native CLI', () => {
   })
 })
 
+describe('RapidCDC with stage 1 of fallback blocks in workers', () => {
+  const block = () => cp.nativeBlockSize(THREADS)
+  for (const criterion of CRITERIA) {
+    it(`${criterion}: workers 0, 1, 2 give the native chunks and statistics (base recipe, and a novel input)`, async () => {
+      const cases = [
+        { file: d.v1, args: ['--rapid', criterion, '--base', d.recipe], base: d.recipe as string | undefined },
+        { file: d.v0, args: ['--rapid', criterion], base: undefined },
+      ]
+      const bytes = new Uint8Array(readFileSync(d.v1))
+      for (const c of cases) {
+        const want = nativeChunks(c.file, c.args)
+        for (const workers of [0, 1, 2]) {
+          // workerBlock 1: every fallback block goes to the workers; 1 MiB and 65537-position jobs.
+          for (const [segmentSize, workerBlock] of [[1 << 20, 1], [65537, 1], [4 << 20, undefined]] as const) {
+            const what = `${c.file} workers ${workers} segment ${segmentSize} workerBlock ${workerBlock}`
+            let r: cp.RapidResult | undefined
+            const rapid = { criterion, base: c.base, blockSize: block(), workerBlock, onResult: (x: cp.RapidResult) => (r = x) }
+            expect(await cp.chunkAll(c.file, { workers, segmentSize, rapid }), what).toEqual(want.rows)
+            sameStats(r!.stats, want.stats!, what)
+          }
+        }
+        if (c.base) {
+          // Bytes pushed in odd pieces through createChunker.
+          const ch = await cp.createChunker({ workers: 2, segmentSize: 300_001, rapid: { criterion, base: c.base, blockSize: block(), workerBlock: 4096 } })
+          const got: cp.Chunk[] = []
+          for (let off = 0, k = 1; off < bytes.length; k++) {
+            const n = Math.min(k * 7919, bytes.length - off)
+            got.push(...(await ch.update(bytes.subarray(off, off + n))))
+            off += n
+          }
+          got.push(...(await ch.finish()))
+          expect(got).toEqual(want.rows)
+          sameStats(ch.rapid!.stats, want.stats!, 'createChunker')
+        }
+      }
+    })
+  }
+
+  it('a worker crash or bad candidates during a run: a clear error, no hang; the next run works', async () => {
+    // @ts-ignore — the module behind '@cutpoint/web' (same instance: its test hooks)
+    const { __rapidFaults } = await import('../../web/dist/web/src/rapid.js')
+    const rapid = { criterion: 'ff' as const, workerBlock: 1 }
+    __rapidFaults.stage1 = 'crash'
+    await expect(cp.chunkAll(d.v0, { workers: 2, rapid })).rejects.toThrow(/cutpoint: worker (failed|exited)/)
+    __rapidFaults.stage1 = 'bad-offsets'
+    await expect(cp.chunkAll(d.v0, { workers: 2, rapid })).rejects.toThrow(/cutpoint: .*candidate offset \d+ outside positions/)
+    // Through createChunker: the failing update rejects, and the chunker is closed afterwards.
+    __rapidFaults.stage1 = 'crash'
+    const ch = await cp.createChunker({ workers: 1, rapid })
+    await expect(ch.update(new Uint8Array(readFileSync(d.v0)))).rejects.toThrow(/worker/)
+    await expect(ch.finish()).rejects.toThrow(/closed/)
+    expect(__rapidFaults.stage1).toBeUndefined()
+    expect(await cp.chunkAll(d.v0, { workers: 2, rapid: { criterion: 'ff', workerBlock: 1, blockSize: block() } })).toEqual(nativeChunks(d.v0).rows)
+  })
+})
+
 describe('RapidCDC edge lengths', () => {
   it('prefixes of the base file (empty, 1 byte, below MIN, past MAX, hints past the end): the native chunks', async () => {
     const v0 = readFileSync(d.v0)

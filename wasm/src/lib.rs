@@ -578,11 +578,11 @@ impl RapidRun {
     }
 
     /// Input offset up to which bytes must have been pushed before `run` can decide more
-    /// (0 while decided chunks are waiting).
+    /// (0 while decided chunks are waiting, or stage-1 candidates are awaited).
     #[wasm_bindgen(getter)]
     pub fn demand(&self) -> f64 {
         match &self.chunker {
-            Some(c) if c.pending() == 0 => c.demand() as f64,
+            Some(c) if c.pending() == 0 && c.stage1_needed().is_none() => c.demand() as f64,
             _ => 0.0,
         }
     }
@@ -599,8 +599,46 @@ impl RapidRun {
         self.done
     }
 
+    /// From now on, fallback blocks of at least `min_positions` positions (0: none, the
+    /// default) get their stage 1 from the caller: `run` then stops before such a block,
+    /// [`RapidRun::needed`] names its positions, and [`RapidRun::supply_candidates`] takes
+    /// their candidates (computed by workers' [`Stage1`] over [`RapidRun::bytes`]). The chunks
+    /// and statistics are the same.
+    #[wasm_bindgen(js_name = externalStage1)]
+    pub fn external_stage1(&mut self, min_positions: usize) -> Result<(), JsError> {
+        self.chunker()?.set_external_stage1(min_positions);
+        Ok(())
+    }
+
+    /// The positions `[a, q)` of the fallback block whose stage-1 candidates are awaited (`a`:
+    /// the first not yet supplied), or an empty array when none are.
+    pub fn needed(&self) -> Vec<f64> {
+        match self.chunker.as_ref().and_then(|c| c.stage1_needed()) {
+            Some((a, q)) => vec![a as f64, q as f64],
+            None => Vec::new(),
+        }
+    }
+
+    /// A copy of the input bytes `[a, b)`, which the run must still hold (it holds
+    /// `[a - W, q)` of the awaited block).
+    pub fn bytes(&self, a: f64, b: f64) -> Result<Vec<u8>, JsError> {
+        let c = self.chunker.as_ref().ok_or_else(|| err("the RapidCDC run is finished"))?;
+        c.input(a as usize, b as usize)
+            .map(|s| s.to_vec())
+            .ok_or_else(|| err(format!("the RapidCDC run does not hold the bytes [{a}, {b})")))
+    }
+
+    /// The stage-1 candidates of positions `[a, b)` of the awaited block (offsets from `a`, as
+    /// [`Stage1::strict_offsets`] / [`Stage1::loose_offsets`] give them for the bytes
+    /// `[a - W, b)`), in order; after the block's last piece, `run` returns its chunks.
+    #[wasm_bindgen(js_name = supplyCandidates)]
+    pub fn supply_candidates(&mut self, a: f64, b: f64, strict: &[u32], loose: &[u32]) -> Result<(), JsError> {
+        self.chunker()?.supply_stage1(a as usize, b as usize, strict, loose).map_err(err)
+    }
+
     /// Decides up to `max` chunks with the bytes pushed so far; returns how many (then read
-    /// `offsets`, `lengths`, `digests`, `found`). 0: more bytes are needed, or the input is done.
+    /// `offsets`, `lengths`, `digests`, `found`). 0: more bytes are needed, stage-1 candidates
+    /// are awaited ([`RapidRun::needed`]), or the input is done.
     pub fn run(&mut self, max: usize) -> Result<usize, JsError> {
         self.offsets.clear();
         self.lengths.clear();
@@ -622,6 +660,7 @@ impl RapidRun {
                     }
                 }
                 Some(Err(e)) => return Err(err(e)),
+                None if c.stage1_needed().is_some() => break,
                 None => self.done = true,
             }
         }

@@ -47,7 +47,8 @@ export interface ChunkOptions {
   /**
    * RapidCDC: after a chunk whose fingerprint has hints, jump to the hinted next boundary and
    * verify it by `criterion`; hints from `base` (a recipe), `cache` (IndexedDB / a file), `table`
-   * (earlier calls). Runs the core's RapidCDC in this thread's wasm instance. See web/README.md.
+   * (earlier calls). Runs the core's RapidCDC in this thread's wasm instance; with workers, stage 1
+   * of large fallback blocks runs in the worker pool (same chunks). See web/README.md.
    */
   rapid?: RapidOptions
 }
@@ -418,7 +419,9 @@ async function openRapid(opts: ChunkOptions): Promise<{ r: Resolved; session: Ra
   const r = await resolve(opts)
   const w = need()
   if (r.flavor !== w.flavor) throw new Error(`cutpoint: rapid runs in this thread's wasm build (${w.flavor}); init({ wasm: '${r.flavor}' }) to use the other`)
-  const session = await RapidSession.open(w.mod, opts.rapid!, r.profile.canonical, r.hash, r.workers, r.backend)
+  // With workers, stage 1 of large fallback blocks runs in a pool (started when first needed).
+  const pool = r.workers >= 1 ? { start: () => startPool(r, { kind: 'message' }), segment: r.segment, lane: r.lane, window: r.profile.window } : undefined
+  const session = await RapidSession.open(w.mod, opts.rapid!, r.profile.canonical, r.hash, r.workers, r.backend, pool)
   return { r, session }
 }
 
@@ -430,7 +433,7 @@ function chunkRapid(input: Parameters<typeof chunk>[0], opts: ChunkOptions): Chu
     const breather = new Breather()
     try {
       for await (const piece of pieces(input, o.r.segment)) {
-        yield* session.push(piece)
+        yield* await session.push(piece)
         await breather.maybe()
       }
       yield* await session.end()

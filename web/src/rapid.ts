@@ -5,8 +5,12 @@
 // Nothing of the algorithm lives here: hint tests, the SS-CDC fallback, fingerprints, the
 // table's LRU lists and eviction, the recipe and cache formats (and their profile / version
 // checks) are the Rust core's, the same code the native CLI runs. The run executes in the
-// calling thread's wasm instance (the coordinator), fallback blocks included: see web/README.md.
+// calling thread's wasm instance (the coordinator); with workers, stage 1 of large fallback
+// blocks (novel regions) runs in the worker pool, which returns each slice's candidates to the
+// core's run (`RapidRun.supplyCandidates`): the same chunks as in one thread. See web/README.md.
 
+import type { Pool } from './pool.js'
+import type { Stage1Res } from './protocol.js'
 import { isDeno, isNode, type WasmModule, type WasmRapidRun, type WasmRapidTable } from './wasm.js'
 
 export type Criterion = 'ff' | 'ff+mt' | 'ff+rwt' | 'ff+rwt+fpt'
@@ -39,6 +43,12 @@ export interface RapidOptions {
    * `threads × 1 MiB`, so `workers: N` gives the boundaries of `cutpoint ... --threads N`.
    */
   blockSize?: number
+  /**
+   * With workers: the smallest fallback block (positions) whose stage 1 runs in the worker pool
+   * rather than in this thread (default 256 KiB: below it a round trip costs about what it
+   * saves). Any value gives the same chunks.
+   */
+  workerBlock?: number
   /** Keep this input's recipe (`result.recipe`, usable as `base` later and by the CLI's --base). */
   recipe?: boolean
   /** Called once with the result when the input has been chunked. */
@@ -151,6 +161,22 @@ export function newTable(mod: WasmModule, o: TableOptions): HintTable {
 }
 
 const MiB = 1 << 20
+const DEFAULT_WORKER_BLOCK = 256 << 10
+
+/** Workers for stage 1 of fallback blocks (from `chunk()`'s options). */
+export interface RapidWorkers {
+  /** Starts the pool (called once, when the first block for the workers is due). */
+  start(): Promise<Pool>
+  /** Largest slice of positions per stage-1 job (the pool's `segmentSize`). */
+  segment: number
+  /** Kernel segment inside a job (`laneSegment`). */
+  lane: number
+  /** The profile's window W: a job over positions [a, b) gets the bytes [a - W, b). */
+  window: number
+}
+
+/** Test hooks (not part of the API): faults injected into the next fallback block's stage 1. */
+export const __rapidFaults: { stage1?: 'crash' | 'bad-offsets' } = {}
 
 /**
  * The native engine's block for `threads` threads (`Engine::block_size` in the core: 1 MiB
@@ -168,6 +194,9 @@ function checkOptions(o: RapidOptions) {
   if (!CRITERIA.includes(o.criterion)) throw new Error(`cutpoint: unknown rapid.criterion '${o.criterion}' (known: ${CRITERIA.join(', ')})`)
   if (o.blockSize !== undefined && (!Number.isInteger(o.blockSize) || o.blockSize < 64 || o.blockSize > 1 << 30)) {
     throw new Error(`cutpoint: rapid.blockSize must be an integer in 64..1 GiB (got ${o.blockSize})`)
+  }
+  if (o.workerBlock !== undefined && (!Number.isInteger(o.workerBlock) || o.workerBlock < 1)) {
+    throw new Error(`cutpoint: rapid.workerBlock must be a positive integer (got ${o.workerBlock})`)
   }
   if (o.cacheMaxBytes !== undefined && (!Number.isFinite(o.cacheMaxBytes) || o.cacheMaxBytes < 1024)) {
     throw new Error(`cutpoint: rapid.cacheMaxBytes must be at least 1024 (got ${o.cacheMaxBytes})`)
@@ -379,6 +408,7 @@ export class RapidSession {
   private run?: WasmRapidRun
   private result?: RapidResult
   private closed = false
+  private pool?: Promise<Pool>
 
   private constructor(
     private o: RapidOptions,
@@ -386,10 +416,15 @@ export class RapidSession {
     private ownTable: boolean,
     private store: CacheStore | undefined,
     private base: { hintsLoaded: number; baseChunks: number; blockSize: number; maxBytes: number },
+    private workers?: RapidWorkers,
   ) {}
 
   /** Prepares the table (from `o.table`, the base recipe, the cache) and starts the run. */
-  static async open(mod: WasmModule, o: RapidOptions, profile: string, hash: string, workers: number, backend: string): Promise<RapidSession> {
+  /**
+   * `pool`: workers for stage 1 of the fallback blocks of at least `o.workerBlock` positions
+   * (none: every block in this thread); they do not change the chunks.
+   */
+  static async open(mod: WasmModule, o: RapidOptions, profile: string, hash: string, workers: number, backend: string, pool?: RapidWorkers): Promise<RapidSession> {
     checkOptions(o)
     if (hash === 'none') throw new Error("cutpoint: rapid needs chunk fingerprints: use hash 'blake3' or 'sha256', not 'none'")
     const blockSize = o.blockSize ?? nativeBlockSize(workers)
@@ -406,8 +441,10 @@ export class RapidSession {
       }
       const baseChunks = recipe ? wrapWhere('the base recipe', () => table.raw.addRecipe(recipe)) : 0
       const hintsLoaded = cached ? wrapWhere(`the hint cache ${store!.where}`, () => table.raw.loadCache(cached)) : 0
-      const s = new RapidSession(o, table, ownTable, store, { hintsLoaded, baseChunks, blockSize, maxBytes })
-      s.run = wrap(() => new mod.RapidRun(table.raw, profile, hash, o.criterion, blockSize, backend, !!o.recipe))
+      const s = new RapidSession(o, table, ownTable, store, { hintsLoaded, baseChunks, blockSize, maxBytes }, pool)
+      const run = wrap(() => new mod.RapidRun(table.raw, profile, hash, o.criterion, blockSize, backend, !!o.recipe))
+      s.run = run
+      if (pool) wrap(() => run.externalStage1(o.workerBlock ?? DEFAULT_WORKER_BLOCK))
       return s
     } catch (e) {
       if (ownTable) table.free()
@@ -416,7 +453,7 @@ export class RapidSession {
   }
 
   /** Adds input bytes; returns the chunks they complete. */
-  push(bytes: Uint8Array): RapidChunk[] {
+  async push(bytes: Uint8Array): Promise<RapidChunk[]> {
     const run = this.need()
     wrap(() => run.push(bytes))
     return this.drain()
@@ -426,7 +463,7 @@ export class RapidSession {
   async end(): Promise<RapidChunk[]> {
     const run = this.need()
     wrap(() => run.end())
-    const out = this.drain()
+    const out = await this.drain()
     if (!run.done) throw new Error('cutpoint: internal error: RapidCDC did not finish at the end of the input')
     const stats = decodeStats(run.stats())
     const recipe = this.o.recipe ? run.recipe() : undefined
@@ -490,6 +527,13 @@ export class RapidSession {
       this.run = undefined
     }
     if (this.ownTable) this.table.free()
+    if (this.pool) {
+      this.pool.then(
+        (p) => p.terminate(),
+        () => {},
+      )
+      this.pool = undefined
+    }
   }
 
   private need(): WasmRapidRun {
@@ -497,18 +541,55 @@ export class RapidSession {
     return this.run
   }
 
-  private drain(): RapidChunk[] {
-    const run = this.need()
+  private async drain(): Promise<RapidChunk[]> {
     const out: RapidChunk[] = []
     for (;;) {
+      const run = this.need()
       const n = wrap(() => run.run(4096))
-      if (n === 0) break
+      if (n === 0) {
+        const need = run.needed()
+        if (need.length === 0) break
+        await this.stage1(run, need[0], need[1])
+        continue
+      }
       const offs = run.offsets()
       const lens = run.lengths()
       const digs = run.digests()
       for (let i = 0; i < n; i++) out.push({ offset: offs[i], length: lens[i], hash: hex(digs.subarray(32 * i, 32 * i + 32)) })
     }
     return out
+  }
+
+  /**
+   * Stage 1 of the positions [a, q) of a fallback block in the workers: slices of at most
+   * `segment` positions (fewer, so that every worker gets one), each job with the bytes
+   * [x - W, y) of its slice [x, y) copied out of the run; the candidates go to the run in order.
+   */
+  private async stage1(run: WasmRapidRun, a: number, q: number) {
+    const w = this.workers!
+    this.pool ??= w.start()
+    const pool = await this.pool
+    if (this.run !== run) throw new Error('cutpoint: the RapidCDC run is closed')
+    const per = Math.max(1, Math.min(w.segment, Math.ceil((q - a) / pool.size)))
+    const fault = __rapidFaults.stage1
+    __rapidFaults.stage1 = undefined
+    // (Test hook: a worker dies before the slices' jobs are done; they all fail.)
+    if (fault === 'crash') pool.crashOne().catch(() => {})
+    const jobs: { x: number; y: number; p: Promise<Stage1Res> }[] = []
+    for (let x = a; x < q; x += per) {
+      const y = Math.min(x + per, q)
+      const start = Math.max(0, x - w.window)
+      const bytes = wrap(() => run.bytes(start, y))
+      const p = pool.run<Stage1Res>({ type: 'cutpoint:stage1', start, a: x, b: y, lane: w.lane, bytes } as any, [bytes.buffer as ArrayBuffer])
+      p.catch(() => {})
+      jobs.push({ x, y, p })
+    }
+    for (const j of jobs) {
+      const res = await j.p
+      if (this.run !== run) throw new Error('cutpoint: the RapidCDC run is closed')
+      const strict = fault === 'bad-offsets' ? Uint32Array.of(j.y - j.x) : res.strict
+      wrap(() => run.supplyCandidates(j.x, j.y, strict, res.loose))
+    }
   }
 }
 

@@ -52,6 +52,13 @@ export interface WasmRapidRun {
   push(bytes: Uint8Array): void
   end(): void
   run(max: number): number
+  /** Fallback blocks of at least this many positions get their stage 1 from the caller (0: none). */
+  externalStage1(minPositions: number): void
+  /** `[a, q)`: the positions whose stage-1 candidates are awaited; empty when none are. */
+  needed(): Float64Array
+  /** A copy of the input bytes `[a, b)` the run holds. */
+  bytes(a: number, b: number): Uint8Array
+  supplyCandidates(a: number, b: number, strict: Uint32Array, loose: Uint32Array): void
   offsets(): Float64Array
   lengths(): Uint32Array
   digests(): Uint8Array
