@@ -628,12 +628,29 @@ impl RapidRun {
             .ok_or_else(|| err(format!("the RapidCDC run does not hold the bytes [{a}, {b})")))
     }
 
+    /// Address in wasm memory of the input bytes `[a, b)` the run holds (as [`RapidRun::bytes`],
+    /// without a copy): valid until the next call into the run; read it before.
+    #[wasm_bindgen(js_name = bytesPtr)]
+    pub fn bytes_ptr(&self, a: f64, b: f64) -> Result<*const u8, JsError> {
+        let c = self.chunker.as_ref().ok_or_else(|| err("the RapidCDC run is finished"))?;
+        c.input(a as usize, b as usize)
+            .map(|s| s.as_ptr())
+            .ok_or_else(|| err(format!("the RapidCDC run does not hold the bytes [{a}, {b})")))
+    }
+
     /// The stage-1 candidates of positions `[a, b)` of the awaited block (offsets from `a`, as
     /// [`Stage1::strict_offsets`] / [`Stage1::loose_offsets`] give them for the bytes
     /// `[a - W, b)`), in order; after the block's last piece, `run` returns its chunks.
     #[wasm_bindgen(js_name = supplyCandidates)]
     pub fn supply_candidates(&mut self, a: f64, b: f64, strict: &[u32], loose: &[u32]) -> Result<(), JsError> {
         self.chunker()?.supply_stage1(a as usize, b as usize, strict, loose).map_err(err)
+    }
+
+    /// Stage 1 of the positions `[a, b)` of the awaited block in this instance, in place of
+    /// [`RapidRun::supply_candidates`] (the coordinator's share of a block; same chunks).
+    #[wasm_bindgen(js_name = scanStage1)]
+    pub fn scan_stage1(&mut self, a: f64, b: f64) -> Result<(), JsError> {
+        self.chunker()?.scan_stage1(a as usize, b as usize).map_err(err)
     }
 
     /// Decides up to `max` chunks with the bytes pushed so far; returns how many (then read

@@ -420,7 +420,7 @@ async function openRapid(opts: ChunkOptions): Promise<{ r: Resolved; session: Ra
   const w = need()
   if (r.flavor !== w.flavor) throw new Error(`cutpoint: rapid runs in this thread's wasm build (${w.flavor}); init({ wasm: '${r.flavor}' }) to use the other`)
   // With workers, stage 1 of large fallback blocks runs in a pool (started when first needed).
-  const pool = r.workers >= 1 ? { start: () => startPool(r, { kind: 'message' }), segment: r.segment, lane: r.lane, window: r.profile.window } : undefined
+  const pool = r.workers >= 1 ? { start: () => startPool(r, { kind: 'message' }), segment: r.segment, lane: r.lane, window: r.profile.window, view: w.view } : undefined
   const session = await RapidSession.open(w.mod, opts.rapid!, r.profile.canonical, r.hash, r.workers, r.backend, pool)
   return { r, session }
 }
@@ -431,14 +431,25 @@ function chunkRapid(input: Parameters<typeof chunk>[0], opts: ChunkOptions): Chu
     const o = await openRapid(opts)
     session = o.session
     const breather = new Breather()
+    // One piece read ahead: reading (I/O threads) overlaps the run's work on this one.
+    const src = pieces(input, o.r.segment)
+    let next = src.next()
+    next.catch(() => {})
     try {
-      for await (const piece of pieces(input, o.r.segment)) {
-        yield* await session.push(piece)
+      for (let r = await next; !r.done; r = await next) {
+        next = src.next()
+        next.catch(() => {})
+        yield* await session.push(r.value)
         await breather.maybe()
       }
       yield* await session.end()
     } finally {
       session.close()
+      // Closes the source once the read under way ends (not awaited: a stream may never end).
+      next.then(
+        () => src.return(undefined).catch(() => {}),
+        () => {},
+      )
     }
   }
   const it = gen()

@@ -173,6 +173,8 @@ export interface RapidWorkers {
   lane: number
   /** The profile's window W: a job over positions [a, b) gets the bytes [a - W, b). */
   window: number
+  /** A view of `len` bytes of this thread's wasm memory at `ptr` (the run's input, copied out once). */
+  view(ptr: number, len: number): Uint8Array
 }
 
 /** Test hooks (not part of the API): faults injected into the next fallback block's stage 1. */
@@ -561,29 +563,32 @@ export class RapidSession {
   }
 
   /**
-   * Stage 1 of the positions [a, q) of a fallback block in the workers: slices of at most
-   * `segment` positions (fewer, so that every worker gets one), each job with the bytes
-   * [x - W, y) of its slice [x, y) copied out of the run; the candidates go to the run in order.
+   * Stage 1 of the positions [a, q) of a fallback block: this thread keeps the first share (one
+   * part in workers + 1) and scans it in the run meanwhile; the workers take the rest in slices
+   * of at most `segment` positions (fewer, so that every worker gets one), each job with the
+   * bytes [x - W, y) of its slice [x, y) copied out of the run. Candidates go to the run in order.
    */
   private async stage1(run: WasmRapidRun, a: number, q: number) {
     const w = this.workers!
     this.pool ??= w.start()
     const pool = await this.pool
     if (this.run !== run) throw new Error('cutpoint: the RapidCDC run is closed')
-    const per = Math.max(1, Math.min(w.segment, Math.ceil((q - a) / pool.size)))
+    const here = Math.floor((q - a) / (pool.size + 1))
+    const per = Math.max(1, Math.min(w.segment, Math.ceil((q - a - here) / pool.size)))
     const fault = __rapidFaults.stage1
     __rapidFaults.stage1 = undefined
     // (Test hook: a worker dies before the slices' jobs are done; they all fail.)
     if (fault === 'crash') pool.crashOne().catch(() => {})
     const jobs: { x: number; y: number; p: Promise<Stage1Res> }[] = []
-    for (let x = a; x < q; x += per) {
+    for (let x = a + here; x < q; x += per) {
       const y = Math.min(x + per, q)
       const start = Math.max(0, x - w.window)
-      const bytes = wrap(() => run.bytes(start, y))
+      const bytes = w.view(wrap(() => run.bytesPtr(start, y)), y - start).slice()
       const p = pool.run<Stage1Res>({ type: 'cutpoint:stage1', start, a: x, b: y, lane: w.lane, bytes } as any, [bytes.buffer as ArrayBuffer])
       p.catch(() => {})
       jobs.push({ x, y, p })
     }
+    if (here > 0) wrap(() => run.scanStage1(a, a + here))
     for (const j of jobs) {
       const res = await j.p
       if (this.run !== run) throw new Error('cutpoint: the RapidCDC run is closed')

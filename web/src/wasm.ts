@@ -58,7 +58,11 @@ export interface WasmRapidRun {
   needed(): Float64Array
   /** A copy of the input bytes `[a, b)` the run holds. */
   bytes(a: number, b: number): Uint8Array
+  /** Where the input bytes `[a, b)` lie in wasm memory (valid until the next call into the run). */
+  bytesPtr(a: number, b: number): number
   supplyCandidates(a: number, b: number, strict: Uint32Array, loose: Uint32Array): void
+  /** Stage 1 of the awaited positions `[a, b)` in this instance instead (same chunks). */
+  scanStage1(a: number, b: number): void
   offsets(): Float64Array
   lengths(): Uint32Array
   digests(): Uint8Array

@@ -623,6 +623,17 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
     /// `[a - W, b)` (the WebAssembly `Stage1`'s `strictOffsets` / `looseOffsets`). When `b`
     /// ends the block, its chunks are decided (then `next()` returns them).
     pub fn supply_stage1(&mut self, a: usize, b: usize, strict: &[u32], loose: &[u32]) -> Result<(), Error> {
+        self.stage1_piece(a, b, Some((strict, loose)))
+    }
+
+    /// Stage 1 of the positions `[a, b)` of the awaited block by the chunker's own engine, as if
+    /// their candidates were supplied ([`RapidChunker::supply_stage1`]): lets the caller keep a
+    /// share of the block while others scan the rest.
+    pub fn scan_stage1(&mut self, a: usize, b: usize) -> Result<(), Error> {
+        self.stage1_piece(a, b, None)
+    }
+
+    fn stage1_piece(&mut self, a: usize, b: usize, cands: Option<(&[u32], &[u32])>) -> Result<(), Error> {
         let Some(mut w) = self.awaiting else {
             return Err(Error::config("no stage-1 candidates are awaited"));
         };
@@ -634,7 +645,13 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
         }
         let slow = self.slow.as_mut().expect("a block is awaited in fallback mode");
         self.cuts.clear();
-        let r = slow.select_offsets(a, b, strict, loose, &mut self.cuts);
+        let r = match cands {
+            Some((strict, loose)) => slow.select_offsets(a, b, strict, loose, &mut self.cuts),
+            None => {
+                let (buf, base) = self.src.window();
+                self.rapid.engine.scan_resumed(slow, buf, base, b, &mut self.cuts).map(|_| ())
+            }
+        };
         if let Err(e) = r {
             self.failed = true;
             self.awaiting = None;
