@@ -107,6 +107,13 @@ describe('chromium: RapidCDC', () => {
       expect(got.error).toBeUndefined()
       expect(got.rows, criterion).toEqual(want.rows)
       sameStats(got.rapid.stats, want.stats!, criterion)
+      // Every fallback block's stage 1 shared with the Web Workers, in 256 KiB jobs: the same.
+      for (const workers of [1, 2]) {
+        const w = await chunkIn(page, 'v1.bin', { criterion, base: 'v0.recipe', workerBlock: 1, blockSize: 8 << 20 /* nativeBlockSize(THREADS) */ }, { workers, segmentSize: 256 << 10 })
+        expect(w.error).toBeUndefined()
+        expect(w.rows, `${criterion}, ${workers} worker(s)`).toEqual(want.rows)
+        sameStats(w.rapid.stats, want.stats!, `${criterion}, ${workers} worker(s)`)
+      }
     }
     // ff+rwt+fpt: the regular chunks.
     const regular = nativeChunks(d.v1).rows
