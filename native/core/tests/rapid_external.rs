@@ -31,7 +31,8 @@ fn stage1(t: &Tables, p: &Profile, bytes: &[u8], a: usize, b: usize) -> (Vec<u32
     let (mut s, mut l) = (vec![0u64; words], vec![0u64; words]);
     if n > 0 {
         // SAFETY: the scalar kernel runs on every CPU; the segment [W, W + n) lies in the slice.
-        unsafe { cutpoint_core::stage1::scalar::stage1(t, slice, &[w..w + n], w, &mut s, &mut l) };
+        let seg = w..w + n;
+        unsafe { cutpoint_core::stage1::scalar::stage1(t, slice, std::slice::from_ref(&seg), w, &mut s, &mut l) };
     }
     let offs = |v: &[u64]| {
         let mut o = Vec::new();
