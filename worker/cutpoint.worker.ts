@@ -1,5 +1,5 @@
 // Worker entry for browsers (Web Worker), Deno (Web Worker) and Node (worker_threads).
-// Handles one message at a time, in order.
+// Handles one message at a time, in order; reads ahead for a message that waits behind another.
 import { Handler } from './handler.js'
 import type { Request, Response } from '../web/src/protocol.js'
 
@@ -7,8 +7,12 @@ const g = globalThis as any
 const handler = new Handler()
 let chain: Promise<void> = Promise.resolve()
 
+let queued = 0
+
 function serve(post: (res: Response, transfer: ArrayBuffer[]) => void) {
   return (msg: Request) => {
+    // A job behind another one: read its bytes now (the pool sends up to two at a time).
+    if (queued++ > 0) handler.prefetch(msg)
     chain = chain.then(async () => {
       try {
         const { res, transfer } = await handler.handle(msg)
@@ -16,6 +20,7 @@ function serve(post: (res: Response, transfer: ArrayBuffer[]) => void) {
       } catch (e: any) {
         post({ type: 'cutpoint:error', id: msg?.id ?? -1, message: String(e?.message ?? e) }, [])
       }
+      queued--
     })
   }
 }

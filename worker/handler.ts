@@ -10,16 +10,51 @@ export interface Answer {
 }
 
 type Reader = (start: number, end: number, into: () => Uint8Array) => Promise<void>
+/** Bytes [start, end) in a fresh buffer. */
+type Fetcher = (start: number, end: number) => Promise<Uint8Array>
 
 export class Handler {
   private wasm?: Wasm
   private st1?: WasmStage1
   private hasher?: WasmHasher
   private read?: Reader
+  private fetch?: Fetcher
+  /** Reads started ahead for queued jobs (see `prefetch`), by job id. */
+  private ahead = new Map<number, Promise<Uint8Array>>()
   private closeSource?: () => Promise<void>
   private subtle?: SubtleCrypto
   /** Slices kept after stage 1 for their hash job: key -> bytes [start, start + length). */
   private retained = new Map<number, { start: number; bytes: Uint8Array }>()
+
+  /**
+   * Starts reading the bytes of a job that waits behind another one, so that the read (the
+   * browser's blob system, the disk) overlaps the job before it. Only jobs that read the
+   * source themselves; at most the pool's depth - 1 slices are held at once.
+   */
+  prefetch(msg: Request) {
+    if (!this.fetch || this.ahead.has(msg.id)) return
+    let range: [number, number] | undefined
+    if (msg.type === 'cutpoint:stage1' && !msg.bytes) range = [msg.start, msg.b]
+    if (msg.type === 'cutpoint:hash' && !msg.bytes && msg.slice === undefined) {
+      let total = 0
+      for (const l of msg.lengths) total += l
+      range = [msg.start, msg.start + total]
+    }
+    if (!range || range[1] <= range[0]) return
+    const p = this.fetch(range[0], range[1])
+    p.catch(() => {})
+    this.ahead.set(msg.id, p)
+  }
+
+  /** The prefetched bytes of job `id`, if any (checked against the expected length). */
+  private async early(id: number, len: number): Promise<Uint8Array | undefined> {
+    const p = this.ahead.get(id)
+    if (!p) return undefined
+    this.ahead.delete(id)
+    const bytes = await p
+    if (bytes.length !== len) throw new Error(`read ${bytes.length} bytes ahead, expected ${len}`)
+    return bytes
+  }
 
   async handle(msg: Request): Promise<Answer> {
     switch (msg.type) {
@@ -29,8 +64,9 @@ export class Handler {
         const st1 = this.need(this.st1)
         const len = msg.b - msg.start
         if (len > st1.capacity) throw new Error(`slice of ${len} bytes exceeds the worker buffer (${st1.capacity})`)
-        await this.fill(msg.start, msg.b, msg.bytes, () => this.wasm!.view(st1.inputPtr(), len))
-        if (msg.retain !== undefined) this.retained.set(msg.retain, { start: msg.start, bytes: this.wasm!.view(st1.inputPtr(), len).slice() })
+        const early = await this.early(msg.id, len)
+        await this.fill(msg.start, msg.b, msg.bytes ?? early, () => this.wasm!.view(st1.inputPtr(), len))
+        if (msg.retain !== undefined) this.retained.set(msg.retain, { start: msg.start, bytes: early ?? this.wasm!.view(st1.inputPtr(), len).slice() })
         st1.scan(len, msg.a - msg.start, msg.b - msg.start, msg.lane)
         const strict = st1.strictOffsets()
         const loose = st1.looseOffsets()
@@ -41,6 +77,9 @@ export class Handler {
         for (const l of msg.lengths) total += l
         if (msg.slice !== undefined && !msg.bytes) {
           msg = { ...msg, bytes: await this.fromRetained(msg.slice, msg.start, msg.start + total) }
+        } else if (!msg.bytes) {
+          const early = await this.early(msg.id, total)
+          if (early) msg = { ...msg, bytes: early }
         }
         if (this.subtle) return this.webcrypto(this.subtle, msg.id, msg.start, total, msg.lengths, msg.bytes)
         const h = this.need(this.hasher)
@@ -67,6 +106,9 @@ export class Handler {
     this.hasher?.free()
     this.st1 = this.hasher = undefined
     this.retained.clear()
+    // Reads still under way finish against the open source before it closes.
+    await Promise.allSettled(this.ahead.values())
+    this.ahead.clear()
     await this.closeSource?.()
     this.closeSource = undefined
   }
@@ -89,7 +131,9 @@ export class Handler {
       if (subtle) this.subtle = subtle
       else if (msg.hashImpl === 'webcrypto') throw new Error('WebCrypto is not available here (an insecure context?); use hashImpl "wasm"')
     }
-    this.read = await openSource(msg.source, (c) => (this.closeSource = c))
+    const src = await openSource(msg.source, (c) => (this.closeSource = c))
+    this.read = src.read
+    this.fetch = src.fetch
     return {
       res: { type: 'cutpoint:ready', id: msg.id, buildId: m.buildId(), backend: this.st1.backend },
       transfer: [],
@@ -136,16 +180,19 @@ export class Handler {
   }
 }
 
-async function openSource(src: SourceDesc, onClose: (c: () => Promise<void>) => void): Promise<Reader> {
+async function openSource(src: SourceDesc, onClose: (c: () => Promise<void>) => void): Promise<{ read: Reader; fetch?: Fetcher }> {
   switch (src.kind) {
     case 'message':
-      return async () => {
-        throw new Error('this source sends bytes with each job')
+      return {
+        read: async () => {
+          throw new Error('this source sends bytes with each job')
+        },
       }
     case 'shared':
-      return async (s, e, into) => into().set(src.bytes.subarray(s, e))
-    case 'blob':
-      return async (s, e, into) => {
+      // A copy out of shared memory: nothing to overlap.
+      return { read: async (s, e, into) => into().set(src.bytes.subarray(s, e)) }
+    case 'blob': {
+      const fetch = async (s: number, e: number) => {
         let buf: ArrayBuffer
         try {
           buf = await src.blob.slice(s, e).arrayBuffer()
@@ -153,35 +200,48 @@ async function openSource(src: SourceDesc, onClose: (c: () => Promise<void>) => 
           throw new Error(`cannot read bytes ${s}..${e} of the file: ${err?.message ?? err}`)
         }
         if (buf.byteLength !== e - s) throw new Error(`short read at ${s}: the file changed while it was read`)
-        into().set(new Uint8Array(buf))
+        return new Uint8Array(buf)
       }
+      return { read: async (s, e, into) => into().set(await fetch(s, e)), fetch }
+    }
     case 'path': {
+      let read: Reader
       if (isDeno) {
         const D = (globalThis as any).Deno
         const f = await D.open(src.path, { read: true })
         onClose(async () => f.close())
-        return async (s, e, into) => {
-          await f.seek(s, D.SeekMode.Start)
+        // seek + read share the file position: one read at a time.
+        let turn: Promise<unknown> = Promise.resolve()
+        read = (s, e, into) => {
+          const r = turn.then(async () => {
+            await f.seek(s, D.SeekMode.Start)
+            let off = 0
+            while (off < e - s) {
+              const n = await f.read(into().subarray(off, e - s))
+              if (n === null || n === 0) throw new Error(`${src.path}: short read at ${s + off} (file shrank?)`)
+              off += n
+            }
+          })
+          turn = r.catch(() => {})
+          return r
+        }
+      } else {
+        const fsName = 'node:fs/promises'
+        const fs = await import(/* @vite-ignore */ fsName)
+        const fh = await fs.open(src.path, 'r')
+        onClose(async () => fh.close())
+        read = async (s, e, into) => {
           let off = 0
           while (off < e - s) {
-            const n = await f.read(into().subarray(off, e - s))
-            if (n === null || n === 0) throw new Error(`${src.path}: short read at ${s + off} (file shrank?)`)
-            off += n
+            const { bytesRead } = await fh.read(into(), off, e - s - off, s + off)
+            if (bytesRead === 0) throw new Error(`${src.path}: short read at ${s + off} (file shrank?)`)
+            off += bytesRead
           }
         }
       }
-      const fsName = 'node:fs/promises'
-      const fs = await import(/* @vite-ignore */ fsName)
-      const fh = await fs.open(src.path, 'r')
-      onClose(async () => fh.close())
-      return async (s, e, into) => {
-        let off = 0
-        while (off < e - s) {
-          const { bytesRead } = await fh.read(into(), off, e - s - off, s + off)
-          if (bytesRead === 0) throw new Error(`${src.path}: short read at ${s + off} (file shrank?)`)
-          off += bytesRead
-        }
-      }
+      // No read-ahead: a read of cached pages is a copy that costs about what it would
+      // overlap, and measured slower with two workers on two cores (bench/js/RESULTS.md).
+      return { read }
     }
   }
 }

@@ -1,5 +1,5 @@
-// A pool of workers (Web Workers, worker_threads on Node, Deno workers), one job per worker at a
-// time, FIFO. Any worker error or crash fails every pending job and terminates the pool.
+// A pool of workers (Web Workers, worker_threads on Node, Deno workers), up to DEPTH jobs per
+// worker at a time, FIFO. Any worker error or crash fails every pending job and terminates the pool.
 import { Handler } from '../../worker/handler.js'
 import type { InitMsg, ReadyRes, Request, Response } from './protocol.js'
 import { isNode } from './wasm.js'
@@ -74,10 +74,18 @@ interface Job {
 
 interface Slot {
   port?: Port
-  job?: Job
+  /** Jobs sent to this worker, oldest first; it answers them in this order. */
+  sent: Job[]
   /** Jobs that must run on this worker (it holds their bytes), before any shared job. */
   own: Job[]
 }
+
+/**
+ * Jobs a worker holds at once: while it runs one, it already reads the next one's bytes
+ * (worker/handler.ts `prefetch`), so its reads (the browser's blob system, the disk) overlap
+ * its computing instead of alternating with it.
+ */
+const DEPTH = 2
 
 export class Pool {
   private slots: Slot[] = []
@@ -97,7 +105,7 @@ export class Pool {
       fail: (e) => pool.fail(e),
     })
     for (let i = 0; i < pool.size; i++) {
-      const slot: Slot = { own: [] }
+      const slot: Slot = { sent: [], own: [] }
       pool.slots.push(slot)
     }
     try {
@@ -129,11 +137,15 @@ export class Pool {
       const job: Job = { msg: { ...msg, id: this.nextId++ } as Request, transfer, resolve, reject }
       if (at !== undefined) {
         const slot = this.slots[at]
-        if (slot.job) slot.own.push(job)
-        else this.start(slot, job)
+        if (slot.sent.length < DEPTH && !slot.own.length) this.start(slot, job)
+        else slot.own.push(job)
         return
       }
-      const slot = this.slots.find((s) => !s.job && s.port)
+      // The least busy worker with room; an idle one first.
+      let slot: Slot | undefined
+      for (const s of this.slots) {
+        if (s.port && s.sent.length < DEPTH && !s.own.length && (!slot || s.sent.length < slot.sent.length)) slot = s
+      }
       if (slot) this.start(slot, job)
       else this.queue.push(job)
     })
@@ -147,7 +159,7 @@ export class Pool {
   }
 
   private start(slot: Slot, job: Job) {
-    slot.job = job
+    slot.sent.push(job)
     try {
       slot.port!.post(job.msg, job.transfer)
     } catch (e: any) {
@@ -156,20 +168,23 @@ export class Pool {
   }
 
   private onMessage(slot: Slot, r: Response) {
-    const job = slot.job
+    const job = slot.sent[0]
     if (!job || job.msg.id !== r.id) {
       this.fail(new Error(`cutpoint: unexpected message from a worker (${r?.type} #${r?.id})`))
       return
     }
-    slot.job = undefined
+    slot.sent.shift()
     if (r.type === 'cutpoint:error') {
       this.fail(new Error(`cutpoint: ${r.message}`))
       job.reject(this.failed!)
       return
     }
     job.resolve({ res: r, worker: this.slots.indexOf(slot) })
-    const next = slot.own.shift() ?? this.queue.shift()
-    if (next) this.start(slot, next)
+    while (slot.sent.length < DEPTH) {
+      const next = slot.own.shift() ?? this.queue.shift()
+      if (!next) break
+      this.start(slot, next)
+    }
   }
 
   /** Fails every pending job with `e` and stops the workers. */
@@ -177,8 +192,7 @@ export class Pool {
     if (this.failed) return
     this.failed = e
     for (const s of this.slots) {
-      s.job?.reject(e)
-      s.job = undefined
+      for (const j of s.sent.splice(0)) j.reject(e)
       for (const j of s.own.splice(0)) j.reject(e)
     }
     for (const j of this.queue.splice(0)) j.reject(e)
@@ -189,7 +203,7 @@ export class Pool {
     if (this.closed) return
     this.closed = true
     for (const s of this.slots) s.port?.terminate()
-    for (const s of this.slots) for (const j of s.own.splice(0)) j.reject(this.failed ?? new Error('cutpoint: the worker pool was closed'))
+    for (const s of this.slots) for (const j of [...s.sent.splice(0), ...s.own.splice(0)]) j.reject(this.failed ?? new Error('cutpoint: the worker pool was closed'))
     for (const j of this.queue.splice(0)) j.reject(this.failed ?? new Error('cutpoint: the worker pool was closed'))
   }
 
