@@ -95,6 +95,20 @@ describe('inputs', () => {
     expect(diff(await cp.chunkAll(shared, { profile: vf.profile, workers: 2, segmentSize: 70001 }), c)).toBeNull()
   })
 
+  it('one by one or in batches: the same chunks; a result iterates once; a break stops it', async () => {
+    const opts = { profile: vf.profile, workers: 2, segmentSize: 40009 }
+    const one: cp.Chunk[] = []
+    for await (const x of cp.chunk(data, opts)) one.push(x)
+    expect(diff(one, c)).toBeNull()
+    const batched: cp.Chunk[] = []
+    for await (const b of cp.chunk(data, opts).batches()) batched.push(...b)
+    expect(batched).toEqual(one)
+    const it = cp.chunk(data, opts)
+    for await (const _ of it) break
+    expect(() => it[Symbol.asyncIterator]()).toThrow(/iterated once/)
+    expect(() => it.batches()).toThrow(/iterated once/)
+  })
+
   it('empty input: no chunks', async () => {
     expect(await cp.chunkAll(new Uint8Array(0), { workers: 1 })).toEqual([])
     const ch = await cp.createChunker({ workers: 1 })

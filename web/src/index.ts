@@ -7,6 +7,7 @@
 // (P-Dedupe's ordered parallel fingerprinting). The main thread never holds a whole Blob/file.
 
 import { Pool } from './pool.js'
+import { hex, hexDigests } from './hex.js'
 import type { HashRes, SourceDesc, Stage1Res } from './protocol.js'
 import { HintTable, RapidSession, newTable, type RapidOptions, type RapidResult } from './rapid.js'
 import { isDeno, isNode, loadWasm, resolveFlavor, simdSupported, type Flavor, type Wasm, type WasmStage2 } from './wasm.js'
@@ -56,6 +57,56 @@ export interface ChunkOptions {
 /** What `chunk()` returns: the chunks, and with `rapid` its result once the input is done (statistics so far before). */
 export interface ChunkIterable extends AsyncIterable<Chunk> {
   readonly rapid?: RapidResult
+  /**
+   * The same chunks in arrays, in order, as they are decided: one await per batch instead of
+   * per chunk. Iterate either this or the chunks, once.
+   */
+  batches(): AsyncIterable<Chunk[]>
+}
+
+/** A ChunkIterable over a generator of batches (empty batches skipped). */
+function iterable(gen: AsyncGenerator<Chunk[]>, rapid?: () => RapidResult | undefined): ChunkIterable {
+  let used = false
+  const once = () => {
+    if (used) throw new Error('cutpoint: a chunk() result can be iterated once')
+    used = true
+  }
+  const it: ChunkIterable = {
+    get rapid() {
+      return rapid?.()
+    },
+    batches() {
+      once()
+      return gen
+    },
+    [Symbol.asyncIterator]() {
+      once()
+      let buf: Chunk[] = []
+      let i = 0
+      const flat: AsyncIterableIterator<Chunk> = {
+        next(): Promise<IteratorResult<Chunk>> {
+          if (i < buf.length) return Promise.resolve({ value: buf[i++], done: false })
+          return gen.next().then((r) => {
+            if (r.done) return { value: undefined, done: true }
+            buf = r.value
+            i = 0
+            return flat.next()
+          })
+        },
+        async return(v?: any): Promise<IteratorResult<Chunk>> {
+          buf = []
+          await gen.return(undefined as any)
+          return { value: v, done: true }
+        },
+        [Symbol.asyncIterator]() {
+          return flat
+        },
+      }
+      return flat
+    },
+  }
+  if (!rapid) Object.defineProperty(it, 'rapid', { value: undefined, enumerable: false })
+  return it
 }
 
 export interface Chunk {
@@ -200,11 +251,6 @@ class Breather {
   }
 }
 
-function hex(b: Uint8Array): string {
-  let s = ''
-  for (let i = 0; i < b.length; i++) s += (b[i] < 16 ? '0' : '') + b[i].toString(16)
-  return s
-}
 
 /** Chunks decided but not yet fingerprinted, batched into hash jobs; emitted in order. */
 class Emitter {
@@ -279,9 +325,10 @@ class Emitter {
     while (this.queue.length && (this.queue[0].done || this.queue.length > maxPending)) {
       const item = this.queue.shift()!
       const res = await item.p
+      const hashes = hexDigests(res.digests, item.lens.length)
       let off = item.start
       item.lens.forEach((len, i) => {
-        out.push({ offset: off, length: len, hash: hex(res.digests.subarray(32 * i, 32 * i + 32)) })
+        out.push({ offset: off, length: len, hash: hashes[i] })
         off += len
       })
     }
@@ -339,9 +386,9 @@ async function startPool(r: Resolved, source: SourceDesc): Promise<Pool> {
 export function chunk(input: Uint8Array | Blob | ReadableStream<Uint8Array> | string, opts: ChunkOptions = {}): ChunkIterable {
   need()
   if (opts.rapid) return chunkRapid(input, opts)
-  if (typeof ReadableStream !== 'undefined' && input instanceof ReadableStream) return chunkStream(input, opts)
+  if (typeof ReadableStream !== 'undefined' && input instanceof ReadableStream) return iterable(chunkStream(input, opts))
   const src = sourceOf(input as Uint8Array | Blob | string)
-  return chunkRandom(src, opts)
+  return iterable(chunkRandom(src, opts))
 }
 
 /** Pieces of any input, read in order in this thread (RapidCDC's input). */
@@ -427,7 +474,7 @@ async function openRapid(opts: ChunkOptions): Promise<{ r: Resolved; session: Ra
 
 function chunkRapid(input: Parameters<typeof chunk>[0], opts: ChunkOptions): ChunkIterable {
   let session: RapidSession | undefined
-  async function* gen(): AsyncGenerator<Chunk> {
+  async function* gen(): AsyncGenerator<Chunk[]> {
     const o = await openRapid(opts)
     session = o.session
     const breather = new Breather()
@@ -439,10 +486,10 @@ function chunkRapid(input: Parameters<typeof chunk>[0], opts: ChunkOptions): Chu
       for (let r = await next; !r.done; r = await next) {
         next = src.next()
         next.catch(() => {})
-        yield* await session.push(r.value)
+        yield await session.push(r.value)
         await breather.maybe()
       }
-      yield* await session.end()
+      yield await session.end()
     } finally {
       session.close()
       // Closes the source once the read under way ends (not awaited: a stream may never end).
@@ -452,18 +499,17 @@ function chunkRapid(input: Parameters<typeof chunk>[0], opts: ChunkOptions): Chu
       )
     }
   }
-  const it = gen()
-  return Object.defineProperty(it, 'rapid', { get: () => session?.info, enumerable: true }) as ChunkIterable
+  return iterable(gen(), () => session?.info)
 }
 
 /** Collects every chunk (convenience for small inputs and tests). */
 export async function chunkAll(input: Parameters<typeof chunk>[0], opts: ChunkOptions = {}): Promise<Chunk[]> {
   const out: Chunk[] = []
-  for await (const c of chunk(input, opts)) out.push(c)
+  for await (const b of chunk(input, opts).batches()) for (const c of b) out.push(c)
   return out
 }
 
-async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: ChunkOptions): AsyncGenerator<Chunk> {
+async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: ChunkOptions): AsyncGenerator<Chunk[]> {
   const r = await resolve(opts)
   const size = await src.size()
   const pool = await startPool(r, src.desc)
@@ -496,26 +542,28 @@ async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: ChunkOptions
       em.add(st2.feed(a, b, res.strict, res.loose), !readOnce)
       if (b === size) em.add(st2.finish(size), !readOnce)
       if (readOnce) em.flush(worker, i)
-      yield* await em.take(look)
+      const out = await em.take(look)
+      if (out.length) yield out
     }
     em.flush()
-    yield* await em.take(0)
+    yield await em.take(0)
   } finally {
     st2.free()
     pool.terminate()
   }
 }
 
-async function* chunkStream(stream: ReadableStream<Uint8Array>, opts: ChunkOptions): AsyncGenerator<Chunk> {
+async function* chunkStream(stream: ReadableStream<Uint8Array>, opts: ChunkOptions): AsyncGenerator<Chunk[]> {
   const c = await createChunker(opts)
   const reader = stream.getReader()
   try {
     for (;;) {
       const { done, value } = await reader.read()
       if (done) break
-      yield* await c.update(value)
+      const out = await c.update(value)
+      if (out.length) yield out
     }
-    yield* await c.finish()
+    yield await c.finish()
   } finally {
     c.close()
     reader.releaseLock()

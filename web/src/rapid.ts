@@ -11,6 +11,7 @@
 
 import type { Pool } from './pool.js'
 import type { Stage1Res } from './protocol.js'
+import { hexDigests } from './hex.js'
 import { isDeno, isNode, type WasmModule, type WasmRapidRun, type WasmRapidTable } from './wasm.js'
 
 export type Criterion = 'ff' | 'ff+mt' | 'ff+rwt' | 'ff+rwt+fpt'
@@ -396,11 +397,6 @@ export interface RapidChunk {
   hash: string
 }
 
-function hex(b: Uint8Array): string {
-  let s = ''
-  for (let i = 0; i < b.length; i++) s += (b[i] < 16 ? '0' : '') + b[i].toString(16)
-  return s
-}
 
 /**
  * One input through the core's RapidCDC: `push` bytes in order (any piece sizes), `end`, then
@@ -557,7 +553,8 @@ export class RapidSession {
       const offs = run.offsets()
       const lens = run.lengths()
       const digs = run.digests()
-      for (let i = 0; i < n; i++) out.push({ offset: offs[i], length: lens[i], hash: hex(digs.subarray(32 * i, 32 * i + 32)) })
+      const hashes = hexDigests(digs, n)
+      for (let i = 0; i < n; i++) out.push({ offset: offs[i], length: lens[i], hash: hashes[i] })
     }
     return out
   }
