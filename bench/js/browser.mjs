@@ -1,6 +1,6 @@
 // Chromium benchmarks (Debian chromium via playwright-core): stage 1 per build/backend,
 // fingerprints (core wasm vs hash-wasm vs WebCrypto), and chunk() of a File with 1 and 2 workers.
-//   node bench/js/browser.mjs [SIZE=256m] [what=stage1,hash,chunk]
+//   node bench/js/browser.mjs [SIZE=256m] [what=stage1,hash,chunk] (also: read = the File read alone, shared = chunk() of a SharedArrayBuffer)
 import { chromium } from 'playwright-core'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -49,6 +49,14 @@ try {
   if (what.includes('hash')) {
     console.log('# fingerprints, 32 MiB, MB/s min median max')
     for (const l of await page.evaluate(() => window.hashBench(32 << 20))) console.log(l)
+  }
+  if (what.includes('read')) {
+    console.log('# reading the File alone (the ceiling for chunk(File)), 1 and 2 workers, twice')
+    for (const w of [1, 2, 1, 2]) console.log(await page.evaluate((w) => window.readBench(w), w))
+  }
+  if (what.includes('shared')) {
+    console.log('# chunk() of 1 GiB in a SharedArrayBuffer (no file reads), 1 and 2 workers, twice')
+    for (const hash of ['none', 'blake3']) for (const w of [1, 2, 1, 2]) console.log(await page.evaluate(([w, h]) => window.chunkBenchShared(w, h, 1 << 30), [w, hash]))
   }
   if (what.includes('chunk')) {
     console.log('# chunk(File) through Web Workers')
