@@ -109,6 +109,36 @@ describe('inputs', () => {
     expect(() => it.batches()).toThrow(/iterated once/)
   })
 
+  it('createPool: one set of workers for many calls, sources and profiles; misuse says why', async () => {
+    const pool = await cp.createPool({ workers: 2 })
+    const dir = mkdtempSync(`${tmpdir()}/cutpoint-`)
+    try {
+      writeFileSync(`${dir}/f.bin`, data)
+      const other = vectors.find((v) => v.profile !== vf.profile)!
+      const oc = other.cases.reduce((a, b) => (b.input.length > a.input.length ? b : a))
+      const odata: Uint8Array = generate(oc.input)
+      for (let round = 0; round < 2; round++) {
+        expect(diff(await cp.chunkAll(data, { profile: vf.profile, pool, segmentSize: 40009 }), c)).toBeNull()
+        expect(diff(await cp.chunkAll(`${dir}/f.bin`, { profile: vf.profile, pool, segmentSize: 50021, readOnce: true }), c)).toBeNull()
+        expect(diff(await cp.chunkAll(new Blob([odata]), { profile: other.profile, pool, segmentSize: 30011 }), oc)).toBeNull()
+        const ch = await cp.createChunker({ profile: vf.profile, pool, segmentSize: 30011 })
+        const got = [...(await ch.update(data.subarray(0, 77777))), ...(await ch.update(data.subarray(77777))), ...(await ch.finish())]
+        expect(diff(got, c)).toBeNull()
+        // A consumer that stops early leaves the pool ready for the next call.
+        for await (const _ of cp.chunk(`${dir}/f.bin`, { profile: vf.profile, pool, segmentSize: 1000 })) break
+      }
+      const busy = cp.chunkAll(data, { profile: vf.profile, pool })
+      await expect(cp.chunkAll(data, { profile: vf.profile, pool })).rejects.toThrow(/in use by another call/)
+      expect(diff(await busy, c)).toBeNull()
+      await expect(cp.chunkAll(data, { pool, workers: 3 })).rejects.toThrow(/differs from the pool/)
+      await expect(cp.chunkAll(data, { pool: { workers: 2, flavor: 'simd128', close() {} } })).rejects.toThrow(/createPool/)
+    } finally {
+      pool.close()
+      rmSync(dir, { recursive: true })
+    }
+    await expect(cp.chunkAll(data, { pool })).rejects.toThrow(/pool is closed/)
+  })
+
   it('empty input: no chunks', async () => {
     expect(await cp.chunkAll(new Uint8Array(0), { workers: 1 })).toEqual([])
     const ch = await cp.createChunker({ workers: 1 })

@@ -52,6 +52,37 @@ export interface ChunkOptions {
    * of large fallback blocks runs in the worker pool (same chunks). See web/README.md.
    */
   rapid?: RapidOptions
+  /**
+   * Workers kept across calls (`createPool`): no start-up per call. Gives `workers` and the
+   * wasm build; one call at a time per pool.
+   */
+  pool?: WorkerPool
+}
+
+/** Workers that stay up across `chunk()` / `createChunker()` calls (see `createPool`). */
+export interface WorkerPool {
+  readonly workers: number
+  readonly flavor: Flavor
+  /** Stops the workers. Calls still running fail. */
+  close(): void
+}
+
+const pools = new WeakMap<WorkerPool, Pool>()
+
+/**
+ * Starts workers once for many calls (`chunk(x, { pool })`): each call otherwise starts its own
+ * (tens of milliseconds: threads, wasm instances). Idle, the pool does not keep Node running;
+ * `close()` it when done.
+ */
+export async function createPool(opts: { workers?: number; wasm?: Flavor | 'auto' } = {}): Promise<WorkerPool> {
+  const w = need()
+  const workers = opts.workers ?? (await defaultWorkers())
+  if (!Number.isInteger(workers) || workers < 0 || workers > 256) throw new Error(`cutpoint: workers must be an integer in 0..256 (got ${workers})`)
+  const flavor = opts.wasm ? resolveFlavor(opts.wasm) : w.flavor
+  const pool = await Pool.keep(workers)
+  const handle: WorkerPool = { workers, flavor, close: () => pool.terminate() }
+  pools.set(handle, pool)
+  return handle
 }
 
 /** What `chunk()` returns: the chunks, and with `rapid` its result once the input is done (statistics so far before). */
@@ -195,6 +226,8 @@ interface Resolved {
   backend: string
   flavor: Flavor
   hashBatch: number
+  /** A kept pool (`opts.pool`). */
+  pool?: Pool
 }
 
 async function resolve(opts: ChunkOptions): Promise<Resolved> {
@@ -202,12 +235,15 @@ async function resolve(opts: ChunkOptions): Promise<Resolved> {
   const profile = parseProfile(opts.profile ?? DEFAULT_PROFILE)
   const hash = opts.hash ?? 'blake3'
   if (!['blake3', 'sha256', 'none'].includes(hash)) throw new Error(`cutpoint: unknown hash '${hash}' (known: blake3, sha256, none)`)
-  const workers = opts.workers ?? (await defaultWorkers())
+  if (opts.pool && !pools.has(opts.pool)) throw new Error('cutpoint: pool must come from createPool()')
+  if (opts.pool && opts.workers !== undefined && opts.workers !== opts.pool.workers) throw new Error(`cutpoint: workers (${opts.workers}) differs from the pool's (${opts.pool.workers})`)
+  if (opts.pool && opts.wasm && resolveFlavor(opts.wasm) !== opts.pool.flavor) throw new Error(`cutpoint: wasm '${opts.wasm}' differs from the pool's build (${opts.pool.flavor})`)
+  const workers = opts.pool?.workers ?? opts.workers ?? (await defaultWorkers())
   if (!Number.isInteger(workers) || workers < 0 || workers > 256) throw new Error(`cutpoint: workers must be an integer in 0..256 (got ${workers})`)
   const segment = opts.segmentSize ?? 4 * MiB
   if (!Number.isInteger(segment) || segment < 1 || segment > 1 << 30) throw new Error(`cutpoint: segmentSize must be an integer in 1..1 GiB (got ${segment})`)
   const lane = opts.laneSegment ?? 0
-  const flavor = opts.wasm ? resolveFlavor(opts.wasm) : w.flavor
+  const flavor = opts.pool?.flavor ?? (opts.wasm ? resolveFlavor(opts.wasm) : w.flavor)
   const backend = opts.backend ?? ''
   if (backend && flavor === w.flavor && !w.mod.backends().includes(backend)) {
     throw new Error(`cutpoint: backend '${backend}' is not in the ${flavor} build (available: ${w.mod.backends().join(', ')})`)
@@ -215,7 +251,7 @@ async function resolve(opts: ChunkOptions): Promise<Resolved> {
   const hashBatch = Math.max(1, opts.hashBatch ?? 4 * MiB)
   const hashImpl = opts.hashImpl ?? 'auto'
   if (!['auto', 'wasm', 'webcrypto'].includes(hashImpl)) throw new Error(`cutpoint: unknown hashImpl '${hashImpl}' (known: auto, wasm, webcrypto)`)
-  return { profile, workers, segment, lane, hash, hashImpl, backend, flavor, hashBatch }
+  return { profile, workers, segment, lane, hash, hashImpl, backend, flavor, hashBatch, pool: opts.pool && pools.get(opts.pool) }
 }
 
 /** A macrotask: lets the event loop run (rendering, input) between batches of chunks. */
@@ -365,9 +401,10 @@ function sourceOf(input: Uint8Array | Blob | string): { desc: SourceDesc; size: 
   throw new TypeError('cutpoint: input must be a Uint8Array, Blob/File, ReadableStream or a path')
 }
 
+/** Workers for one call, initialised for it (a kept pool's or new ones); `finish()` them after. */
 async function startPool(r: Resolved, source: SourceDesc): Promise<Pool> {
   const module = isDeno ? undefined : (await loadWasm(r.flavor)).module
-  return Pool.create(r.workers, {
+  const init = {
     flavor: r.flavor,
     module,
     profile: r.profile.canonical,
@@ -376,7 +413,8 @@ async function startPool(r: Resolved, source: SourceDesc): Promise<Pool> {
     hashImpl: r.hashImpl,
     capacity: Math.min(r.segment, 1 << 30) + r.profile.window,
     source,
-  })
+  }
+  return r.pool ? r.pool.take(init) : Pool.create(r.workers, init)
 }
 
 /**
@@ -549,7 +587,7 @@ async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: ChunkOptions
     yield await em.take(0)
   } finally {
     st2.free()
-    pool.terminate()
+    pool.finish()
   }
 }
 
@@ -671,7 +709,7 @@ export async function createChunker(opts: ChunkOptions = {}): Promise<Chunker> {
     if (closed) return
     closed = true
     st2.free()
-    pool.terminate()
+    pool.finish()
   }
   return {
     update: (bytes) =>
@@ -712,7 +750,7 @@ export const __test = {
     try {
       await Promise.all([pool.crashOne(), pool.run({ type: 'cutpoint:stage1', start: 0, a: 0, b: 0, lane: 0, bytes: new Uint8Array(0) } as any)])
     } finally {
-      pool.terminate()
+      pool.finish()
     }
   },
 }

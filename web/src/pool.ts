@@ -7,6 +7,8 @@ import { isNode } from './wasm.js'
 interface Port {
   post(msg: Request, transfer: ArrayBuffer[]): void
   terminate(): void
+  /** Node: whether the worker keeps the process alive (not while a kept pool is idle). */
+  hold?(on: boolean): void
 }
 
 type Listener = { message(r: Response): void; fail(e: Error): void }
@@ -28,6 +30,7 @@ async function spawn(l: Listener): Promise<Port> {
         stopped = true
         void w.terminate()
       },
+      hold: (on) => (on ? w.ref() : w.unref()),
     }
   }
   // Written out in full so bundlers (Vite) find and emit the worker.
@@ -93,12 +96,73 @@ export class Pool {
   private nextId = 1
   private failed?: Error
   private closed = false
+  /** Kept across calls (`createPool`): `finish` leaves it idle instead of stopping it. */
+  private kept = false
+  private busy = false
   readonly info: { buildId: string; backend: string } = { buildId: '', backend: '' }
 
   private constructor(readonly size: number) {}
 
   /** Starts `n` workers (0: run in this thread) and sends each `init`. */
   static async create(n: number, init: Omit<InitMsg, 'type' | 'id'>): Promise<Pool> {
+    const pool = await Pool.spawn(n)
+    try {
+      await pool.init(init)
+    } catch (e) {
+      pool.terminate()
+      throw e
+    }
+    return pool
+  }
+
+  /**
+   * Starts `n` workers that stay up across calls: each call `take`s the pool with its own
+   * `init` (profile, source, hash) and `finish`es it. Idle, they do not keep Node running.
+   */
+  static async keep(n: number): Promise<Pool> {
+    const pool = await Pool.spawn(n)
+    pool.kept = true
+    pool.hold(false)
+    return pool
+  }
+
+  /** A kept pool for one call: re-initialises every worker for it. */
+  async take(init: Omit<InitMsg, 'type' | 'id'>): Promise<Pool> {
+    if (this.failed || this.closed) throw new Error(`cutpoint: the worker pool is closed${this.failed ? ` (${this.failed.message})` : ''}`)
+    if (this.busy) throw new Error('cutpoint: the worker pool is in use by another call; use one pool per concurrent call')
+    this.busy = true
+    this.hold(true)
+    try {
+      await this.init(init)
+    } catch (e) {
+      this.finish()
+      throw e
+    }
+    return this
+  }
+
+  /** The end of a call: stops the workers, or leaves a kept pool idle for the next call. */
+  finish() {
+    if (!this.kept) return this.terminate()
+    // Jobs of an abandoned call (a consumer that stopped early) that no worker has yet are
+    // dropped, so that they never run against the next call's source; those already sent
+    // finish first (a worker answers in order), unheard.
+    this.queue.length = 0
+    for (const s of this.slots) s.own.length = 0
+    this.busy = false
+    this.hold(false)
+  }
+
+  private hold(on: boolean) {
+    if (!this.closed) for (const s of this.slots) s.port?.hold?.(on)
+  }
+
+  private async init(init: Omit<InitMsg, 'type' | 'id'>) {
+    const ready: ReadyRes[] = await Promise.all(this.slots.map((slot) => this.runOn<ReadyRes>(slot, { type: 'cutpoint:init', ...init } as InitMsg, [])))
+    Object.assign(this.info, { buildId: ready[0].buildId, backend: ready[0].backend })
+  }
+
+  private static async spawn(n: number): Promise<Pool> {
     const pool = new Pool(Math.max(1, n))
     const listeners = (slot: Slot): Listener => ({
       message: (r) => pool.onMessage(slot, r),
@@ -114,10 +178,6 @@ export class Pool {
           slot.port = n === 0 ? inline(listeners(slot)) : await spawn(listeners(slot))
         }),
       )
-      const ready: ReadyRes[] = await Promise.all(
-        pool.slots.map((slot) => pool.runOn<ReadyRes>(slot, { type: 'cutpoint:init', ...init } as InitMsg, [])),
-      )
-      Object.assign(pool.info, { buildId: ready[0].buildId, backend: ready[0].backend })
     } catch (e) {
       pool.terminate()
       throw e

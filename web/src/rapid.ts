@@ -527,7 +527,7 @@ export class RapidSession {
     if (this.ownTable) this.table.free()
     if (this.pool) {
       this.pool.then(
-        (p) => p.terminate(),
+        (p) => p.finish(),
         () => {},
       )
       this.pool = undefined
