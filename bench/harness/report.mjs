@@ -87,7 +87,7 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
     out.push(table(['runtime, build: kernel', ...p.cols], p.body))
   }
   img('chunking-wasm.svg', 'stage 1 per runtime and build vs native')
-  out.push('\nThe library\'s `chunk()` over the same bytes (`hash: none`; stage 1 in 1..N workers, stage 2 on the calling thread):\n')
+  out.push('\nThe library\'s `chunk()` over the same bytes (`hash: none`; stage 1 in 1..N workers, stage 2 on the calling thread; the bytes in a SharedArrayBuffer where the runtime has one, workers kept across runs by `createPool`, chunks taken by `batches()`):\n')
   {
     const c = wasm.filter((r) => r.engine === 'web-chunk')
     out.push(table(['runtime', 'build', 'profile', 'workers', 'GB/s', '× native sequential', '× runtime memcpy', 'efficiency', 'chunks'],
