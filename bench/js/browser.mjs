@@ -59,9 +59,11 @@ try {
     for (const hash of ['none', 'blake3']) for (const w of [1, 2, 1, 2]) console.log(await page.evaluate(([w, h]) => window.chunkBenchShared(w, h, 1 << 30), [w, hash]))
   }
   if (what.includes('chunk')) {
-    console.log('# chunk(File) through Web Workers')
+    // SEGMENT=8m (or 16m...): the segmentSize option (default: the library's, 4 MiB).
+    const seg = process.env.SEGMENT ? parseInt(process.env.SEGMENT) * (process.env.SEGMENT.endsWith('m') ? 1 << 20 : 1) : undefined
+    console.log(`# chunk(File) through Web Workers${seg ? `, segmentSize ${seg}` : ''}`)
     for (const hash of ['none', 'blake3']) {
-      for (const w of [1, 2, 1, 2]) console.log(await page.evaluate(([w, h]) => window.chunkBench(w, h), [w, hash]))
+      for (const w of [1, 2, 1, 2]) console.log(await page.evaluate(([w, h, seg]) => window.chunkBench(w, h, true, seg), [w, hash, seg]))
       if (hash !== 'none') for (const w of [1, 2, 1, 2]) console.log(await page.evaluate(([w, h]) => window.chunkBench(w, h, false), [w, hash]))
     }
   }
