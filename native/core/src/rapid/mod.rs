@@ -66,6 +66,7 @@ pub mod table;
 
 pub use recipe::{Recipe, RecipeEntry};
 pub use table::{Hint, HintTable};
+use table::Slot;
 
 use crate::engine::{Chunk, Engine, Resumed};
 use crate::error::Error;
@@ -256,7 +257,38 @@ pub struct Rapid<'e> {
     table: HintTable,
     opts: RapidOptions,
     stats: RapidStats,
-    fingerprint_time: Duration,
+    fp_time: FingerprintTime,
+}
+
+/// Time spent fingerprinting produced chunks (see [`Rapid::fingerprint_time`]). A fallback
+/// block's chunks are fingerprinted as a batch, timed whole. A hinted chunk is fingerprinted
+/// alone, and two clock reads per chunk cost about as much as the rest of its bookkeeping, so
+/// one in [`FP_SAMPLE`] of the fingerprints computed on the hint path is timed and the others
+/// are counted at the rate (time per byte) of the timed ones.
+#[derive(Clone, Copy, Debug, Default)]
+struct FingerprintTime {
+    /// Fallback batches, timed whole.
+    batches: Duration,
+    /// Hint-path fingerprints timed, and their bytes (all of them, produced or not: the rate).
+    sampled: Duration,
+    sampled_bytes: u64,
+    /// Bytes of the hinted chunks produced (their fingerprints count at the sampled rate).
+    hinted_bytes: u64,
+    /// Hint-path fingerprints computed so far (picks the ones timed).
+    count: u64,
+}
+
+/// One in this many hint-path fingerprints is timed (see [`Rapid::fingerprint_time`]).
+const FP_SAMPLE: u64 = 16;
+
+impl FingerprintTime {
+    fn total(&self) -> Duration {
+        if self.sampled_bytes == 0 {
+            return self.batches;
+        }
+        let rate = self.sampled.as_secs_f64() / self.sampled_bytes as f64;
+        self.batches + Duration::from_secs_f64(rate * self.hinted_bytes as f64)
+    }
 }
 
 /// A clock for the statistics; it reads zero where the platform has none (wasm32 without WASI).
@@ -311,7 +343,7 @@ impl<'e> Rapid<'e> {
                 misses: vec![0; n],
                 ..RapidStats::default()
             },
-            fingerprint_time: Duration::ZERO,
+            fp_time: FingerprintTime::default(),
         })
     }
 
@@ -342,12 +374,19 @@ impl<'e> Rapid<'e> {
     /// Time spent computing the fingerprints of the chunks produced (not those of failed FPT
     /// tests, which are part of chunking), since the last [`Rapid::reset_stats`]. Chunking time is
     /// the rest. Zero on platforms without a clock.
+    ///
+    /// Fallback blocks' fingerprints (computed as a batch per block) are timed exactly; those
+    /// of hinted chunks are estimated: one in 16 fingerprints computed on the hint path is
+    /// timed, and the hinted chunks' bytes are counted at the time per byte of those (reading
+    /// the clock around every hinted chunk cost as much as the rest of its bookkeeping). The
+    /// estimate is a ratio estimate over an even sample of the chunk sizes, so it is close for
+    /// runs of more than a few hundred hinted chunks.
     pub fn fingerprint_time(&self) -> Duration {
-        self.fingerprint_time
+        self.fp_time.total()
     }
 
     pub fn reset_stats(&mut self) {
-        self.fingerprint_time = Duration::ZERO;
+        self.fp_time = FingerprintTime::default();
         let n = self.table.list_len();
         self.stats = RapidStats {
             hits: vec![0; n],
@@ -534,8 +573,9 @@ pub struct RapidChunker<'r, 'e, S: Source> {
     src: S,
     /// End of the last chunk produced: the current boundary.
     s: usize,
-    /// Fingerprint of the chunk that ends at `s` (none at the start of the input).
-    prev: Option<Digest>,
+    /// Fingerprint of the chunk that ends at `s` (none at the start of the input), and the slot
+    /// of its table entry.
+    prev: Option<(Digest, Slot)>,
     /// The regular chunking in progress, in fallback mode.
     slow: Option<Resumed>,
     /// The regular chunking set aside when a fallback block ended at a hinted chunk: if that
@@ -546,6 +586,8 @@ pub struct RapidChunker<'r, 'e, S: Source> {
     hints: Vec<Hint>,
     cuts: Vec<usize>,
     batch: Vec<Chunk>,
+    /// Last bytes of the chunks of `batch`.
+    lasts: Vec<u8>,
     done: bool,
     failed: bool,
     /// Fallback blocks of at least this many positions get their stage 1 from the caller
@@ -581,6 +623,7 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
             hints: Vec::new(),
             cuts: Vec::new(),
             batch: Vec::new(),
+            lasts: Vec::new(),
             done: false,
             failed: false,
             external_min: 0,
@@ -746,8 +789,8 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
             return Ok(());
         }
         if self.slow.is_none() {
-            if let Some(prev) = self.prev {
-                if self.try_hints(&prev)? {
+            if self.prev.is_some() {
+                if self.try_hints()? {
                     self.spare = None;
                     return Ok(());
                 }
@@ -768,10 +811,25 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
         self.fallback_block()
     }
 
-    /// Tries the hints of `prev` at the current boundary; on a hit, produces the chunk.
-    fn try_hints(&mut self, prev: &Digest) -> Result<bool, Error> {
+    /// The table slot of the previous chunk (looked up again only after an eviction).
+    fn prev_slot(&mut self) -> Option<Slot> {
+        let (fp, slot) = self.prev.as_mut()?;
+        let t = &mut self.rapid.table;
+        if !t.check(*slot) {
+            // An eviction since: the entry just used is never evicted, so this finds it.
+            *slot = t.find(fp).unwrap_or_else(|| t.learn_slot(fp, false));
+        }
+        Some(*slot)
+    }
+
+    /// Tries the hints of the previous chunk at the current boundary; on a hit, produces the
+    /// chunk.
+    fn try_hints(&mut self) -> Result<bool, Error> {
+        let Some(slot) = self.prev_slot() else {
+            return Ok(false);
+        };
         let mut hints = std::mem::take(&mut self.hints);
-        self.rapid.table.hints_into(prev, &mut hints);
+        self.rapid.table.slot_hints_into(slot, &mut hints);
         let r = self.try_hint_list(&hints);
         self.hints = hints;
         r
@@ -791,7 +849,8 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
         for (k, h) in hints.iter().enumerate() {
             let size = h.size as usize;
             let e = s + size;
-            let mut fp = None;
+            // The fingerprint an FPT test computed, and the candidate's table slot.
+            let mut fp: Option<(Digest, Option<Slot>)> = None;
             let ok = size > 0 && e <= avail && {
                 let (buf, base) = self.src.window();
                 let bytes = &buf[s - base..e - base];
@@ -802,14 +861,15 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                         let st = &mut self.rapid.stats;
                         let pass = window_test(engine, &self.rapid.tables, bytes, Some(e) == len, st);
                         pass && (crit == Criterion::FfRwt || {
-                            let clock = Stopwatch::start();
-                            let d = digest(engine, bytes);
-                            let known = self.rapid.table.is_regular(&d);
+                            let d = hint_digest(engine, bytes, &mut self.rapid.fp_time);
+                            let t = &self.rapid.table;
+                            let slot = t.find(&d);
+                            let known = slot.is_some_and(|x| t.slot_regular(x));
                             if !known {
                                 self.rapid.stats.fpt_wasted += 1;
                                 self.rapid.stats.fpt_wasted_bytes += size as u64;
                             }
-                            fp = Some((d, clock.elapsed()));
+                            fp = Some((d, slot));
                             known
                         })
                     }
@@ -819,15 +879,11 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                 self.rapid.stats.hits[k] += 1;
                 let (buf, base) = self.src.window();
                 let bytes = &buf[s - base..e - base];
-                let (d, took) = fp.unwrap_or_else(|| {
-                    let clock = Stopwatch::start();
-                    let d = digest(engine, bytes);
-                    (d, clock.elapsed())
-                });
-                self.rapid.fingerprint_time += took;
+                let (d, slot) = fp.unwrap_or_else(|| (hint_digest(engine, bytes, &mut self.rapid.fp_time), None));
+                self.rapid.fp_time.hinted_bytes += size as u64;
                 let last = bytes[size - 1];
                 let regular = crit == Criterion::FfRwtFpt;
-                self.produce(s, e, d, last, regular, Found::Hint(k as u8));
+                self.produce(s, e, d, slot, last, regular, Found::Hint(k as u8));
                 return Ok(true);
             }
             self.rapid.stats.misses[k] += 1;
@@ -837,10 +893,11 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
     }
 
     /// Records a chunk: links it to the previous one, makes its fingerprint known, queues it.
-    fn produce(&mut self, s: usize, e: usize, fp: Digest, last: u8, regular: bool, found: Found) {
-        let t = &mut self.rapid.table;
-        if let Some(p) = &self.prev {
-            t.link(
+    /// `slot`: the fingerprint's table slot if it was just looked up (saves a lookup).
+    #[allow(clippy::too_many_arguments)]
+    fn produce(&mut self, s: usize, e: usize, fp: Digest, slot: Option<Slot>, last: u8, regular: bool, found: Found) {
+        if let Some(p) = self.prev_slot() {
+            self.rapid.table.link_at(
                 p,
                 Hint {
                     size: (e - s) as u32,
@@ -848,7 +905,12 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                 },
             );
         }
-        t.learn(&fp, regular);
+        let t = &mut self.rapid.table;
+        // Linking creates no entry, so a slot looked up before it is still valid.
+        let slot = match slot {
+            Some(x) if t.check(x) => t.learn_at(x, regular),
+            _ => t.learn_slot(&fp, regular),
+        };
         let st = &mut self.rapid.stats;
         st.bytes += (e - s) as u64;
         st.chunks += 1;
@@ -864,7 +926,7 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
             found,
         });
         self.s = e;
-        self.prev = Some(fp);
+        self.prev = Some((fp, slot));
     }
 
     /// One block of regular chunking from the current boundary.
@@ -915,22 +977,24 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
             a = c;
         }
         let mut batch = std::mem::take(&mut self.batch);
-        let mut lasts = Vec::with_capacity(batch.len());
+        let mut lasts = std::mem::take(&mut self.lasts);
+        lasts.clear();
         {
             let (buf, base) = self.src.window();
             let clock = Stopwatch::start();
             engine.fingerprint_chunks(buf, base as u64, &mut batch)?;
-            self.rapid.fingerprint_time += clock.elapsed();
+            self.rapid.fp_time.batches += clock.elapsed();
             lasts.extend(batch.iter().map(|c| buf[c.offset as usize + c.length - 1 - base]));
         }
-        for (c, last) in batch.iter().zip(lasts) {
+        for (c, &last) in batch.iter().zip(&lasts) {
             let (s, e) = (c.offset as usize, c.offset as usize + c.length);
             let d = c.hash.ok_or_else(|| Error::config("fingerprint missing"))?;
-            self.produce(s, e, d, last, true, Found::Rule);
+            self.produce(s, e, d, None, last, true, Found::Rule);
         }
         let cut_any = !batch.is_empty();
         self.batch = batch;
-        let hinted = cut_any && self.prev.is_some_and(|p| self.rapid.table.has_hints(&p));
+        self.lasts = lasts;
+        let hinted = cut_any && self.prev_slot().is_some_and(|p| self.rapid.table.slot_has_hints(p));
         if at_end {
         } else if hinted {
             // Back to hint mode: the next advance tries the hints at the last cut.
@@ -969,6 +1033,21 @@ fn window_test(engine: &Engine, t: &Tables, bytes: &[u8], at_end: bool, st: &mut
 
 fn digest(engine: &Engine, bytes: &[u8]) -> Digest {
     engine.hash_alg().digest(bytes).unwrap_or([0; 32])
+}
+
+/// A fingerprint computed on the hint path; one in [`FP_SAMPLE`] is timed (see
+/// [`Rapid::fingerprint_time`]).
+fn hint_digest(engine: &Engine, bytes: &[u8], ft: &mut FingerprintTime) -> Digest {
+    let timed = ft.count % FP_SAMPLE == 0;
+    ft.count += 1;
+    if !timed {
+        return digest(engine, bytes);
+    }
+    let clock = Stopwatch::start();
+    let d = digest(engine, bytes);
+    ft.sampled += clock.elapsed();
+    ft.sampled_bytes += bytes.len() as u64;
+    d
 }
 
 impl RapidChunker<'_, '_, FeedSource> {

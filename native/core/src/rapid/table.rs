@@ -52,68 +52,66 @@ pub(crate) type KeyBuild = BuildHasherDefault<KeyHasher>;
 /// A set of fingerprints with the cheap hasher (for dedup accounting).
 pub(crate) type DigestSet = HashSet<Key, KeyBuild>;
 
-#[derive(Clone, Copy, Debug)]
-struct Entry {
-    /// First of `list_len` slots in the size / marker arenas.
-    slot: u32,
-    len: u8,
-    regular: bool,
-    /// Last use (learn, link, hit); the oldest entries are evicted first.
-    stamp: u64,
-}
-
 /// Bit 31 of a stored size: the marker is unknown. Sizes are at most 2^30
 /// ([`crate::profile::MAX_CHUNK_LIMIT`]).
 const NO_MARKER: u32 = 1 << 31;
 
-/// The entry of `fp`, created (with a fresh slot of `list_len` hints) if missing; one lookup.
-fn entry_in<'m>(
-    map: &'m mut HashMap<Key, Entry, KeyBuild>,
-    sizes: &mut Vec<u32>,
-    markers: &mut Vec<u8>,
-    free: &mut Vec<u32>,
-    list_len: usize,
-    stamp: u64,
-    fp: &Digest,
-) -> &'m mut Entry {
-    let e = map.entry(Key(*fp)).or_insert_with(|| {
-        let slot = free.pop().unwrap_or_else(|| {
-            let s = sizes.len() as u32;
-            sizes.resize(sizes.len() + list_len, 0);
-            markers.resize(markers.len() + list_len, 0);
-            s
-        });
-        Entry {
-            slot,
-            len: 0,
-            regular: false,
-            stamp,
-        }
-    });
-    e.stamp = stamp;
-    e
+/// An entry's place in the table's arena, as [`HintTable::learn_slot`] returns it: lets the
+/// chunker reach the entry of the chunk it just produced without another hash lookup. Valid
+/// until the next eviction (the table's epoch changes then); [`HintTable::check`] tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    idx: u32,
+    epoch: u32,
 }
 
 /// The hint table of one profile and fingerprint algorithm.
 ///
-/// Per fingerprint it keeps at most `list_len` hints, most recently hit or added first, stored
-/// in flat arenas (a `u32` size and a `u8` marker per hint), and a flag saying the fingerprint
-/// names a *regular* chunk: one the boundary rule produced from its own start, so that no
-/// position inside it qualifies as a cut (see the module docs of [`crate::rapid`]).
+/// Per fingerprint it keeps at most `list_len` hints, most recently hit or added first, and a
+/// flag saying the fingerprint names a *regular* chunk: one the boundary rule produced from its
+/// own start, so that no position inside it qualifies as a cut (see the module docs of
+/// [`crate::rapid`]).
+///
+/// Layout: the map takes a fingerprint to an entry index; entry `i` is `1 + list_len` words of
+/// one arena, so that an entry is one or two cache lines and a chunk costs one hash lookup (the
+/// chunker keeps the [`Slot`] of the last chunk for its hints and its link). Word 0: the last
+/// use (learn, link; the oldest entries are evicted first) in bits 16.., the hint count in bits
+/// 8..16, the regular flag in bit 0. Hint words: the size (bit 31: no marker) in bits 0..32 and
+/// the marker in bits 32..40.
 pub struct HintTable {
     profile: Profile,
     hash: HashAlg,
     list_len: usize,
-    map: HashMap<Key, Entry, KeyBuild>,
-    sizes: Vec<u32>,
-    markers: Vec<u8>,
+    map: HashMap<Key, u32, KeyBuild>,
+    arena: Vec<u64>,
     free: Vec<u32>,
     clock: u64,
     max_entries: usize,
+    /// Changes whenever entries are evicted (indices may then be reused).
+    epoch: u32,
 }
 
 /// Longest size list accepted.
 pub const MAX_LIST_LEN: usize = 64;
+
+const REGULAR: u64 = 1;
+
+fn meta_len(m: u64) -> usize {
+    ((m >> 8) & 0xff) as usize
+}
+
+fn meta_stamp(m: u64) -> u64 {
+    m >> 16
+}
+
+fn hint_word(h: Hint) -> u64 {
+    let (s, m) = encode(h);
+    s as u64 | (m as u64) << 32
+}
+
+fn word_hint(w: u64) -> Hint {
+    decode(w as u32, (w >> 32) as u8)
+}
 
 impl HintTable {
     /// An empty table. `list_len` is the size-list length (the paper's default is 2).
@@ -134,11 +132,11 @@ impl HintTable {
             hash,
             list_len,
             map: HashMap::default(),
-            sizes: Vec::new(),
-            markers: Vec::new(),
+            arena: Vec::new(),
             free: Vec::new(),
             clock: 0,
             max_entries: 0,
+            epoch: 0,
         })
     }
 
@@ -170,24 +168,60 @@ impl HintTable {
         self.map.contains_key(&Key(*fp))
     }
 
+    fn base(&self, idx: u32) -> usize {
+        idx as usize * (1 + self.list_len)
+    }
+
+    fn slot_of(&self, idx: u32) -> Slot {
+        Slot { idx, epoch: self.epoch }
+    }
+
+    /// The slot of `fp`, if it is in the table (no use is recorded).
+    pub(crate) fn find(&self, fp: &Digest) -> Option<Slot> {
+        self.map.get(&Key(*fp)).map(|&i| self.slot_of(i))
+    }
+
+    /// Whether `s` still names the entry it was taken from (no eviction since).
+    pub(crate) fn check(&self, s: Slot) -> bool {
+        s.epoch == self.epoch
+    }
+
+    /// Whether the entry at `s` names a regular chunk.
+    pub(crate) fn slot_regular(&self, s: Slot) -> bool {
+        debug_assert!(self.check(s));
+        self.arena[self.base(s.idx)] & REGULAR != 0
+    }
+
+    /// Whether the entry at `s` has at least one hint.
+    pub(crate) fn slot_has_hints(&self, s: Slot) -> bool {
+        debug_assert!(self.check(s));
+        meta_len(self.arena[self.base(s.idx)]) > 0
+    }
+
+    /// The hints of the entry at `s`, most recent first, into `out` (cleared first).
+    pub(crate) fn slot_hints_into(&self, s: Slot, out: &mut Vec<Hint>) {
+        debug_assert!(self.check(s));
+        out.clear();
+        let b = self.base(s.idx);
+        let n = meta_len(self.arena[b]);
+        out.extend(self.arena[b + 1..b + 1 + n].iter().map(|&w| word_hint(w)));
+    }
+
     /// Whether `fp` names a chunk the boundary rule produced (see [`HintTable`]).
     pub fn is_regular(&self, fp: &Digest) -> bool {
-        self.map.get(&Key(*fp)).is_some_and(|e| e.regular)
+        self.find(fp).is_some_and(|s| self.slot_regular(s))
     }
 
     /// Whether `fp` has at least one hint.
     pub fn has_hints(&self, fp: &Digest) -> bool {
-        self.map.get(&Key(*fp)).is_some_and(|e| e.len > 0)
+        self.find(fp).is_some_and(|s| self.slot_has_hints(s))
     }
 
     /// The hints of `fp`, most recent first, into `out` (cleared first).
     pub fn hints_into(&self, fp: &Digest, out: &mut Vec<Hint>) {
-        out.clear();
-        if let Some(e) = self.map.get(&Key(*fp)) {
-            let a = e.slot as usize;
-            for i in a..a + e.len as usize {
-                out.push(decode(self.sizes[i], self.markers[i]));
-            }
+        match self.find(fp) {
+            Some(s) => self.slot_hints_into(s, out),
+            None => out.clear(),
         }
     }
 
@@ -198,86 +232,120 @@ impl HintTable {
         v
     }
 
-    fn entry(&mut self, fp: &Digest) -> &mut Entry {
+    /// Records a use of the entry at `s` (for eviction): stamps it with the next clock value.
+    fn touch(&mut self, s: Slot) -> usize {
         self.clock += 1;
-        entry_in(
-            &mut self.map,
-            &mut self.sizes,
-            &mut self.markers,
-            &mut self.free,
-            self.list_len,
-            self.clock,
-            fp,
-        )
+        let b = self.base(s.idx);
+        self.arena[b] = (self.arena[b] & 0xffff) | self.clock << 16;
+        b
+    }
+
+    /// The entry of `fp`, created empty if missing; one lookup. Not stamped.
+    fn entry(&mut self, fp: &Digest) -> Slot {
+        let stride = 1 + self.list_len;
+        let (arena, free) = (&mut self.arena, &mut self.free);
+        let idx = *self.map.entry(Key(*fp)).or_insert_with(|| match free.pop() {
+            Some(i) => {
+                let b = i as usize * stride;
+                arena[b] = 0;
+                i
+            }
+            None => {
+                let i = (arena.len() / stride) as u32;
+                arena.resize(arena.len() + stride, 0);
+                i
+            }
+        });
+        self.slot_of(idx)
     }
 
     /// Records `fp` as known; `regular` marks it as produced by the boundary rule (a flag is
     /// never cleared: the same bytes always have the same interior).
     pub fn learn(&mut self, fp: &Digest, regular: bool) {
-        let e = self.entry(fp);
-        e.regular |= regular;
-        self.evict_if_needed();
+        self.learn_slot(fp, regular);
+    }
+
+    /// [`HintTable::learn`], returning the entry's slot (valid after the eviction this may
+    /// cause: the entry just used is the newest, and indices do not move).
+    pub(crate) fn learn_slot(&mut self, fp: &Digest, regular: bool) -> Slot {
+        let s = self.entry(fp);
+        self.learn_at(s, regular)
+    }
+
+    /// [`HintTable::learn`] for the entry at `s` (from [`HintTable::find`]).
+    pub(crate) fn learn_at(&mut self, s: Slot, regular: bool) -> Slot {
+        debug_assert!(self.check(s));
+        let b = self.touch(s);
+        if regular {
+            self.arena[b] |= REGULAR;
+        }
+        if self.evict_if_needed() {
+            return self.slot_of(s.idx);
+        }
+        s
     }
 
     /// Records that a chunk described by `next` followed a chunk with fingerprint `prev`: the
     /// hint moves to (or enters at) the front of `prev`'s list (LRU, section 3.3 of the paper);
     /// a hint with the same size is replaced, and the last one drops out when the list is full.
     pub fn link(&mut self, prev: &Digest, next: Hint) {
-        let list_len = self.list_len;
-        self.clock += 1;
-        let e = entry_in(
-            &mut self.map,
-            &mut self.sizes,
-            &mut self.markers,
-            &mut self.free,
-            list_len,
-            self.clock,
-            prev,
-        );
-        let a = e.slot as usize;
-        let n = e.len as usize;
-        let (sizes, markers) = (&mut self.sizes, &mut self.markers);
-        let end = match (a..a + n).find(|&i| sizes[i] & !NO_MARKER == next.size) {
-            Some(i) => i,
-            None if n < list_len => {
-                e.len += 1;
-                a + n
-            }
-            None => a + n - 1,
-        };
-        // Shift [a, end) one to the right and put the hint at a.
-        sizes.copy_within(a..end, a + 1);
-        markers.copy_within(a..end, a + 1);
-        let (s, m) = encode(next);
-        sizes[a] = s;
-        markers[a] = m;
+        let s = self.entry(prev);
+        self.link_at(s, next);
         self.evict_if_needed();
     }
 
-    fn evict_if_needed(&mut self) {
+    /// [`HintTable::link`] for the entry at `s` (creates no entry, so evicts nothing).
+    pub(crate) fn link_at(&mut self, s: Slot, next: Hint) {
+        debug_assert!(self.check(s));
+        let list_len = self.list_len;
+        let b = self.touch(s);
+        let n = meta_len(self.arena[b]);
+        let a = b + 1;
+        let list = &mut self.arena[a..a + list_len];
+        let end = match list[..n].iter().position(|&w| (w as u32) & !NO_MARKER == next.size) {
+            Some(i) => i,
+            None if n < list_len => {
+                self.arena[b] += 1 << 8;
+                n
+            }
+            None => n - 1,
+        };
+        let list = &mut self.arena[a..a + list_len];
+        // Shift [0, end) one to the right and put the hint at 0.
+        list.copy_within(0..end, 1);
+        list[0] = hint_word(next);
+    }
+
+    /// Evicts the least recently used entries if the table is over its bound; returns whether
+    /// it did (slots taken before are then stale, see [`HintTable::check`]).
+    fn evict_if_needed(&mut self) -> bool {
         if self.max_entries == 0 || self.map.len() <= self.max_entries {
-            return;
+            return false;
         }
         // Evict down to 7/8 of the bound at once, so eviction is amortised O(1) per insert.
         let keep = self.max_entries - self.max_entries / 8;
         let remove = self.map.len() - keep;
-        let mut stamps: Vec<u64> = self.map.values().map(|e| e.stamp).collect();
+        let stride = 1 + self.list_len;
+        let arena = &self.arena;
+        let mut stamps: Vec<u64> = self.map.values().map(|&i| meta_stamp(arena[i as usize * stride])).collect();
         let (_, &mut cutoff, _) = stamps.select_nth_unstable(remove - 1);
         let free = &mut self.free;
-        self.map.retain(|_, e| {
-            if e.stamp <= cutoff {
-                free.push(e.slot);
+        self.map.retain(|_, &mut i| {
+            if meta_stamp(arena[i as usize * stride]) <= cutoff {
+                free.push(i);
                 false
             } else {
                 true
             }
         });
+        self.epoch = self.epoch.wrapping_add(1);
+        true
     }
 
     /// Entries from least to most recently used.
-    fn entries_by_age(&self) -> Vec<(&Digest, &Entry)> {
-        let mut v: Vec<(&Digest, &Entry)> = self.map.iter().map(|(k, e)| (&k.0, e)).collect();
-        v.sort_unstable_by_key(|(_, e)| e.stamp);
+    fn entries_by_age(&self) -> Vec<(&Digest, usize)> {
+        let mut v: Vec<(&Digest, usize)> = self.map.iter().map(|(k, &i)| (&k.0, self.base(i))).collect();
+        v.sort_unstable_by_key(|&(_, b)| meta_stamp(self.arena[b]));
         v
     }
 
@@ -327,8 +395,8 @@ impl HintTable {
     }
 
     /// Bytes one entry takes in a hint cache file.
-    fn cache_entry_bytes(&self, e: &Entry) -> u64 {
-        32 + 2 + 5 * e.len as u64
+    fn cache_entry_bytes(&self, b: usize) -> u64 {
+        32 + 2 + 5 * meta_len(self.arena[b]) as u64
     }
 
     /// Writes the table as a hint cache: at most `max_bytes` in all (`None` = no bound), keeping
@@ -348,7 +416,7 @@ impl HintTable {
         // Most recent first until the budget is spent.
         let mut budget = max_bytes.map(|m| m.saturating_sub(header + trailer));
         let mut first = all.len();
-        for (i, (_, e)) in all.iter().enumerate().rev() {
+        for (i, &(_, e)) in all.iter().enumerate().rev() {
             let b = self.cache_entry_bytes(e);
             if let Some(left) = budget.as_mut() {
                 if b > *left {
@@ -379,15 +447,16 @@ impl HintTable {
         w.put(&(self.list_len as u32).to_le_bytes())?;
         w.put(&(kept.len() as u64).to_le_bytes())?;
         let mut rec = Vec::with_capacity(34 + 5 * self.list_len);
-        for (fp, e) in kept {
+        for &(fp, b) in kept {
             rec.clear();
             rec.extend_from_slice(&fp[..]);
-            rec.push(e.regular as u8);
-            rec.push(e.len);
-            let a = e.slot as usize;
-            for i in a..a + e.len as usize {
-                rec.extend_from_slice(&self.sizes[i].to_le_bytes());
-                rec.push(self.markers[i]);
+            let m = self.arena[b];
+            let n = meta_len(m);
+            rec.push((m & REGULAR) as u8);
+            rec.push(n as u8);
+            for &h in &self.arena[b + 1..b + 1 + n] {
+                rec.extend_from_slice(&(h as u32).to_le_bytes());
+                rec.push((h >> 32) as u8);
             }
             w.put(&rec)?;
         }
