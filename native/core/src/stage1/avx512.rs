@@ -445,6 +445,56 @@ pub unsafe fn stage1_affine(t: &Tables, data: &[u8], segs: &[Range<usize>], orig
     }
 }
 
+/// Rolls of the lockstep loop of an affine group whose shortest piece has `common` positions,
+/// and the lanes to drop per roll of its last block when it runs past a piece's end.
+///
+/// Lane `k` checks position `start_k + r - W` before roll `r` and reads `data[start_k - W + r]`
+/// at roll `r`; blocks of 64 rolls read `data[start_k - W + r0 .. start_k - W + r0 + 64)`.
+/// Checking every position of the shortest piece needs `W + common` rolls, rounded up to a
+/// block. Where that would read past `data` (a piece at the end of the input), or would add
+/// only a few rolls, the loop stops at the last whole block within the shortest piece instead
+/// and the scalar loop finishes each lane (`finish`); its cost per position is several times a
+/// lane's, so the extra block pays off from about a dozen positions on (and with W = 48 and
+/// 256-byte pieces, the smallest blocks of RapidCDC's fallback, 48 of each lane's 256 positions
+/// were left to it). Past a lane's end its hits are dropped: `drop[j]` has the bits of the
+/// lanes past their end at roll `total - 64 + j`.
+fn lockstep_rolls(group: &[Range<usize>], w: usize, common: usize, len: usize) -> (usize, Option<[u64; 64]>) {
+    let short = (w + common - 1) / 64 * 64;
+    let long = short + 64;
+    // Positions the scalar loop would take per lane.
+    let rest = w + common - short;
+    if rest < 12 || group.iter().any(|s| s.start - w + long > len) {
+        return (short, None);
+    }
+    let r0 = short;
+    let mut add = [0u64; 64];
+    for (k, s) in group.iter().enumerate() {
+        // Valid while r < W + len_k; W + len_k >= W + common > r0.
+        let stop = w + s.len();
+        if stop < long {
+            add[stop - r0] |= 1u64 << k;
+        }
+    }
+    let mut drop = [0u64; 64];
+    let mut acc = 0u64;
+    for (d, a) in drop.iter_mut().zip(add) {
+        acc |= a;
+        *d = acc;
+    }
+    (long, Some(drop))
+}
+
+/// Clears the hits of lanes past their piece's end (see [`lockstep_rolls`]); returns the
+/// union of the hits left.
+fn drop_past_end(hits: &mut [u64; 64], drop: &[u64; 64]) -> u64 {
+    let mut any = 0;
+    for (h, d) in hits.iter_mut().zip(drop) {
+        *h &= !d;
+        any |= *h;
+    }
+    any
+}
+
 /// Transposed data: slot `r & mask` holds the bytes entering at roll `r` of all 64 lanes.
 struct Ring {
     slots: Vec<__m512i>,
@@ -576,8 +626,8 @@ unsafe fn crc_affine<const NP: usize>(
     let p = data.as_ptr();
     let mut h = [_mm512_setzero_si512(); 4];
     // Rolls 0 .. total in blocks of 64; a block reads data[src + r0 .. src + r0 + 64), which
-    // ends at or before src + total <= start + common - 1 < end.
-    let total = (w + common - 1) / 64 * 64;
+    // ends at or before src + total (see `lockstep_rolls`).
+    let (total, tail) = lockstep_rolls(group, w, common, data.len());
     debug_assert!(total >= w + 64);
     let mut r0 = 0;
     while r0 < total {
@@ -626,6 +676,11 @@ unsafe fn crc_affine<const NP: usize>(
                 _mm512_gf2p8affine_epi64_epi8::<0>(idx, at[3]),
                 _mm512_gf2p8affine_epi64_epi8::<0>(l, av[3]),
             );
+        }
+        if any != 0 && r0 + 64 == total {
+            if let Some(drop) = &tail {
+                any = drop_past_end(&mut hits, drop);
+            }
         }
         if any != 0 {
             mark_hits(t, &hits, &src, r0, origin, strict, loose);
@@ -685,8 +740,8 @@ unsafe fn rabin_affine<const NP: usize>(
     let p = data.as_ptr();
     let mut h = [_mm512_setzero_si512(); 7];
     // Blocks of 64 rolls read data[src + r0 .. src + r0 + 64), ending at or before
-    // src + total <= start + common - 1 < end.
-    let total = (w + common - 1) / 64 * 64;
+    // src + total (see `lockstep_rolls`).
+    let (total, tail) = lockstep_rolls(group, w, common, data.len());
     let mut r0 = 0;
     while r0 < total {
         // SAFETY: bounds as above; features enabled.
@@ -751,6 +806,11 @@ unsafe fn rabin_affine<const NP: usize>(
                 _mm512_gf2p8affine_epi64_epi8::<0>(i, at[1]),
             );
             h[0] = _mm512_xor_si512(c, _mm512_gf2p8affine_epi64_epi8::<0>(i, at[0]));
+        }
+        if any != 0 && r0 + 64 == total {
+            if let Some(drop) = &tail {
+                any = drop_past_end(&mut hits, drop);
+            }
         }
         if any != 0 {
             mark_hits(t, &hits, &src, r0, origin, strict, loose);
