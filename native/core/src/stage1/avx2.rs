@@ -433,6 +433,8 @@ pub(crate) mod tests {
                 vec![w + 1..w + 2, w + 7..w + 300, 5000..5001],
                 // Small totals: lanes of a few hundred bytes (RapidCDC's fallback blocks).
                 vec![w + 5..w + 5 + 16_400],
+                // 64 lanes of about 128 bytes, the shortest affine pieces, and a gap after them.
+                vec![w + 3..w + 3 + 8_250, w + 9_000..w + 9_100],
                 vec![w..w + 20_000, w + 20_000..w + 41_111],
                 vec![w + 9..w + 70_000],
             ];
