@@ -66,7 +66,7 @@ pub mod table;
 
 pub use recipe::{Recipe, RecipeEntry};
 pub use table::{Hint, HintTable};
-use table::Slot;
+use table::{NextHint, Slot};
 
 use crate::engine::{Chunk, Engine, Resumed};
 use crate::error::Error;
@@ -583,7 +583,7 @@ pub struct RapidChunker<'r, 'e, S: Source> {
     spare: Option<Resumed>,
     block: usize,
     pending: VecDeque<RapidChunk>,
-    hints: Vec<Hint>,
+    hints: Vec<NextHint>,
     cuts: Vec<usize>,
     batch: Vec<Chunk>,
     /// Last bytes of the chunks of `batch`.
@@ -829,24 +829,24 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
             return Ok(false);
         };
         let mut hints = std::mem::take(&mut self.hints);
-        self.rapid.table.slot_hints_into(slot, &mut hints);
+        self.rapid.table.slot_next_hints_into(slot, &mut hints);
         let r = self.try_hint_list(&hints);
         self.hints = hints;
         r
     }
 
-    fn try_hint_list(&mut self, hints: &[Hint]) -> Result<bool, Error> {
+    fn try_hint_list(&mut self, hints: &[NextHint]) -> Result<bool, Error> {
         if hints.is_empty() {
             return Ok(false);
         }
         let s = self.s;
-        let far = s + hints.iter().map(|h| h.size as usize).max().unwrap_or(0);
+        let far = s + hints.iter().map(|h| h.hint.size as usize).max().unwrap_or(0);
         // One byte more, so that a candidate at the end of a stream is known to be there.
         let avail = self.src.ensure(far + 1)?;
         let len = self.src.known_len();
         let engine = self.rapid.engine;
         let crit = self.rapid.opts.criterion;
-        for (k, h) in hints.iter().enumerate() {
+        for (k, &NextHint { hint: h, next }) in hints.iter().enumerate() {
             let size = h.size as usize;
             let e = s + size;
             // The fingerprint an FPT test computed, and the candidate's table slot.
@@ -861,9 +861,12 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                         let st = &mut self.rapid.stats;
                         let pass = window_test(engine, &self.rapid.tables, bytes, Some(e) == len, st);
                         pass && (crit == Criterion::FfRwt || {
-                            let d = hint_digest(engine, bytes, &mut self.rapid.fp_time);
                             let t = &self.rapid.table;
-                            let slot = t.find(&d);
+                            if let Some(i) = next {
+                                t.prefetch(i);
+                            }
+                            let d = hint_digest(engine, bytes, &mut self.rapid.fp_time);
+                            let slot = next.and_then(|i| t.predicted(i, &d)).or_else(|| t.find(&d));
                             let known = slot.is_some_and(|x| t.slot_regular(x));
                             if !known {
                                 self.rapid.stats.fpt_wasted += 1;
@@ -879,7 +882,17 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                 self.rapid.stats.hits[k] += 1;
                 let (buf, base) = self.src.window();
                 let bytes = &buf[s - base..e - base];
-                let (d, slot) = fp.unwrap_or_else(|| (hint_digest(engine, bytes, &mut self.rapid.fp_time), None));
+                let (d, slot) = match fp {
+                    Some(x) => x,
+                    None => {
+                        let t = &self.rapid.table;
+                        if let Some(i) = next {
+                            t.prefetch(i);
+                        }
+                        let d = hint_digest(engine, bytes, &mut self.rapid.fp_time);
+                        (d, next.and_then(|i| t.predicted(i, &d)))
+                    }
+                };
                 self.rapid.fp_time.hinted_bytes += size as u64;
                 let last = bytes[size - 1];
                 let regular = crit == Criterion::FfRwtFpt;
@@ -893,24 +906,29 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
     }
 
     /// Records a chunk: links it to the previous one, makes its fingerprint known, queues it.
-    /// `slot`: the fingerprint's table slot if it was just looked up (saves a lookup).
+    /// `slot`: the fingerprint's table slot if it is known already (saves a lookup).
     #[allow(clippy::too_many_arguments)]
     fn produce(&mut self, s: usize, e: usize, fp: Digest, slot: Option<Slot>, last: u8, regular: bool, found: Found) {
-        if let Some(p) = self.prev_slot() {
-            self.rapid.table.link_at(
+        let prev = self.prev_slot();
+        let t = &mut self.rapid.table;
+        // The chunk's entry first (created if new; nothing is evicted before `learn_at`), so
+        // that the link records which entry followed; then the link and the learning, stamped
+        // in that order.
+        let slot = match slot {
+            Some(x) if t.check(x) => x,
+            _ => t.entry(&fp),
+        };
+        if let Some(p) = prev {
+            t.link_at(
                 p,
                 Hint {
                     size: (e - s) as u32,
                     marker: Some(last),
                 },
+                Some(slot.idx()),
             );
         }
-        let t = &mut self.rapid.table;
-        // Linking creates no entry, so a slot looked up before it is still valid.
-        let slot = match slot {
-            Some(x) if t.check(x) => t.learn_at(x, regular),
-            _ => t.learn_slot(&fp, regular),
-        };
+        let slot = t.learn_at(slot, regular);
         let st = &mut self.rapid.stats;
         st.bytes += (e - s) as u64;
         st.chunks += 1;
@@ -1114,6 +1132,70 @@ impl DedupCounter {
             1.0
         } else {
             self.bytes as f64 / self.unique_bytes as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datagen::{self, ModKind, VersionSpec};
+    use crate::Options;
+
+    fn files() -> Vec<Vec<u8>> {
+        let spec = VersionSpec {
+            base_size: 1 << 20,
+            versions: 4,
+            mods: 40,
+            mod_size: 100,
+            region_percent: 100.0,
+            kind: ModKind::InsertDelete,
+            seed: 7,
+        };
+        datagen::versions_in_memory(&spec).unwrap()
+    }
+
+    /// Hint lists remember which entry followed (to skip a lookup); with a bounded table
+    /// evicting all the time, entry indices are reused: the exact criterion must stay exact and
+    /// the others must produce what they produce with the same table managed by lookups alone
+    /// (the debug assertion in `HintTable::predicted` checks every prediction against a lookup).
+    #[test]
+    fn bounded_table_with_evictions() {
+        let e = Engine::new(
+            "rabin:1k:4k:12k".parse().unwrap(),
+            Options {
+                threads: 1,
+                hash: HashAlg::Blake3,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let files = files();
+        for max in [0, 40, 300] {
+            for c in Criterion::ALL {
+                let mut r = Rapid::with_new_table(&e, 2, RapidOptions::new(c)).unwrap();
+                r.table_mut().set_max_entries(max);
+                let mut hinted = 0;
+                for f in &files {
+                    let chunks = r.chunk_all(f).unwrap();
+                    let mut at = 0;
+                    for ch in &chunks {
+                        assert_eq!(ch.offset as usize, at);
+                        assert_eq!(ch.hash, digest(&e, &f[at..at + ch.length]));
+                        at += ch.length;
+                    }
+                    assert_eq!(at, f.len());
+                    if c == Criterion::FfRwtFpt {
+                        let ends: Vec<usize> = chunks.iter().map(|c| c.offset as usize + c.length).collect();
+                        assert_eq!(ends, e.cuts(f), "max {max}");
+                    }
+                    hinted += chunks.iter().filter(|c| matches!(c.found, Found::Hint(_))).count();
+                }
+                assert!(max > 0 && max < 100 || hinted > 100, "{max} {c:?}: {hinted} hinted");
+                if max > 0 {
+                    assert!(r.table().len() <= max);
+                }
+            }
         }
     }
 }

@@ -65,6 +65,13 @@ pub(crate) struct Slot {
     epoch: u32,
 }
 
+impl Slot {
+    /// The entry index (stable while the entry is in the table).
+    pub(crate) fn idx(self) -> u32 {
+        self.idx
+    }
+}
+
 /// The hint table of one profile and fingerprint algorithm.
 ///
 /// Per fingerprint it keeps at most `list_len` hints, most recently hit or added first, and a
@@ -73,17 +80,24 @@ pub(crate) struct Slot {
 /// [`crate::rapid`]).
 ///
 /// Layout: the map takes a fingerprint to an entry index; entry `i` is `1 + list_len` words of
-/// one arena, so that an entry is one or two cache lines and a chunk costs one hash lookup (the
-/// chunker keeps the [`Slot`] of the last chunk for its hints and its link). Word 0: the last
-/// use (learn, link; the oldest entries are evicted first) in bits 16.., the hint count in bits
-/// 8..16, the regular flag in bit 0. Hint words: the size (bit 31: no marker) in bits 0..32 and
-/// the marker in bits 32..40.
+/// one arena, so that an entry is one or two cache lines, and `digests[i]` is its fingerprint.
+/// Word 0: the last use (learn, link; the oldest entries are evicted first) in bits 16.., the
+/// hint count in bits 8..16, whether the entry is in use in bit 1, the regular flag in bit 0.
+/// Hint words: the size (bit 31: no marker) in bits 0..32, the marker in bits 32..40, and in
+/// bits 40..64 one more than the entry index of the chunk that followed last time (0: unknown).
+///
+/// A chunk costs at most one hash lookup: the chunker keeps the [`Slot`] of the last chunk for
+/// its hints and its link, and when a hint is taken, the entry that followed last time is the
+/// likely one for the new chunk: it is prefetched while the chunk is fingerprinted and checked
+/// against the fingerprint ([`HintTable::predicted`]), which saves the lookup, a cache miss or
+/// two in a table that the hashed input keeps pushing out of the caches.
 pub struct HintTable {
     profile: Profile,
     hash: HashAlg,
     list_len: usize,
     map: HashMap<Key, u32, KeyBuild>,
     arena: Vec<u64>,
+    digests: Vec<Digest>,
     free: Vec<u32>,
     clock: u64,
     max_entries: usize,
@@ -95,6 +109,9 @@ pub struct HintTable {
 pub const MAX_LIST_LEN: usize = 64;
 
 const REGULAR: u64 = 1;
+const LIVE: u64 = 2;
+/// Successor indices that fit a hint word (bits 40..64, stored plus one).
+const MAX_NEXT: u32 = (1 << 24) - 2;
 
 fn meta_len(m: u64) -> usize {
     ((m >> 8) & 0xff) as usize
@@ -104,9 +121,24 @@ fn meta_stamp(m: u64) -> u64 {
     m >> 16
 }
 
-fn hint_word(h: Hint) -> u64 {
+fn hint_word(h: Hint, next: Option<u32>) -> u64 {
     let (s, m) = encode(h);
-    s as u64 | (m as u64) << 32
+    let n = next.filter(|&i| i <= MAX_NEXT).map_or(0, |i| i as u64 + 1);
+    s as u64 | (m as u64) << 32 | n << 40
+}
+
+fn word_next(w: u64) -> Option<u32> {
+    match w >> 40 {
+        0 => None,
+        n => Some(n as u32 - 1),
+    }
+}
+
+/// A hint and the entry index of the chunk that followed last time, if known.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NextHint {
+    pub hint: Hint,
+    pub next: Option<u32>,
 }
 
 fn word_hint(w: u64) -> Hint {
@@ -133,6 +165,7 @@ impl HintTable {
             list_len,
             map: HashMap::default(),
             arena: Vec::new(),
+            digests: Vec::new(),
             free: Vec::new(),
             clock: 0,
             max_entries: 0,
@@ -207,6 +240,39 @@ impl HintTable {
         out.extend(self.arena[b + 1..b + 1 + n].iter().map(|&w| word_hint(w)));
     }
 
+    /// The hints of the entry at `s` with the entries that followed, most recent first, into
+    /// `out` (cleared first).
+    pub(crate) fn slot_next_hints_into(&self, s: Slot, out: &mut Vec<NextHint>) {
+        debug_assert!(self.check(s));
+        out.clear();
+        let b = self.base(s.idx);
+        let n = meta_len(self.arena[b]);
+        out.extend(self.arena[b + 1..b + 1 + n].iter().map(|&w| NextHint {
+            hint: word_hint(w),
+            next: word_next(w),
+        }));
+    }
+
+    /// Starts loading the entry at index `idx` and its fingerprint into the cache (for
+    /// [`HintTable::predicted`] after a fingerprint is computed).
+    pub(crate) fn prefetch(&self, idx: u32) {
+        let i = idx as usize;
+        if i < self.digests.len() {
+            prefetch(&self.digests[i]);
+            prefetch(&self.arena[self.base(idx)]);
+        }
+    }
+
+    /// The slot of entry `idx` if it is in use and its fingerprint is `fp` (then it is the
+    /// entry [`HintTable::find`] gives, without the lookup).
+    pub(crate) fn predicted(&self, idx: u32, fp: &Digest) -> Option<Slot> {
+        let i = idx as usize;
+        let r = (i < self.digests.len() && self.arena[self.base(idx)] & LIVE != 0 && self.digests[i] == *fp)
+            .then(|| self.slot_of(idx));
+        debug_assert!(r.is_none() || r == self.find(fp));
+        r
+    }
+
     /// Whether `fp` names a chunk the boundary rule produced (see [`HintTable`]).
     pub fn is_regular(&self, fp: &Digest) -> bool {
         self.find(fp).is_some_and(|s| self.slot_regular(s))
@@ -240,19 +306,22 @@ impl HintTable {
         b
     }
 
-    /// The entry of `fp`, created empty if missing; one lookup. Not stamped.
-    fn entry(&mut self, fp: &Digest) -> Slot {
+    /// The entry of `fp`, created empty if missing; one lookup. Not stamped, and evicts
+    /// nothing: [`HintTable::learn_at`] does.
+    pub(crate) fn entry(&mut self, fp: &Digest) -> Slot {
         let stride = 1 + self.list_len;
-        let (arena, free) = (&mut self.arena, &mut self.free);
+        let (arena, digests, free) = (&mut self.arena, &mut self.digests, &mut self.free);
         let idx = *self.map.entry(Key(*fp)).or_insert_with(|| match free.pop() {
             Some(i) => {
-                let b = i as usize * stride;
-                arena[b] = 0;
+                arena[i as usize * stride] = LIVE;
+                digests[i as usize] = *fp;
                 i
             }
             None => {
-                let i = (arena.len() / stride) as u32;
+                let i = digests.len() as u32;
                 arena.resize(arena.len() + stride, 0);
+                arena[i as usize * stride] = LIVE;
+                digests.push(*fp);
                 i
             }
         });
@@ -290,12 +359,13 @@ impl HintTable {
     /// a hint with the same size is replaced, and the last one drops out when the list is full.
     pub fn link(&mut self, prev: &Digest, next: Hint) {
         let s = self.entry(prev);
-        self.link_at(s, next);
+        self.link_at(s, next, None);
         self.evict_if_needed();
     }
 
-    /// [`HintTable::link`] for the entry at `s` (creates no entry, so evicts nothing).
-    pub(crate) fn link_at(&mut self, s: Slot, next: Hint) {
+    /// [`HintTable::link`] for the entry at `s` (creates no entry, so evicts nothing);
+    /// `succ`: the entry index of the chunk described by `next`, if known.
+    pub(crate) fn link_at(&mut self, s: Slot, next: Hint, succ: Option<u32>) {
         debug_assert!(self.check(s));
         let list_len = self.list_len;
         let b = self.touch(s);
@@ -313,7 +383,7 @@ impl HintTable {
         let list = &mut self.arena[a..a + list_len];
         // Shift [0, end) one to the right and put the hint at 0.
         list.copy_within(0..end, 1);
-        list[0] = hint_word(next);
+        list[0] = hint_word(next, succ);
     }
 
     /// Evicts the least recently used entries if the table is over its bound; returns whether
@@ -330,6 +400,7 @@ impl HintTable {
         let mut stamps: Vec<u64> = self.map.values().map(|&i| meta_stamp(arena[i as usize * stride])).collect();
         let (_, &mut cutoff, _) = stamps.select_nth_unstable(remove - 1);
         let free = &mut self.free;
+        let first_free = free.len();
         self.map.retain(|_, &mut i| {
             if meta_stamp(arena[i as usize * stride]) <= cutoff {
                 free.push(i);
@@ -338,6 +409,10 @@ impl HintTable {
                 true
             }
         });
+        for &i in &self.free[first_free..] {
+            // No longer in use: a successor index kept in a hint no longer matches it.
+            self.arena[i as usize * stride] = 0;
+        }
         self.epoch = self.epoch.wrapping_add(1);
         true
     }
@@ -585,6 +660,19 @@ fn decode(s: u32, m: u8) -> Hint {
             marker: Some(m),
         }
     }
+}
+
+/// Asks for the cache line of `x` ahead of its use (nothing on other targets).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch only hints the cache; it never faults and reads nothing.
+    #[allow(unused_unsafe)]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(x as *const T as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 fn invalid(msg: &str) -> Error {
