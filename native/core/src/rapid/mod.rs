@@ -794,11 +794,9 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
             return Ok(());
         }
         if self.slow.is_none() {
-            if self.prev.is_some() {
-                if self.try_hints()? {
-                    self.spare = None;
-                    return Ok(());
-                }
+            if self.try_hints()? {
+                self.spare = None;
+                return Ok(());
             }
             self.slow = Some(match self.spare.take() {
                 // The hints at the end of the last fallback block missed too: go on where it
@@ -1061,7 +1059,8 @@ fn digest(engine: &Engine, bytes: &[u8]) -> Digest {
 /// A fingerprint computed on the hint path; one in [`FP_SAMPLE`] is timed (see
 /// [`Rapid::fingerprint_time`]).
 fn hint_digest(engine: &Engine, bytes: &[u8], ft: &mut FingerprintTime) -> Digest {
-    let timed = ft.count % FP_SAMPLE == 0;
+    const { assert!(FP_SAMPLE.is_power_of_two()) };
+    let timed = ft.count & (FP_SAMPLE - 1) == 0;
     ft.count += 1;
     if !timed {
         return digest(engine, bytes);
