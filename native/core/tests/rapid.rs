@@ -550,3 +550,38 @@ fn streaming_memory_is_bounded() {
     assert!(peak <= bound, "peak buffer {peak} > {bound}");
     assert!(r.stats().hinted_chunks > r.stats().chunks / 2, "{:?}", r.stats());
 }
+
+#[test]
+fn rwt_takes_a_max_sized_hint_only_when_its_marker_matches() {
+    // A cut at MAX has no window to test: ff+rwt then checks the hint's marker byte.
+    let mut tried = 0;
+    for prof in PROFILES {
+        let p: Profile = prof.parse().unwrap();
+        let e = engine(prof, 1);
+        let x = datagen::random_bytes(200_000, 9);
+        let r = reference_cuts(&p, &x);
+        let (c0, c1) = (r[0], r[1]);
+        assert!(c1 - c0 < p.max, "{prof}: pick data whose second chunk is not cut at MAX");
+        let last = x[c0 + p.max - 1];
+        for (marker, taken) in [(Some(last), true), (Some(last.wrapping_add(1)), false), (None, true)] {
+            let mut t = HintTable::new(&p, HashAlg::Blake3, 2).unwrap();
+            t.learn(&fp(&x[..c0]), true);
+            t.link(&fp(&x[..c0]), Hint { size: p.max as u32, marker });
+            // Tiny fallback blocks, so that the first block ends at the first chunk and its
+            // hint is tried (hints are tried at the end of a block).
+            let opts = RapidOptions { first_block: 64, ..RapidOptions::new(Criterion::FfRwt) };
+            let mut rapid = Rapid::new(&e, t, opts).unwrap();
+            let chunks = rapid.chunk_all(&x).unwrap();
+            check_cover(&x, &chunks);
+            assert_eq!(chunks[0].length, c0, "{prof}");
+            let st = rapid.stats();
+            if st.hits[0] + st.misses[0] == 0 {
+                continue; // the block that found c0 went on past it
+            }
+            tried += 1;
+            assert_eq!(chunks[1].length == p.max, taken, "{prof} marker {marker:?}");
+            assert_eq!(matches!(chunks[1].found, Found::Hint(0)), taken, "{prof} marker {marker:?}");
+        }
+    }
+    assert!(tried >= 6, "the hint was tried in only {tried} cases");
+}
