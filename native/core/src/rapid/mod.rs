@@ -156,16 +156,19 @@ impl RapidOptions {
     }
 }
 
-/// Default first fallback block: 8 Ki positions. Smaller blocks roll fewer positions after a
+/// Default first fallback block: 16 Ki positions. Smaller blocks roll fewer positions after a
 /// missed hint but cost more per block; the AVX-512 affine kernel takes lanes of 128 bytes and
 /// up (64 lanes: 8 Ki positions) for windows up to 64 bytes, below that a kernel several times
 /// slower per position runs. Measured with `examples/rapid_bench` (rabin:4k:8k:12k, 10 files
 /// of 16 MiB, 1000 and 5000 paper modifications, ff): 64 Ki → 2.51× / 1.27×, 16 Ki → 3.09× /
 /// 1.32× chunking speedup; later, with the kernel's smaller lanes (1000 modifications, ff,
 /// insert/delete and overwrite, `CUTPOINT_STAT=min`, means of 3 runs): 16 Ki → 3.34× / 5.71×,
-/// 15.8% / 12.9% of positions rolled; 8 Ki → 3.45× / 6.25×, 14.9% / 11.5%. With the paper's
-/// profile, 8 Ki positions from MIN reach MAX: a first block always decides a chunk.
-pub const DEFAULT_FIRST_BLOCK: usize = 8 << 10;
+/// 15.8% / 12.9% of positions rolled; 8 Ki → 3.45× / 6.25×, 14.9% / 11.5%. 8 Ki was the
+/// default for a while, but it costs the worst case (every hint rejected; Figure 12 analog,
+/// `CUTPOINT_FIGS=12 CUTPOINT_MODS=1000,20000`, two runs each): 1000 modifications 18–25%
+/// slower than regular CDC with 8 Ki against 2–16% with 16 Ki (more blocks, each ending in a
+/// rejected hint test), for the 3–10% that 8 Ki gains in ff's best case.
+pub const DEFAULT_FIRST_BLOCK: usize = 16 << 10;
 
 /// How a chunk's end was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
