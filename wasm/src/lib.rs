@@ -16,7 +16,7 @@
 
 use cutpoint_core::hash::Tables;
 use cutpoint_core::stage1::{self, Stage1Fn};
-use cutpoint_core::stage2::{Bits, Selector};
+use cutpoint_core::stage2::{bits_from_offsets, Bits, Selector};
 use cutpoint_core::{HashAlg, Profile};
 use std::fmt::Display;
 use wasm_bindgen::prelude::*;
@@ -259,21 +259,9 @@ impl Stage2 {
             self.sel = Selector::new(self.p.min, self.p.avg, self.p.max, self.p.two_classes());
         }
         let n = (q - p) as usize;
-        let words = n.div_ceil(64);
-        let fill = |bits: &mut Vec<u64>, offs: &[u32]| -> Result<(), JsError> {
-            bits.clear();
-            bits.resize(words, 0);
-            for &o in offs {
-                let o = o as usize;
-                if o >= n {
-                    return Err(err(format!("stage 2: candidate offset {o} outside a slice of {n}")));
-                }
-                bits[o >> 6] |= 1u64 << (o & 63);
-            }
-            Ok(())
-        };
-        fill(&mut self.strict, strict)?;
-        fill(&mut self.loose, loose)?;
+        let outside = |o: usize| err(format!("stage 2: candidate offset {o} outside a slice of {n}"));
+        bits_from_offsets(&mut self.strict, n, strict).map_err(outside)?;
+        bits_from_offsets(&mut self.loose, n, loose).map_err(outside)?;
         let rp = (p - self.base) as usize;
         let rq = (q - self.base) as usize;
         self.out.clear();

@@ -432,22 +432,10 @@ impl Resumed {
             )));
         }
         let n = b - a;
-        let words = n.div_ceil(64);
         let two = self.sc.sel.two_classes();
-        let fill = |bits: &mut Vec<u64>, offs: &[u32]| -> Result<(), Error> {
-            bits.clear();
-            bits.resize(words, 0);
-            for &o in offs {
-                let o = o as usize;
-                if o >= n {
-                    return Err(Error::config(format!("candidate offset {o} outside positions [{a}, {b})")));
-                }
-                bits[o >> 6] |= 1u64 << (o & 63);
-            }
-            Ok(())
-        };
-        fill(&mut self.sc.strict, strict)?;
-        fill(&mut self.sc.loose, if two { loose } else { &[] })?;
+        let outside = |o: usize| Error::config(format!("candidate offset {o} outside positions [{a}, {b})"));
+        crate::stage2::bits_from_offsets(&mut self.sc.strict, n, strict).map_err(outside)?;
+        crate::stage2::bits_from_offsets(&mut self.sc.loose, n, if two { loose } else { &[] }).map_err(outside)?;
         let sc = &mut self.sc;
         sc.sel.select(Bits { words: &sc.strict, origin: a }, Bits { words: &sc.loose, origin: a }, a, b, out);
         self.next = b;

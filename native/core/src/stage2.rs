@@ -8,6 +8,22 @@
 //! The selector is incremental: it is fed the bitmaps of consecutive position ranges
 //! `[p, q)` and keeps only the current chunk start between calls, so streaming carries no bits.
 
+/// The bitmap of `n` positions whose set bits are `offsets` (candidates found elsewhere, e.g.
+/// by stage 1 in another worker, as offsets from the first position), into `bits` (reused).
+/// An offset outside `[0, n)` is returned as the error.
+pub fn bits_from_offsets(bits: &mut Vec<u64>, n: usize, offsets: &[u32]) -> Result<(), usize> {
+    bits.clear();
+    bits.resize(n.div_ceil(64), 0);
+    for &o in offsets {
+        let o = o as usize;
+        if o >= n {
+            return Err(o);
+        }
+        bits[o >> 6] |= 1u64 << (o & 63);
+    }
+    Ok(())
+}
+
 /// A candidate bitmap view: bit `i` of `words` is position `origin + i`.
 #[derive(Clone, Copy)]
 pub struct Bits<'a> {
