@@ -71,8 +71,8 @@ const pools = new WeakMap<WorkerPool, Pool>()
 
 /**
  * Starts workers once for many calls (`chunk(x, { pool })`): each call otherwise starts its own
- * (tens of milliseconds: threads, wasm instances). Idle, the pool does not keep Node running;
- * `close()` it when done.
+ * (tens of milliseconds: threads, wasm instances). Idle, the pool does not keep Node running
+ * (Deno keeps running while it is open); `close()` it when done.
  */
 export async function createPool(opts: { workers?: number; wasm?: Flavor | 'auto' } = {}): Promise<WorkerPool> {
   const w = need()
