@@ -505,7 +505,11 @@ async function openRapid(opts: ChunkOptions): Promise<{ r: Resolved; session: Ra
   const w = need()
   if (r.flavor !== w.flavor) throw new Error(`cutpoint: rapid runs in this thread's wasm build (${w.flavor}); init({ wasm: '${r.flavor}' }) to use the other`)
   // With workers, stage 1 of large fallback blocks runs in a pool (started when first needed).
-  const pool = r.workers >= 1 ? { start: () => startPool(r, { kind: 'message' }), segment: r.segment, lane: r.lane, window: r.profile.window, view: w.view } : undefined
+  // Not by default on two cores or fewer: the coordinator needs one for the fingerprints, and
+  // the pool measured slower there (novel 256 MiB, ff+rwt: 481 / 436 / 381 MB/s with 0 / 1 / 2
+  // workers); an explicit rapid.workerBlock still uses it.
+  const usePool = r.workers >= 1 && (opts.rapid!.workerBlock !== undefined || (await defaultWorkers()) > 2)
+  const pool = usePool ? { start: () => startPool(r, { kind: 'message' }), segment: r.segment, lane: r.lane, window: r.profile.window, view: w.view } : undefined
   const session = await RapidSession.open(w.mod, opts.rapid!, r.profile.canonical, r.hash, r.workers, r.backend, pool)
   return { r, session }
 }

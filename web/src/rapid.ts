@@ -47,7 +47,8 @@ export interface RapidOptions {
   /**
    * With workers: the smallest fallback block (positions) whose stage 1 runs in the worker pool
    * rather than in this thread (default 256 KiB: below it a round trip costs about what it
-   * saves). Any value gives the same chunks.
+   * saves; on machines with two cores or fewer the pool is not used unless this is given, as it
+   * measured slower there). Any value gives the same chunks.
    */
   workerBlock?: number
   /** Keep this input's recipe (`result.recipe`, usable as `base` later and by the CLI's --base). */
