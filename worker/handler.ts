@@ -205,15 +205,15 @@ async function openSource(src: SourceDesc, onClose: (c: () => Promise<void>) => 
       return { read: async (s, e, into) => into().set(await fetch(s, e)), fetch }
     }
     case 'path': {
-      let read: Reader
+      // No read-ahead (no `fetch`): a read of cached pages is a copy that costs about what it
+      // would overlap, and measured slower with two workers on two cores (bench/js/RESULTS.md).
+      // A worker handles one job at a time, so Deno's seek + read never interleave.
       if (isDeno) {
         const D = (globalThis as any).Deno
         const f = await D.open(src.path, { read: true })
         onClose(async () => f.close())
-        // seek + read share the file position: one read at a time.
-        let turn: Promise<unknown> = Promise.resolve()
-        read = (s, e, into) => {
-          const r = turn.then(async () => {
+        return {
+          read: async (s, e, into) => {
             await f.seek(s, D.SeekMode.Start)
             let off = 0
             while (off < e - s) {
@@ -221,27 +221,23 @@ async function openSource(src: SourceDesc, onClose: (c: () => Promise<void>) => 
               if (n === null || n === 0) throw new Error(`${src.path}: short read at ${s + off} (file shrank?)`)
               off += n
             }
-          })
-          turn = r.catch(() => {})
-          return r
+          },
         }
-      } else {
-        const fsName = 'node:fs/promises'
-        const fs = await import(/* @vite-ignore */ fsName)
-        const fh = await fs.open(src.path, 'r')
-        onClose(async () => fh.close())
-        read = async (s, e, into) => {
+      }
+      const fsName = 'node:fs/promises'
+      const fs = await import(/* @vite-ignore */ fsName)
+      const fh = await fs.open(src.path, 'r')
+      onClose(async () => fh.close())
+      return {
+        read: async (s, e, into) => {
           let off = 0
           while (off < e - s) {
             const { bytesRead } = await fh.read(into(), off, e - s - off, s + off)
             if (bytesRead === 0) throw new Error(`${src.path}: short read at ${s + off} (file shrank?)`)
             off += bytesRead
           }
-        }
+        },
       }
-      // No read-ahead: a read of cached pages is a copy that costs about what it would
-      // overlap, and measured slower with two workers on two cores (bench/js/RESULTS.md).
-      return { read }
     }
   }
 }

@@ -101,7 +101,10 @@ describe('inputs', () => {
     for await (const x of cp.chunk(data, opts)) one.push(x)
     expect(diff(one, c)).toBeNull()
     const batched: cp.Chunk[] = []
-    for await (const b of cp.chunk(data, opts).batches()) batched.push(...b)
+    for await (const b of cp.chunk(data, opts).batches()) {
+      expect(b.length).toBeGreaterThan(0)
+      batched.push(...b)
+    }
     expect(batched).toEqual(one)
     const it = cp.chunk(data, opts)
     for await (const _ of it) break

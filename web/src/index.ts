@@ -95,7 +95,7 @@ export interface ChunkIterable extends AsyncIterable<Chunk> {
   batches(): AsyncIterable<Chunk[]>
 }
 
-/** A ChunkIterable over a generator of batches (empty batches skipped). */
+/** A ChunkIterable over a generator of batches (the empty ones skipped here, once for all). */
 function iterable(gen: AsyncGenerator<Chunk[]>, rapid?: () => RapidResult | undefined): ChunkIterable {
   let used = false
   const once = () => {
@@ -108,7 +108,9 @@ function iterable(gen: AsyncGenerator<Chunk[]>, rapid?: () => RapidResult | unde
     },
     batches() {
       once()
-      return gen
+      return (async function* () {
+        for await (const b of gen) if (b.length) yield b
+      })()
     },
     [Symbol.asyncIterator]() {
       once()
@@ -136,7 +138,6 @@ function iterable(gen: AsyncGenerator<Chunk[]>, rapid?: () => RapidResult | unde
       return flat
     },
   }
-  if (!rapid) Object.defineProperty(it, 'rapid', { value: undefined, enumerable: false })
   return it
 }
 
@@ -286,7 +287,6 @@ class Breather {
     }
   }
 }
-
 
 /** Chunks decided but not yet fingerprinted, batched into hash jobs; emitted in order. */
 class Emitter {
@@ -584,8 +584,7 @@ async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: ChunkOptions
       em.add(st2.feed(a, b, res.strict, res.loose), !readOnce)
       if (b === size) em.add(st2.finish(size), !readOnce)
       if (readOnce) em.flush(worker, i)
-      const out = await em.take(look)
-      if (out.length) yield out
+      yield await em.take(look)
     }
     em.flush()
     yield await em.take(0)
@@ -602,8 +601,7 @@ async function* chunkStream(stream: ReadableStream<Uint8Array>, opts: ChunkOptio
     for (;;) {
       const { done, value } = await reader.read()
       if (done) break
-      const out = await c.update(value)
-      if (out.length) yield out
+      yield await c.update(value)
     }
     yield await c.finish()
   } finally {
