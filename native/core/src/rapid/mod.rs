@@ -270,6 +270,90 @@ pub struct Rapid<'e> {
     opts: RapidOptions,
     stats: RapidStats,
     fp_time: FingerprintTime,
+    tape: Option<Box<FingerprintTape>>,
+}
+
+/// Benchmarks only: the fingerprints one run computed, in order, replayed by a later run of the
+/// same inputs with a fresh table and the same options, so that the later run's CPU time is
+/// chunking alone (hint tests, the table, stage 1 and 2 of the fallback blocks): the paper's
+/// chunking time, measured directly instead of as a run's time less a separately timed
+/// hashing pass. Set with [`Rapid::set_fingerprint_tape`].
+///
+/// The fingerprints of failed FPT tests are part of chunking, so a replay computes those again
+/// (and checks them). A replay trusts the recording otherwise: it checks only each chunk's
+/// length; at the first mismatch it stops replaying, computes every fingerprint from then on,
+/// and [`FingerprintTape::diverged`] says so. Replay only over the recorded inputs.
+#[doc(hidden)]
+#[derive(Clone, Debug, Default)]
+pub struct FingerprintTape {
+    /// Length, fingerprint, and whether a failed FPT test computed it.
+    entries: Vec<(usize, Digest, bool)>,
+    pos: usize,
+    replaying: bool,
+    diverged: bool,
+}
+
+impl FingerprintTape {
+    /// An empty tape that records.
+    pub fn recorder() -> FingerprintTape {
+        FingerprintTape::default()
+    }
+    /// The same fingerprints, replayed from the first.
+    pub fn replay(&self) -> FingerprintTape {
+        FingerprintTape {
+            entries: self.entries.clone(),
+            pos: 0,
+            replaying: true,
+            diverged: false,
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    /// A replay met a fingerprint other than the recording's next (different inputs, table
+    /// or options), or ran past its end, and computed the rest.
+    pub fn diverged(&self) -> bool {
+        self.diverged
+    }
+
+    fn digest(&mut self, engine: &Engine, bytes: &[u8]) -> Digest {
+        if self.replaying {
+            match self.entries.get(self.pos) {
+                Some(&(n, d, false)) if n == bytes.len() => {
+                    self.pos += 1;
+                    return d;
+                }
+                Some(&(n, d, true)) if n == bytes.len() => {
+                    self.pos += 1;
+                    let x = digest(engine, bytes);
+                    if x == d {
+                        return x;
+                    }
+                }
+                _ => {}
+            }
+            self.replaying = false;
+            self.diverged = true;
+            return digest(engine, bytes);
+        }
+        let d = digest(engine, bytes);
+        if !self.diverged {
+            self.entries.push((bytes.len(), d, false));
+        }
+        d
+    }
+
+    /// The last fingerprint was a failed FPT test's.
+    fn mark_wasted(&mut self) {
+        if !self.replaying && !self.diverged {
+            if let Some(e) = self.entries.last_mut() {
+                e.2 = true;
+            }
+        }
+    }
 }
 
 /// Time spent fingerprinting produced chunks (see [`Rapid::fingerprint_time`]). A fallback
@@ -356,6 +440,7 @@ impl<'e> Rapid<'e> {
                 ..RapidStats::default()
             },
             fp_time: FingerprintTime::default(),
+            tape: None,
         })
     }
 
@@ -396,6 +481,17 @@ impl<'e> Rapid<'e> {
     /// more; the first hint-path fingerprint is always timed.
     pub fn fingerprint_time(&self) -> Duration {
         self.fp_time.total()
+    }
+
+    /// Benchmarks only: records fingerprints to, or replays them from, a tape (see
+    /// [`FingerprintTape`]); `None` computes them (the default).
+    #[doc(hidden)]
+    pub fn set_fingerprint_tape(&mut self, tape: Option<FingerprintTape>) {
+        self.tape = tape.map(Box::new);
+    }
+    #[doc(hidden)]
+    pub fn take_fingerprint_tape(&mut self) -> Option<FingerprintTape> {
+        self.tape.take().map(|t| *t)
     }
 
     pub fn reset_stats(&mut self) {
@@ -610,7 +706,13 @@ pub struct RapidChunker<'r, 'e, S: Source> {
     awaiting: Option<Awaiting>,
     /// Cuts decided by the candidates supplied so far for the awaited block.
     pending_cuts: Vec<usize>,
+    /// How far the input has been prefetched along the predicted chunks (see
+    /// [`RapidChunker::prefetch_ahead`]): the end of the last one and its entry index.
+    ahead: (usize, u32),
 }
+
+/// Hinted chunk ends up to this many average chunk sizes past the boundary are prefetched.
+const PREFETCH_CHUNKS: usize = 4;
 
 /// A fallback block waiting for stage-1 candidates from the caller.
 #[derive(Clone, Copy, Debug)]
@@ -642,6 +744,7 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
             external_min: 0,
             awaiting: None,
             pending_cuts: Vec::new(),
+            ahead: (0, 0),
         }
     }
 
@@ -839,11 +942,51 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
         let Some(slot) = self.prev_slot() else {
             return Ok(false);
         };
+        self.prefetch_ahead(slot);
         let mut hints = std::mem::take(&mut self.hints);
         self.rapid.table.slot_next_hints_into(slot, &mut hints);
         let r = self.try_hint_list(&hints);
         self.hints = hints;
         r
+    }
+
+    /// Starts loading the input where the next chunks will be tested, if hints keep hitting.
+    /// A hinted chunk is skipped, not read, so each one's end (its window, its last byte) is a
+    /// cache miss, and usually a TLB miss, that nothing else overlaps when fingerprints are
+    /// computed elsewhere; measured as most of the per-chunk time of hint mode. The chunks
+    /// that followed last time form a chain through the table (each hint's `next` entry); a
+    /// cursor walks it a few chunks ahead of the boundary and prefetches each predicted end.
+    /// It restarts from the boundary when the boundary passes it (a miss or a fallback).
+    fn prefetch_ahead(&mut self, slot: Slot) {
+        let p = self.rapid.engine.profile();
+        let (mut pos, mut idx) = self.ahead;
+        if pos <= self.s {
+            (pos, idx) = (self.s, slot.idx());
+        }
+        let limit = self.s + PREFETCH_CHUNKS * p.avg;
+        let t = &self.rapid.table;
+        let (buf, base) = self.src.window();
+        while pos < limit {
+            let Some(NextHint { hint, next }) = t.first_next_hint(idx) else {
+                break;
+            };
+            let e = pos + hint.size as usize;
+            let size = hint.size as usize;
+            if size == 0 || e > base + buf.len() {
+                break;
+            }
+            table::prefetch(&buf[e - 1 - base]);
+            table::prefetch(&buf[e - size.min(p.window) - base]);
+            pos = e;
+            match next {
+                Some(n) => {
+                    t.prefetch(n);
+                    idx = n;
+                }
+                None => break,
+            }
+        }
+        self.ahead = (pos, idx);
     }
 
     fn try_hint_list(&mut self, hints: &[NextHint]) -> Result<bool, Error> {
@@ -877,10 +1020,13 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                             if let Some(i) = next {
                                 t.prefetch(i);
                             }
-                            let d = hint_digest(engine, bytes, &mut self.rapid.fp_time);
+                            let d = hint_digest(engine, bytes, &mut self.rapid.fp_time, &mut self.rapid.tape);
                             let slot = next.and_then(|i| t.predicted(i, &d)).or_else(|| t.find(&d));
                             let known = slot.is_some_and(|x| t.slot_regular(x));
                             if !known {
+                                if let Some(tape) = self.rapid.tape.as_mut() {
+                                    tape.mark_wasted();
+                                }
                                 self.rapid.stats.fpt_wasted += 1;
                                 self.rapid.stats.fpt_wasted_bytes += size as u64;
                             }
@@ -901,7 +1047,7 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                         if let Some(i) = next {
                             t.prefetch(i);
                         }
-                        let d = hint_digest(engine, bytes, &mut self.rapid.fp_time);
+                        let d = hint_digest(engine, bytes, &mut self.rapid.fp_time, &mut self.rapid.tape);
                         (d, next.and_then(|i| t.predicted(i, &d)))
                     }
                 };
@@ -1012,7 +1158,15 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
         {
             let (buf, base) = self.src.window();
             let clock = Stopwatch::start();
-            engine.fingerprint_chunks(buf, base as u64, &mut batch)?;
+            match self.rapid.tape.as_mut() {
+                None => engine.fingerprint_chunks(buf, base as u64, &mut batch)?,
+                Some(tape) => {
+                    for c in batch.iter_mut() {
+                        let a = c.offset as usize - base;
+                        c.hash = Some(tape.digest(engine, &buf[a..a + c.length]));
+                    }
+                }
+            }
             self.rapid.fp_time.batches += clock.elapsed();
             lasts.extend(batch.iter().map(|c| buf[c.offset as usize + c.length - 1 - base]));
         }
@@ -1067,8 +1221,11 @@ fn digest(engine: &Engine, bytes: &[u8]) -> Digest {
 
 /// A fingerprint computed on the hint path; one in [`FP_SAMPLE`] is timed (see
 /// [`Rapid::fingerprint_time`]).
-fn hint_digest(engine: &Engine, bytes: &[u8], ft: &mut FingerprintTime) -> Digest {
+fn hint_digest(engine: &Engine, bytes: &[u8], ft: &mut FingerprintTime, tape: &mut Option<Box<FingerprintTape>>) -> Digest {
     const { assert!(FP_SAMPLE.is_power_of_two()) };
+    if let Some(t) = tape {
+        return t.digest(engine, bytes);
+    }
     let timed = ft.count & (FP_SAMPLE - 1) == 0;
     ft.count += 1;
     if !timed {
@@ -1209,6 +1366,46 @@ mod tests {
                     assert!(r.table().len() <= max);
                 }
             }
+        }
+    }
+
+    /// A replayed tape gives the recording run's chunks without diverging, for every criterion
+    /// (FPT's failed tests are recomputed); replayed over inputs of other chunk sizes it
+    /// notices.
+    #[test]
+    fn fingerprint_tape_replays_and_detects_divergence() {
+        let e = Engine::new(
+            "rabin:1k:4k:12k".parse().unwrap(),
+            Options {
+                threads: 1,
+                hash: HashAlg::Blake3,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let files = files();
+        let run = |tape: Option<FingerprintTape>, files: &[Vec<u8>], c: Criterion| {
+            let mut r = Rapid::with_new_table(&e, 2, RapidOptions::new(c)).unwrap();
+            r.set_fingerprint_tape(tape);
+            let chunks: Vec<Vec<RapidChunk>> = files.iter().map(|f| r.chunk_all(f).unwrap()).collect();
+            (chunks, r.take_fingerprint_tape(), r.stats().fpt_wasted)
+        };
+        for c in Criterion::ALL {
+            let (want, tape, wasted) = run(Some(FingerprintTape::recorder()), &files, c);
+            let tape = tape.unwrap();
+            let produced: usize = want.iter().map(|f| f.len()).sum();
+            assert_eq!(tape.len() as u64, produced as u64 + wasted, "{c:?}");
+            let (got, replayed, _) = run(Some(tape.replay()), &files, c);
+            assert!(!replayed.unwrap().diverged(), "{c:?}");
+            let key = |v: &Vec<Vec<RapidChunk>>| -> Vec<(u64, usize, Digest)> {
+                v.iter().flatten().map(|c| (c.offset, c.length, c.hash)).collect()
+            };
+            assert_eq!(key(&got), key(&want), "{c:?}");
+            // Other inputs: the replay notices.
+            let mut other = files.clone();
+            other[1].insert(1000, 7);
+            let (_, replayed, _) = run(Some(tape.replay()), &other, c);
+            assert!(replayed.unwrap().diverged(), "{c:?}");
         }
     }
 }

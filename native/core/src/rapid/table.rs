@@ -263,6 +263,20 @@ impl HintTable {
         }
     }
 
+    /// The first (most recent) hint of entry `idx` with the entry that followed, if `idx` is
+    /// an entry in use with hints. For prefetching only: `idx` may be stale (no epoch check).
+    pub(crate) fn first_next_hint(&self, idx: u32) -> Option<NextHint> {
+        let b = self.base(idx);
+        let m = *self.arena.get(b)?;
+        (m & LIVE != 0 && meta_len(m) > 0).then(|| {
+            let w = self.arena[b + 1];
+            NextHint {
+                hint: word_hint(w),
+                next: word_next(w),
+            }
+        })
+    }
+
     /// The slot of entry `idx` if it is in use and its fingerprint is `fp` (then it is the
     /// entry [`HintTable::find`] gives, without the lookup).
     pub(crate) fn predicted(&self, idx: u32, fp: &Digest) -> Option<Slot> {
@@ -664,7 +678,7 @@ fn decode(s: u32, m: u8) -> Hint {
 
 /// Asks for the cache line of `x` ahead of its use (nothing on other targets).
 #[inline(always)]
-fn prefetch<T>(x: &T) {
+pub(crate) fn prefetch<T>(x: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch only hints the cache; it never faults and reads nothing.
     #[allow(unused_unsafe)]
