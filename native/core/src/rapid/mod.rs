@@ -20,7 +20,7 @@
 //! Hints are tried in list order (most recently hit first). When every hint misses, chunking
 //! falls back to the regular rule from the last boundary with the SS-CDC [`Engine`]
 //! ([`Engine::resume`]): stage 1 on all the engine's threads and SIMD lanes, over blocks that
-//! start at [`DEFAULT_FIRST_BLOCK`] positions and double while the region stays novel, so long novel regions
+//! start at [`default_first_block`] positions and double while the region stays novel, so long novel regions
 //! are chunked in parallel while a short miss costs little. After each block, if the last
 //! chunk's fingerprint has hints, hint mode resumes from its end.
 //!
@@ -77,6 +77,7 @@ use crate::engine::{Chunk, Engine, Resumed};
 use crate::error::Error;
 use crate::fingerprint::{Digest, HashAlg};
 use crate::hash::Tables;
+use crate::profile::Profile;
 use std::collections::VecDeque;
 use std::io::Read;
 use std::time::Duration;
@@ -127,8 +128,8 @@ pub struct RapidOptions {
     /// The paper's worst-case experiment (Figure 12): every hint is tested under the criterion
     /// and then rejected, so every chunk comes from the fallback.
     pub worst_case: bool,
-    /// First fallback block in positions; 0 = [`DEFAULT_FIRST_BLOCK`] (or AVG if larger). Blocks
-    /// double while the region stays novel, up to `max_block`.
+    /// First fallback block in positions; 0 = [`default_first_block`]. While the region stays
+    /// novel the next block is as large once more, then blocks double, up to `max_block`.
     pub first_block: usize,
     /// Largest fallback block in positions; 0 = the engine's block size
     /// ([`Engine::block_size`]). The boundaries of ff, ff+mt and ff+rwt depend on the block
@@ -156,19 +157,22 @@ impl RapidOptions {
     }
 }
 
-/// Default first fallback block: 16 Ki positions. Smaller blocks roll fewer positions after a
-/// missed hint but cost more per block; the AVX-512 affine kernel takes lanes of 128 bytes and
-/// up (64 lanes: 8 Ki positions) for windows up to 64 bytes, below that a kernel several times
-/// slower per position runs. Measured with `examples/rapid_bench` (rabin:4k:8k:12k, 10 files
-/// of 16 MiB, 1000 and 5000 paper modifications, ff): 64 Ki → 2.51× / 1.27×, 16 Ki → 3.09× /
-/// 1.32× chunking speedup; later, with the kernel's smaller lanes (1000 modifications, ff,
-/// insert/delete and overwrite, `CUTPOINT_STAT=min`, means of 3 runs): 16 Ki → 3.34× / 5.71×,
-/// 15.8% / 12.9% of positions rolled; 8 Ki → 3.45× / 6.25×, 14.9% / 11.5%. 8 Ki was the
-/// default for a while, but it costs the worst case (every hint rejected; Figure 12 analog,
-/// `CUTPOINT_FIGS=12 CUTPOINT_MODS=1000,20000`, two runs each): 1000 modifications 18–25%
-/// slower than regular CDC with 8 Ki against 2–16% with 16 Ki (more blocks, each ending in a
-/// rejected hint test), for the 3–10% that 8 Ki gains in ff's best case.
-pub const DEFAULT_FIRST_BLOCK: usize = 16 << 10;
+/// Default first fallback block, in positions: `MAX - MIN` (a block from `s + MIN` that long
+/// always holds the next boundary), at most `2 × (AVG - MIN)` (twice the expected distance to it
+/// for profiles whose MAX is far out) and at least [`MIN_FIRST_BLOCK`].
+///
+/// History, measured with `examples/rapid_bench` (rabin:4k:8k:12k, 10 files of 16 MiB, ff):
+/// 64 Ki → 2.51× / 1.27× chunking speedup at 1000 / 5000 modifications, 16 Ki → 3.09× / 1.32×.
+/// A fixed 8 Ki was the default for a while and was put back to 16 Ki when the worst case
+/// (Figure 12 analog) measured 18–25% slower with it against 2–16%; that measurement
+/// subtracted a separately timed hashing pass from a full run, which moves such figures by
+/// 10–20 points. With the fingerprint tape (chunking timed alone), see the bench results.
+pub fn default_first_block(p: &Profile) -> usize {
+    (p.max - p.min).min(2 * (p.avg - p.min)).max(MIN_FIRST_BLOCK)
+}
+
+/// Smallest default first fallback block: 4 Ki positions.
+pub const MIN_FIRST_BLOCK: usize = 4 << 10;
 
 /// How a chunk's end was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -691,6 +695,8 @@ pub struct RapidChunker<'r, 'e, S: Source> {
     /// chunk's hints all miss, chunking goes on from it and scans no position twice.
     spare: Option<Resumed>,
     block: usize,
+    /// Fallback blocks since the last miss that ended without a hinted chunk.
+    novel_blocks: u32,
     pending: VecDeque<RapidChunk>,
     hints: Vec<NextHint>,
     cuts: Vec<usize>,
@@ -734,6 +740,7 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
             slow: None,
             spare: None,
             block: 0,
+            novel_blocks: 0,
             pending: VecDeque::new(),
             hints: Vec::new(),
             cuts: Vec::new(),
@@ -873,14 +880,20 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
 
     fn first_block(&self) -> usize {
         match self.rapid.opts.first_block {
-            0 => self.rapid.engine.profile().avg.max(DEFAULT_FIRST_BLOCK),
+            0 => default_first_block(self.rapid.engine.profile()),
             n => n,
         }
     }
 
-    /// The next fallback block while the region stays novel: twice the last, up to the
-    /// engine's block.
-    fn grown_block(&self) -> usize {
+    /// The next fallback block while the region stays novel: the first size once more, then
+    /// twice the last, up to the engine's block. (After a miss, the chunk with the change is
+    /// novel and the one after it usually is not: a second small block finds its end more
+    /// often than not, where a doubled one rolls past it.)
+    fn grown_block(&mut self) -> usize {
+        self.novel_blocks += 1;
+        if self.novel_blocks == 1 {
+            return self.block;
+        }
         self.block.saturating_mul(2).min(self.max_block())
     }
 
@@ -918,6 +931,7 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                 }
                 _ => {
                     self.block = self.first_block();
+                    self.novel_blocks = 0;
                     self.rapid.engine.resume(self.s)
                 }
             });
