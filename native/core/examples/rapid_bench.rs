@@ -9,11 +9,16 @@
 //! * `CUTPOINT_MODS` — paper modification counts per 500 MB version (default
 //!   `1000,2000,5000,10000,20000`). They are scaled to the base size so that the modification
 //!   density (and so the dedup ratio) matches the paper's: `mods × MiB / 500`;
-//! * `CUTPOINT_CRITERIA` — the Figure 8 rows' criteria, e.g. `ff,ff+rwt` (default all four);
+//! * `CUTPOINT_CRITERIA` — the Figure 8 rows' criteria, e.g. `ff,ff+rwt` (default all four;
+//!   empty: none, e.g. for the Figure 12 rows alone);
 //! * `CUTPOINT_FIRST_BLOCK` — RapidCDC's first fallback block in positions (default: the core's);
-//! * `CUTPOINT_STAT=min` — report the fastest repetition instead of the median (steadier on a
-//!   machine shared with other work: interference only ever adds time). RapidCDC's chunking
-//!   time is then its fastest total less the fastest fingerprinting of its chunks;
+//! * `CUTPOINT_STAT=min` — report the best repetition's ratio instead of the median;
+//! * `CUTPOINT_BACKEND` — the stage-1 backend of both regular CDC and RapidCDC's fallback
+//!   (default: the best this CPU has); `scalar` is one sequential rolling chain, the kind of
+//!   regular CDC the paper measured against;
+//! * `CUTPOINT_THP=1` — the in-memory files ask Linux for transparent huge pages (both regular
+//!   CDC and RapidCDC read the same memory; skipping through 4 KiB pages costs RapidCDC a TLB
+//!   miss per hinted chunk);
 //! * `CUTPOINT_DATASET=DIR` — instead, real versioned files: every file in `DIR`, in name order
 //!   (e.g. successive releases of a package), each deduplicated against the ones before it, with
 //!   `CUTPOINT_PROFILE` (default `rabin:4k:8k:12k`); the files are read into memory.
@@ -21,15 +26,22 @@
 //! Every run is single-threaded (the paper's default): regular CDC is this crate's SS-CDC engine
 //! on one thread with the detected stage-1 backend; RapidCDC falls back to the same engine.
 //! Times are process CPU time (Linux), which sees through time-slicing on a shared machine.
-//! Chunking time of RapidCDC = its CPU time less the CPU time of fingerprinting the chunks it
-//! produced (measured right after, as for regular CDC); a failed FPT test's fingerprint counts
-//! as chunking. Speedup = regular chunking time / RapidCDC chunking
-//! time. "cpu speedup" (the paper's Figure 16) compares chunking + fingerprinting. Dedup ratio =
-//! bytes / unique bytes over the whole dataset, files in order. Medians of `CUTPOINT_REPS`.
+//! Chunking time of regular CDC = the engine's `cuts` over the files (no fingerprints).
+//! Chunking time of RapidCDC = a run that replays the fingerprints a first run recorded
+//! ([`FingerprintTape`]): hint tests, the hint table, the fallback blocks' stage 1 and 2, with
+//! the fingerprints of produced chunks free and those of failed FPT tests computed (they are
+//! part of chunking); the replayed run must give the recorded chunks, or the bench stops.
+//! (Until 2026-11-22 it was a full run's time less a separately timed hashing pass: hashing is
+//! about 3× chunking, so a few % of noise or cache difference in either became tens of % of the
+//! small difference.) Speedup = regular chunking time / RapidCDC chunking time. "cpu speedup"
+//! (the paper's Figure 16) compares full runs: chunking + fingerprinting. Each repetition times
+//! regular CDC right before its RapidCDC runs, and the figures are medians of the repetitions'
+//! ratios (`CUTPOINT_REPS`). Dedup ratio = bytes / unique bytes over the whole dataset, files in
+//! order.
 
 use cutpoint_core::datagen::{self, ModKind, VersionSpec};
-use cutpoint_core::rapid::{Criterion, DedupCounter, Rapid, RapidOptions, RapidStats};
-use cutpoint_core::{Engine, HashAlg, Options, Profile};
+use cutpoint_core::rapid::{Criterion, DedupCounter, FingerprintTape, Rapid, RapidOptions, RapidStats};
+use cutpoint_core::{Backend, Engine, HashAlg, Options, Profile};
 #[path = "common/cpu.rs"]
 mod cpu;
 use cpu::cpu_now;
@@ -59,6 +71,11 @@ fn median(mut v: Vec<f64>) -> f64 {
         return v[0];
     }
     v[v.len() / 2]
+}
+
+/// The median of ratios (higher is better), or with `CUTPOINT_STAT=min` the best.
+fn median_ratio(v: Vec<f64>) -> f64 {
+    1.0 / median(v.into_iter().map(|x| 1.0 / x).collect())
 }
 
 struct Regular {
@@ -98,56 +115,74 @@ fn regular(e: &Engine, files: &[Vec<u8>], reps: usize) -> Regular {
 }
 
 struct RapidRun {
-    total: f64,
-    chunking: f64,
+    /// Regular chunking time / RapidCDC chunking time (replayed fingerprints).
+    speedup: f64,
+    /// The same with fingerprints: (regular chunking + hashing) / a full RapidCDC run.
+    cpu_speedup: f64,
     dedup: f64,
     stats: RapidStats,
     exact: bool,
 }
 
 fn rapid(e: &Engine, files: &[Vec<u8>], opts: &RapidOptions, list_len: usize, reps: usize, reg: &Regular) -> RapidRun {
-    let mut tot = Vec::new();
-    let mut chk = Vec::new();
-    let mut fpt = Vec::new();
-    let mut out = None;
-    for _ in 0..reps {
+    // One run records the fingerprints (and gives the chunks, dedup and statistics) ...
+    let run = |tape: Option<FingerprintTape>, capacity: usize| {
         let mut r = Rapid::with_new_table(e, list_len, opts.clone()).expect("rapid");
-        let mut fps = Vec::new();
-        let mut ends = Vec::new();
+        r.set_fingerprint_tape(tape);
+        let mut chunks = Vec::with_capacity(capacity);
         let t = cpu_now();
         for f in files {
-            let mut fe = Vec::new();
             for c in r.chunks(f) {
                 let c = c.expect("in-memory chunking cannot fail");
-                fps.push((c.hash, c.length));
-                fe.push(c.offset as usize + c.length);
+                chunks.push((c.offset, c.length, c.hash));
             }
-            ends.push(fe);
         }
-        let total = cpu_now() - t;
-        tot.push(total);
-        // Chunking = the run's CPU time less the CPU time that fingerprinting the chunks it
-        // produced takes (measured right after, the same way as for regular CDC). Both are
-        // process CPU times, so time-slicing on a busy machine does not skew the split.
-        let h = hash_time(files, &ends);
-        fpt.push(h);
-        chk.push((total - h).max(0.0));
-        if out.is_none() {
-            let mut d = DedupCounter::new();
-            for (h, l) in &fps {
-                d.add(h, *l);
-            }
-            out = Some((d.ratio(), r.stats().clone(), ends == reg.cuts));
+        let time = cpu_now() - t;
+        (time, chunks, r)
+    };
+    let (_, chunks, mut r) = run(Some(FingerprintTape::recorder()), 0);
+    let tape = r.take_fingerprint_tape().expect("tape");
+    let stats = r.stats().clone();
+    drop(r);
+    let mut d = DedupCounter::new();
+    let mut ends: Vec<Vec<usize>> = vec![Vec::new(); files.len()];
+    let mut file = 0;
+    for &(off, len, ref h) in &chunks {
+        d.add(h, len);
+        if off == 0 && !ends[file].is_empty() {
+            file += 1;
         }
+        ends[file].push(off as usize + len);
     }
-    let (dedup, stats, exact) = out.unwrap();
-    let min = std::env::var("CUTPOINT_STAT").is_ok_and(|s| s == "min");
+    // ... then each repetition times a run that computes them (chunking + fingerprinting) and
+    // one that replays them (chunking alone; failed FPT tests' fingerprints are computed).
+    // Regular CDC is timed again in every repetition, right before, and each figure is the
+    // median of the repetitions' ratios: on a shared VM, speed drifts by ±10% over seconds, so
+    // times taken minutes apart do not compare.
+    let mut sp = Vec::new();
+    let mut cpu_sp = Vec::new();
+    for _ in 0..reps {
+        let t = cpu_now();
+        let c: Vec<Vec<usize>> = files.iter().map(|f| e.cuts(f)).collect();
+        let reg_t = cpu_now() - t;
+        std::hint::black_box(c);
+        let (t, c, _) = run(None, chunks.len());
+        assert!(c == chunks, "a RapidCDC run differs from the recorded one");
+        cpu_sp.push((reg_t + reg.fp) / t);
+        let (t, c, r) = run(Some(tape.replay()), chunks.len());
+        let mut r = r;
+        assert!(
+            c == chunks && !r.take_fingerprint_tape().is_some_and(|t| t.diverged()),
+            "a replayed RapidCDC run differs from the recorded one"
+        );
+        sp.push(reg_t / t);
+    }
     RapidRun {
-        chunking: if min { (median(tot.clone()) - median(fpt)).max(0.0) } else { median(chk) },
-        total: median(tot),
-        dedup,
+        speedup: median_ratio(sp),
+        cpu_speedup: median_ratio(cpu_sp),
+        dedup: d.ratio(),
         stats,
-        exact,
+        exact: ends == reg.cuts,
     }
 }
 
@@ -169,14 +204,40 @@ fn dataset(
         kind,
         seed,
     };
-    (mods, datagen::versions_in_memory(&spec).expect("dataset"))
+    let files = datagen::versions_in_memory(&spec).expect("dataset");
+    (mods, files.into_iter().map(huge).collect())
+}
+
+/// `CUTPOINT_THP=1`: the files' memory asks Linux for transparent huge pages (2 MiB), so that
+/// skipping through it costs fewer TLB misses (regular CDC reads the same memory).
+fn huge(f: Vec<u8>) -> Vec<u8> {
+    if std::env::var("CUTPOINT_THP").map_or(true, |v| v != "1") {
+        return f;
+    }
+    extern "C" {
+        fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+    }
+    const MADV_HUGEPAGE: i32 = 14;
+    const HUGE: usize = 2 << 20;
+    let mut v: Vec<u8> = Vec::with_capacity(f.len() + HUGE);
+    let p = v.as_mut_ptr() as usize;
+    let a = p.next_multiple_of(HUGE);
+    let len = (p + v.capacity() - a) / HUGE * HUGE;
+    // SAFETY: [a, a + len) lies inside the vector's allocation, untouched yet.
+    unsafe { madvise(a as *mut std::ffi::c_void, len, MADV_HUGEPAGE) };
+    v.extend_from_slice(&f);
+    v
 }
 
 fn engine(p: &str) -> Engine {
     let p: Profile = p.parse().expect("profile");
+    let backend = std::env::var("CUTPOINT_BACKEND")
+        .ok()
+        .map(|b| Backend::parse(&b).expect("CUTPOINT_BACKEND"));
     Engine::new(
         p,
         Options {
+            backend,
             threads: 1,
             hash: HashAlg::Blake3,
             ..Options::default()
@@ -189,6 +250,7 @@ fn engine(p: &str) -> Engine {
 fn criteria() -> Vec<Criterion> {
     match std::env::var("CUTPOINT_CRITERIA") {
         Err(_) => Criterion::ALL.to_vec(),
+        Ok(s) if s.is_empty() => Vec::new(),
         Ok(s) => s.split(',').map(|c| Criterion::parse(c).expect("CUTPOINT_CRITERIA")).collect(),
     }
 }
@@ -214,8 +276,10 @@ fn main() {
     let paper = "rabin:4k:8k:12k";
     let e = engine(paper);
     println!(
-        "# RapidCDC bench: {nfiles} files of ~{mib} MiB per dataset, 100-byte modifications, seed 1; backend {}, 1 thread, blake3; median of {reps}",
-        e.backend().name()
+        "# RapidCDC bench: {nfiles} files of ~{mib} MiB per dataset, 100-byte modifications, seed 1; backend {}, 1 thread, blake3; {} of {reps}; {} pages",
+        e.backend().name(),
+        if std::env::var("CUTPOINT_STAT").is_ok_and(|s| s == "min") { "fastest" } else { "median" },
+        if std::env::var("CUTPOINT_THP").is_ok_and(|s| s == "1") { "2 MiB (THP)" } else { "4 KiB" }
     );
     println!("# cores available: {}", cutpoint_core::default_threads());
 
@@ -244,8 +308,8 @@ fn main() {
                         reg.dedup,
                         bytes as f64 / reg.cut / 1e6,
                         crit.name(),
-                        reg.cut / r.chunking,
-                        (reg.cut + reg.fp) / r.total,
+                        r.speedup,
+                        r.cpu_speedup,
                         r.dedup,
                         pct_loss(reg.dedup, r.dedup),
                         r.stats.hit_ratio(0).unwrap_or(0.0),
@@ -258,15 +322,15 @@ fn main() {
                         let opts = RapidOptions {
                             criterion: crit,
                             worst_case: true,
-                            first_block: 0,
+                            first_block: env("CUTPOINT_FIRST_BLOCK", "0").parse().expect("CUTPOINT_FIRST_BLOCK"),
                             max_block: 0,
                         };
                         let r = rapid(&e, &files, &opts, 2, reps, &reg);
                         worst_rows.push(format!(
                             "| {m} | {} | {:.1} | {:.1} | {} | {} |",
                             crit.name(),
-                            (r.chunking / reg.cut - 1.0) * 100.0,
-                            (r.total / (reg.cut + reg.fp) - 1.0) * 100.0,
+                            (1.0 / r.speedup - 1.0) * 100.0,
+                            (1.0 / r.cpu_speedup - 1.0) * 100.0,
                             r.stats.misses.iter().sum::<u64>(),
                             r.stats.blocks
                         ));
@@ -308,7 +372,7 @@ fn main() {
                     .collect();
                 println!(
                     "| {m} | {list} | {:.2} | {:.3} | {} | {} |",
-                    reg.cut / r.chunking,
+                    r.speedup,
                     r.dedup,
                     r.stats.fallbacks,
                     ratios.join(", ")
@@ -334,7 +398,7 @@ fn main() {
                     reg.dedup,
                     bytes as f64 / reg.cut / 1e6,
                     crit.name(),
-                    reg.cut / r.chunking,
+                    r.speedup,
                     r.dedup,
                     pct_loss(reg.dedup, r.dedup)
                 );
@@ -358,7 +422,7 @@ fn main() {
                     .iter()
                     .map(|&c| {
                         let r = rapid(&e, &files, &RapidOptions::new(c), 2, reps, &reg);
-                        format!("{:.2}", reg.cut / r.chunking)
+                        format!("{:.2}", r.speedup)
                     })
                     .collect();
                 println!(
@@ -380,7 +444,7 @@ fn real_dataset(dir: &str, prof: &str, reps: usize) {
         .filter(|p| p.is_file())
         .collect();
     paths.sort();
-    let files: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).expect("read")).collect();
+    let files: Vec<Vec<u8>> = paths.iter().map(|p| huge(std::fs::read(p).expect("read"))).collect();
     let bytes: usize = files.iter().map(|f| f.len()).sum();
     let e = engine(prof);
     println!(
@@ -416,8 +480,8 @@ fn real_dataset(dir: &str, prof: &str, reps: usize) {
             println!(
                 "| {} | {list} | {:.2} | {:.2} | {:.3} | {:.3} | {:.1} | {} | {} |",
                 crit.name(),
-                reg.cut / r.chunking,
-                (reg.cut + reg.fp) / r.total,
+                r.speedup,
+                r.cpu_speedup,
                 r.dedup,
                 pct_loss(reg.dedup, r.dedup),
                 r.stats.scanned_positions as f64 / r.stats.bytes.max(1) as f64 * 100.0,
