@@ -5,7 +5,8 @@
 use crate::error::Error;
 use crate::fingerprint::{Digest, HashAlg};
 use crate::profile::Profile;
-use std::collections::{HashMap, HashSet};
+use hashbrown::hash_table::{Entry, HashTable};
+use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::Path;
@@ -48,6 +49,13 @@ impl Hasher for KeyHasher {
 }
 
 pub(crate) type KeyBuild = BuildHasherDefault<KeyHasher>;
+
+/// The table's hash of a fingerprint: its first eight bytes.
+fn key_hash(fp: &Digest) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&fp[..8]);
+    u64::from_le_bytes(b)
+}
 
 /// A set of fingerprints with the cheap hasher (for dedup accounting).
 pub(crate) type DigestSet = HashSet<Key, KeyBuild>;
@@ -95,7 +103,9 @@ pub struct HintTable {
     profile: Profile,
     hash: HashAlg,
     list_len: usize,
-    map: HashMap<Key, u32, KeyBuild>,
+    /// Entry indices by fingerprint (the fingerprints live in `digests`): 4-byte buckets keep
+    /// the index small enough for the caches of a table of a few hundred thousand entries.
+    map: HashTable<u32>,
     arena: Vec<u64>,
     digests: Vec<Digest>,
     free: Vec<u32>,
@@ -163,7 +173,7 @@ impl HintTable {
             profile: profile.clone(),
             hash,
             list_len,
-            map: HashMap::default(),
+            map: HashTable::new(),
             arena: Vec::new(),
             digests: Vec::new(),
             free: Vec::new(),
@@ -198,7 +208,7 @@ impl HintTable {
     }
 
     pub fn is_known(&self, fp: &Digest) -> bool {
-        self.map.contains_key(&Key(*fp))
+        self.find(fp).is_some()
     }
 
     fn base(&self, idx: u32) -> usize {
@@ -211,7 +221,8 @@ impl HintTable {
 
     /// The slot of `fp`, if it is in the table (no use is recorded).
     pub(crate) fn find(&self, fp: &Digest) -> Option<Slot> {
-        self.map.get(&Key(*fp)).map(|&i| self.slot_of(i))
+        let d = &self.digests;
+        self.map.find(key_hash(fp), |&i| d[i as usize] == *fp).map(|&i| self.slot_of(i))
     }
 
     /// Whether `s` still names the entry it was taken from (no eviction since).
@@ -325,20 +336,28 @@ impl HintTable {
     pub(crate) fn entry(&mut self, fp: &Digest) -> Slot {
         let stride = 1 + self.list_len;
         let (arena, digests, free) = (&mut self.arena, &mut self.digests, &mut self.free);
-        let idx = *self.map.entry(Key(*fp)).or_insert_with(|| match free.pop() {
-            Some(i) => {
-                arena[i as usize * stride] = LIVE;
-                digests[i as usize] = *fp;
+        let d = &*digests;
+        let idx = match self.map.entry(key_hash(fp), |&i| d[i as usize] == *fp, |&i| key_hash(&d[i as usize])) {
+            Entry::Occupied(o) => *o.get(),
+            Entry::Vacant(v) => {
+                let i = match free.pop() {
+                    Some(i) => {
+                        arena[i as usize * stride] = LIVE;
+                        digests[i as usize] = *fp;
+                        i
+                    }
+                    None => {
+                        let i = digests.len() as u32;
+                        arena.resize(arena.len() + stride, 0);
+                        arena[i as usize * stride] = LIVE;
+                        digests.push(*fp);
+                        i
+                    }
+                };
+                v.insert(i);
                 i
             }
-            None => {
-                let i = digests.len() as u32;
-                arena.resize(arena.len() + stride, 0);
-                arena[i as usize * stride] = LIVE;
-                digests.push(*fp);
-                i
-            }
-        });
+        };
         self.slot_of(idx)
     }
 
@@ -411,11 +430,11 @@ impl HintTable {
         let remove = self.map.len() - keep;
         let stride = 1 + self.list_len;
         let arena = &self.arena;
-        let mut stamps: Vec<u64> = self.map.values().map(|&i| meta_stamp(arena[i as usize * stride])).collect();
+        let mut stamps: Vec<u64> = self.map.iter().map(|&i| meta_stamp(arena[i as usize * stride])).collect();
         let (_, &mut cutoff, _) = stamps.select_nth_unstable(remove - 1);
         let free = &mut self.free;
         let first_free = free.len();
-        self.map.retain(|_, &mut i| {
+        self.map.retain(|&mut i| {
             if meta_stamp(arena[i as usize * stride]) <= cutoff {
                 free.push(i);
                 false
@@ -433,7 +452,7 @@ impl HintTable {
 
     /// Entries from least to most recently used.
     fn entries_by_age(&self) -> Vec<(&Digest, usize)> {
-        let mut v: Vec<(&Digest, usize)> = self.map.iter().map(|(k, &i)| (&k.0, self.base(i))).collect();
+        let mut v: Vec<(&Digest, usize)> = self.map.iter().map(|&i| (&self.digests[i as usize], self.base(i))).collect();
         v.sort_unstable_by_key(|&(_, b)| meta_stamp(self.arena[b]));
         v
     }
