@@ -44,6 +44,27 @@ function headline(res) {
     const xs = naive.filter((r) => r.dataset === set)
     if (xs.length) out.push([`dedup lost by naive segment-parallel chunking (${set}, crc32:2k:16k:64k, segments ${xs.map((r) => `${r.segment >> 10}k`).join('/')})`, `${xs.map((r) => `${f2(r.reduction_pct, 1)}%`).join(' / ')} (SS-CDC loses 0: same chunks as sequential)`])
   }
+  // RapidCDC (examples/rapid_bench): ff's chunking speedup against 0.8 × its dedup ratio (the
+  // RapidCDC paper's Figure 8 claim), against the SS-CDC baseline and the scalar one; Figure 12.
+  const T = (res.tables ?? []).filter((t) => t.section === 'rapid')
+  const col = (t, name) => t.columns.indexOf(name)
+  for (const t of T.filter((t) => t.title?.startsWith('Figure 8 analog'))) {
+    const ff = t.rows.filter((r) => r[col(t, 'criterion')] === 'ff')
+    if (!ff.length) continue
+    const kind = t.title.includes('overwrite') ? 'overwrite' : 'insert/delete'
+    const base = t.title.includes('scalar') ? 'scalar (sequential) regular CDC, the paper\'s kind of baseline' : `SS-CDC regular CDC (${res.dispatch?.rabin ?? 'best backend'})`
+    const cells = ff.map((r) => {
+      const sp = r[col(t, 'speedup')]
+      const dd = r[col(t, 'dedup')]
+      return `${r[col(t, 'paper mods')]}: ${f2(sp)} vs ${f2(0.8 * dd)}${sp >= 0.8 * dd ? ' ✓' : ''}`
+    })
+    out.push([`RapidCDC ff chunking speedup vs 0.8 × its dedup ratio, ${kind}, against ${base} (paper mods: speedup vs goal)`, cells.join('; ')])
+  }
+  const w = T.find((t) => t.title?.startsWith('Figure 12 analog'))
+  if (w) {
+    const xs = w.rows.map((r) => r[col(w, 'chunking slowdown %')])
+    out.push(['RapidCDC worst case (every hint rejected): chunking slowdown vs regular CDC over all rows', `${f2(Math.min(...xs), 1)}% … ${f2(Math.max(...xs), 1)}% (median ${f2([...xs].sort((a, b) => a - b)[xs.length >> 1], 1)}%)`])
+  }
   for (const m of R.filter((r) => r.section === 'memory')) out.push([`peak RSS, \`cutpoint chunk -\` over a ${m.size} generated stream, --hash ${m.hash}`, `${f2(m.value, 1)} MiB`])
   return `| what | result |\n|---|---|\n${out.map((r) => `| ${r.join(' | ')} |`).join('\n')}\n`
 }
