@@ -1339,21 +1339,23 @@ mod tests {
         datagen::versions_in_memory(&spec).unwrap()
     }
 
+    /// One thread, BLAKE3, rabin:1k:4k:12k.
+    fn engine() -> Engine {
+        let o = Options {
+            threads: 1,
+            hash: HashAlg::Blake3,
+            ..Options::default()
+        };
+        Engine::new("rabin:1k:4k:12k".parse().unwrap(), o).unwrap()
+    }
+
     /// Hint lists remember which entry followed (to skip a lookup); with a bounded table
     /// evicting all the time, entry indices are reused: the exact criterion must stay exact and
     /// the others must produce what they produce with the same table managed by lookups alone
     /// (the debug assertion in `HintTable::predicted` checks every prediction against a lookup).
     #[test]
     fn bounded_table_with_evictions() {
-        let e = Engine::new(
-            "rabin:1k:4k:12k".parse().unwrap(),
-            Options {
-                threads: 1,
-                hash: HashAlg::Blake3,
-                ..Options::default()
-            },
-        )
-        .unwrap();
+        let e = engine();
         let files = files();
         for max in [0, 40, 300] {
             for c in Criterion::ALL {
@@ -1388,15 +1390,7 @@ mod tests {
     /// notices.
     #[test]
     fn fingerprint_tape_replays_and_detects_divergence() {
-        let e = Engine::new(
-            "rabin:1k:4k:12k".parse().unwrap(),
-            Options {
-                threads: 1,
-                hash: HashAlg::Blake3,
-                ..Options::default()
-            },
-        )
-        .unwrap();
+        let e = engine();
         let files = files();
         let run = |tape: Option<FingerprintTape>, files: &[Vec<u8>], c: Criterion| {
             let mut r = Rapid::with_new_table(&e, 2, RapidOptions::new(c)).unwrap();
