@@ -126,10 +126,12 @@ struct RapidRun {
 
 fn rapid(e: &Engine, files: &[Vec<u8>], opts: &RapidOptions, list_len: usize, reps: usize, reg: &Regular) -> RapidRun {
     // One run records the fingerprints (and gives the chunks, dedup and statistics) ...
-    let run = |tape: Option<FingerprintTape>, capacity: usize| {
+    // The chunks go to `chunks`, cleared first (a vector used before, so that its pages are
+    // not faulted in during the timed run: storing the output is not chunking).
+    let run = |tape: Option<FingerprintTape>, chunks: &mut Vec<(u64, usize, [u8; 32])>| {
         let mut r = Rapid::with_new_table(e, list_len, opts.clone()).expect("rapid");
         r.set_fingerprint_tape(tape);
-        let mut chunks = Vec::with_capacity(capacity);
+        chunks.clear();
         let t = cpu_now();
         for f in files {
             for c in r.chunks(f) {
@@ -137,10 +139,10 @@ fn rapid(e: &Engine, files: &[Vec<u8>], opts: &RapidOptions, list_len: usize, re
                 chunks.push((c.offset, c.length, c.hash));
             }
         }
-        let time = cpu_now() - t;
-        (time, chunks, r)
+        (cpu_now() - t, r)
     };
-    let (_, chunks, mut r) = run(Some(FingerprintTape::recorder()), 0);
+    let mut chunks = Vec::new();
+    let (_, mut r) = run(Some(FingerprintTape::recorder()), &mut chunks);
     let tape = r.take_fingerprint_tape().expect("tape");
     let stats = r.stats().clone();
     drop(r);
@@ -161,16 +163,16 @@ fn rapid(e: &Engine, files: &[Vec<u8>], opts: &RapidOptions, list_len: usize, re
     // times taken minutes apart do not compare.
     let mut sp = Vec::new();
     let mut cpu_sp = Vec::new();
+    let mut c = chunks.clone();
     for _ in 0..reps {
         let t = cpu_now();
-        let c: Vec<Vec<usize>> = files.iter().map(|f| e.cuts(f)).collect();
+        let cuts: Vec<Vec<usize>> = files.iter().map(|f| e.cuts(f)).collect();
         let reg_t = cpu_now() - t;
-        std::hint::black_box(c);
-        let (t, c, _) = run(None, chunks.len());
+        std::hint::black_box(cuts);
+        let (t, _) = run(None, &mut c);
         assert!(c == chunks, "a RapidCDC run differs from the recorded one");
         cpu_sp.push((reg_t + reg.fp) / t);
-        let (t, c, r) = run(Some(tape.replay()), chunks.len());
-        let mut r = r;
+        let (t, mut r) = run(Some(tape.replay()), &mut c);
         assert!(
             c == chunks && !r.take_fingerprint_tape().is_some_and(|t| t.diverged()),
             "a replayed RapidCDC run differs from the recorded one"
