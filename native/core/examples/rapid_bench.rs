@@ -19,6 +19,8 @@
 //! * `CUTPOINT_THP=1` — the in-memory files ask Linux for transparent huge pages (both regular
 //!   CDC and RapidCDC read the same memory; skipping through 4 KiB pages costs RapidCDC a TLB
 //!   miss per hinted chunk);
+//! * `CUTPOINT_REPLAYS=N` — for a profiler (`perf record`): each RapidCDC row replays its
+//!   recorded fingerprints N times and reports no speedups (NaN);
 //! * `CUTPOINT_DATASET=DIR` — instead, real versioned files: every file in `DIR`, in name order
 //!   (e.g. successive releases of a package), each deduplicated against the ones before it, with
 //!   `CUTPOINT_PROFILE` (default `rabin:4k:8k:12k`); the files are read into memory.
@@ -29,7 +31,8 @@
 //! Chunking time of regular CDC = the engine's `cuts` over the files (no fingerprints).
 //! Chunking time of RapidCDC = a run that replays the fingerprints a first run recorded
 //! ([`FingerprintTape`]): hint tests, the hint table, the fallback blocks' stage 1 and 2, with
-//! the fingerprints of produced chunks free and those of failed FPT tests computed (they are
+//! the fingerprints of produced chunks (and their last bytes, the marker a hint stores: the pass
+//! that hashes a chunk reads it) free and those of failed FPT tests computed (they are
 //! part of chunking); the replayed run must give the recorded chunks, or the bench stops.
 //! (Until 2026-11-22 it was a full run's time less a separately timed hashing pass: hashing is
 //! about 3× chunking, so a few % of noise or cache difference in either became tens of % of the
@@ -164,7 +167,12 @@ fn rapid(e: &Engine, files: &[Vec<u8>], opts: &RapidOptions, list_len: usize, re
     let mut sp = Vec::new();
     let mut cpu_sp = Vec::new();
     let mut c = chunks.clone();
-    for _ in 0..reps {
+    // `CUTPOINT_REPLAYS=N`: only N replays, untimed (for a profiler), and no figures.
+    let replays: usize = std::env::var("CUTPOINT_REPLAYS").map_or(0, |v| v.parse().expect("CUTPOINT_REPLAYS: a count"));
+    for _ in 0..replays {
+        run(Some(tape.replay()), &mut c);
+    }
+    for _ in 0..if replays > 0 { 0 } else { reps } {
         let t = cpu_now();
         let cuts: Vec<Vec<usize>> = files.iter().map(|f| e.cuts(f)).collect();
         let reg_t = cpu_now() - t;
@@ -178,6 +186,9 @@ fn rapid(e: &Engine, files: &[Vec<u8>], opts: &RapidOptions, list_len: usize, re
             "a replayed RapidCDC run differs from the recorded one"
         );
         sp.push(reg_t / t);
+    }
+    if replays > 0 {
+        (sp, cpu_sp) = (vec![f64::NAN], vec![f64::NAN]);
     }
     RapidRun {
         speedup: median_ratio(sp),
