@@ -91,7 +91,9 @@ pub(super) fn offsets_fit(group: &[Range<usize>], w: usize) -> bool {
 pub(super) fn pieces(segs: &[Range<usize>], n: usize, min_piece: usize) -> Option<Vec<Range<usize>>> {
     let mut joined: Vec<Range<usize>> = Vec::new();
     let mut sorted: Vec<Range<usize>> = segs.iter().filter(|s| !s.is_empty()).cloned().collect();
-    sorted.sort_by_key(|s| s.start);
+    if !sorted.is_sorted_by_key(|s| s.start) {
+        sorted.sort_by_key(|s| s.start);
+    }
     for s in sorted {
         match joined.last_mut() {
             Some(l) if l.end == s.start => l.end = s.end,
@@ -106,12 +108,20 @@ pub(super) fn pieces(segs: &[Range<usize>], n: usize, min_piece: usize) -> Optio
     let mut out = Vec::with_capacity(n + joined.len());
     for r in joined {
         let k = r.len().div_ceil(target).max(1);
-        for j in 0..k {
-            let a = r.start + r.len() * j / k;
-            let b = r.start + r.len() * (j + 1) / k;
+        // Piece j ends at start + floor(len * (j + 1) / k), stepped without a division per
+        // piece (this runs at every stage-1 call, and RapidCDC makes many small ones).
+        let (q, rem) = (r.len() / k, r.len() % k);
+        let (mut a, mut acc) = (r.start, 0);
+        for _ in 0..k {
+            acc += rem;
+            let b = a + q + usize::from(acc >= k);
+            if acc >= k {
+                acc -= k;
+            }
             if a < b {
                 out.push(a..b);
             }
+            a = b;
         }
     }
     out.sort_by_key(|s| std::cmp::Reverse(s.len()));
@@ -484,5 +494,18 @@ pub(crate) mod tests {
         let want: Vec<usize> = segs.iter().flat_map(|r| r.clone()).collect();
         assert_eq!(all, want);
         assert!(pieces(&segs, 16, 100_000).is_none());
+    }
+
+    #[test]
+    fn pieces_end_at_even_fractions() {
+        for (len, n) in [(8192, 64), (8191, 64), (100_003, 7), (640, 64), (129, 2)] {
+            let mut p = pieces(&[5..5 + len], n, 1).unwrap();
+            p.sort_by_key(|r| r.start);
+            let k = p.len();
+            assert_eq!(k, n.min(len));
+            for (j, r) in p.iter().enumerate() {
+                assert_eq!(r.end, 5 + len * (j + 1) / k, "len {len}, {n} lanes, piece {j}");
+            }
+        }
     }
 }

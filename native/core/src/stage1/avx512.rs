@@ -511,11 +511,27 @@ struct Ring {
     mask: usize,
 }
 
+thread_local! {
+    /// The ring's memory, kept between calls: RapidCDC's fallback makes many small stage-1
+    /// calls, and each allocated and zeroed its ring.
+    static RING_SLOTS: std::cell::Cell<Vec<__m512i>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 impl Ring {
     fn new(w: usize) -> Ring {
         let n = (w + 64).next_power_of_two();
-        // SAFETY: an all-zero __m512i is a valid value.
-        Ring { slots: vec![unsafe { std::mem::zeroed() }; n], mask: n - 1 }
+        let mut slots = RING_SLOTS.take();
+        if slots.len() < n {
+            // SAFETY: an all-zero __m512i is a valid value.
+            slots = vec![unsafe { std::mem::zeroed() }; n];
+        }
+        Ring { slots, mask: n - 1 }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        RING_SLOTS.set(std::mem::take(&mut self.slots));
     }
 }
 
@@ -553,19 +569,26 @@ fn transpose8x8_q(r: [__m512i; 8]) -> [__m512i; 8] {
     ]
 }
 
+/// Byte (8 jl + kl) <- byte (8 kl + jl): an 8×8 byte transpose across a register.
+const BYTE_TRANSPOSE: [u8; 64] = {
+    let mut idx = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        idx[i] = (8 * (i % 8) + i / 8) as u8;
+        i += 1;
+    }
+    idx
+};
+
 /// Transposes the 64 bytes at `src[k] + r0` of the 64 lanes into ring slots `r0 .. r0 + 64`:
 /// slot `r0 + j` byte `k` = `data[src[k] + r0 + j]`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 unsafe fn transpose_block(p: *const u8, src: &[usize; LANES], r0: usize, ring: &mut Ring) {
-    // Byte (8 jl + kl) <- byte (8 kl + jl): an 8×8 byte transpose across the register.
-    let mut idx = [0u8; 64];
-    for (i, v) in idx.iter_mut().enumerate() {
-        let (jl, kl) = (i / 8, i % 8);
-        *v = (8 * kl + jl) as u8;
-    }
-    // SAFETY: `idx` is 64 bytes.
-    let perm = unsafe { _mm512_loadu_si512(idx.as_ptr() as *const _) };
-    let mut mid = [_mm512_setzero_si512(); 64]; // [jh][kh]
+    // SAFETY: `BYTE_TRANSPOSE` is 64 bytes.
+    let perm = unsafe { _mm512_loadu_si512(BYTE_TRANSPOSE.as_ptr() as *const _) };
+    // [jh][kh], every element written before it is read: not zeroed (a zeroed array was a
+    // 4 KiB memset per 64 rolls, measured at a few % of the kernel).
+    let mut mid = [std::mem::MaybeUninit::<__m512i>::uninit(); 64];
     for kh in 0..8 {
         let mut r = [_mm512_setzero_si512(); 8];
         for kl in 0..8 {
@@ -578,20 +601,12 @@ unsafe fn transpose_block(p: *const u8, src: &[usize; LANES], r0: usize, ring: &
         }
         let q = transpose8x8_q(r); // q[jh] qword kl = lane (8kh+kl) bytes 8jh..8jh+8
         for jh in 0..8 {
-            mid[8 * jh + kh] = _mm512_permutexvar_epi8(perm, q[jh]); // byte 8jl+kl
+            mid[8 * jh + kh].write(_mm512_permutexvar_epi8(perm, q[jh])); // byte 8jl+kl
         }
     }
     for jh in 0..8 {
-        let x = [
-            mid[8 * jh],
-            mid[8 * jh + 1],
-            mid[8 * jh + 2],
-            mid[8 * jh + 3],
-            mid[8 * jh + 4],
-            mid[8 * jh + 5],
-            mid[8 * jh + 6],
-            mid[8 * jh + 7],
-        ];
+        // SAFETY: the loop above wrote all 64.
+        let x: [__m512i; 8] = std::array::from_fn(|kh| unsafe { mid[8 * jh + kh].assume_init() });
         let y = transpose8x8_q(x); // y[jl] qword kh = lanes 8kh..8kh+8 at step 8jh+jl
         for jl in 0..8 {
             ring.slots[(r0 + 8 * jh + jl) & ring.mask] = y[jl];
