@@ -90,14 +90,17 @@ pub(super) fn offsets_fit(group: &[Range<usize>], w: usize) -> bool {
 /// shorter than `min_piece`.
 pub(super) fn pieces(segs: &[Range<usize>], n: usize, min_piece: usize) -> Option<Vec<Range<usize>>> {
     let mut joined: Vec<Range<usize>> = Vec::new();
-    let mut sorted: Vec<Range<usize>> = segs.iter().filter(|s| !s.is_empty()).cloned().collect();
-    if !sorted.is_sorted_by_key(|s| s.start) {
+    if !segs.is_empty() && segs.windows(2).all(|w| w[0].end == w[1].start) {
+        // The usual case (the engine cuts a span into touching segments): one range.
+        joined.push(segs[0].start..segs[segs.len() - 1].end);
+    } else {
+        let mut sorted: Vec<Range<usize>> = segs.iter().filter(|s| !s.is_empty()).cloned().collect();
         sorted.sort_by_key(|s| s.start);
-    }
-    for s in sorted {
-        match joined.last_mut() {
-            Some(l) if l.end == s.start => l.end = s.end,
-            _ => joined.push(s),
+        for s in sorted {
+            match joined.last_mut() {
+                Some(l) if l.end == s.start => l.end = s.end,
+                _ => joined.push(s),
+            }
         }
     }
     let total: usize = joined.iter().map(|s| s.len()).sum();
@@ -106,6 +109,7 @@ pub(super) fn pieces(segs: &[Range<usize>], n: usize, min_piece: usize) -> Optio
     }
     let target = total.div_ceil(n);
     let mut out = Vec::with_capacity(n + joined.len());
+    let ranges = joined.len();
     for r in joined {
         let k = r.len().div_ceil(target).max(1);
         // Piece j ends at start + floor(len * (j + 1) / k), stepped without a division per
@@ -124,7 +128,10 @@ pub(super) fn pieces(segs: &[Range<usize>], n: usize, min_piece: usize) -> Optio
             a = b;
         }
     }
-    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    if ranges > 1 {
+        // (The pieces of one range differ in length by one at most.)
+        out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
     Some(out)
 }
 
