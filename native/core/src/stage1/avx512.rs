@@ -385,14 +385,15 @@ const LANES: usize = 64;
 const PREFETCH: usize = 256;
 
 /// The 8×8 GF(2) matrix (as `vgf2p8affineqb` wants it) of a linear map on bytes.
+/// `f` is evaluated at the 8 unit bytes only (it is a table lookup or more, and the matrices are
+/// built at every stage-1 call, which RapidCDC's fallback makes many small ones of).
 fn affine_matrix(f: impl Fn(u8) -> u8) -> u64 {
+    let cols: [u8; 8] = std::array::from_fn(|b| f(1 << b));
     let mut m = 0u64;
     for j in 0..8 {
         let mut row = 0u8;
-        for b in 0..8 {
-            if (f(1 << b) >> j) & 1 == 1 {
-                row |= 1 << b;
-            }
+        for (b, c) in cols.iter().enumerate() {
+            row |= ((c >> j) & 1) << b;
         }
         m |= (row as u64) << (8 * (7 - j));
     }
