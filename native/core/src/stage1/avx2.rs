@@ -506,7 +506,7 @@ pub(crate) mod tests {
     #[test]
     fn pieces_end_at_even_fractions() {
         for (len, n) in [(8192, 64), (8191, 64), (100_003, 7), (640, 64), (129, 2)] {
-            let mut p = pieces(&[5..5 + len], n, 1).unwrap();
+            let mut p = pieces(&[5..5 + len / 3, 5 + len / 3..5 + len], n, 1).unwrap();
             p.sort_by_key(|r| r.start);
             let k = p.len();
             assert_eq!(k, n.min(len));
