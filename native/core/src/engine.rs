@@ -124,6 +124,11 @@ impl Engine {
     }
     /// Bytes of positions per block.
     /// Bytes of positions per block: [`Engine::spans_per_block`] spans.
+    /// The rolling-hash tables of the profile.
+    pub(crate) fn tables(&self) -> &Tables {
+        &self.tables
+    }
+
     pub fn block_size(&self) -> usize {
         self.span * Engine::spans_per_block(self.threads)
     }

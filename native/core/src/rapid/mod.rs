@@ -269,7 +269,6 @@ impl RapidStats {
 /// persists across the files chunked with it, a criterion, and statistics.
 pub struct Rapid<'e> {
     engine: &'e Engine,
-    tables: Box<Tables>,
     table: HintTable,
     opts: RapidOptions,
     stats: RapidStats,
@@ -437,7 +436,6 @@ impl<'e> Rapid<'e> {
         let n = table.list_len();
         Ok(Rapid {
             engine,
-            tables: Tables::new(engine.profile()),
             table,
             opts,
             stats: RapidStats {
@@ -484,7 +482,8 @@ impl<'e> Rapid<'e> {
     /// the clock around every hinted chunk cost as much as the rest of its bookkeeping: a clock
     /// read took about 0.1 µs on the VM measured). The estimate is a ratio estimate over an even
     /// sample of the chunk sizes, so it is close for runs of a few thousand hinted chunks and
-    /// more; the first hint-path fingerprint is always timed.
+    /// more; the first hint-path fingerprint is always timed. Nothing is timed while a
+    /// [`FingerprintTape`] is set (it stands in for the fingerprinting).
     pub fn fingerprint_time(&self) -> Duration {
         self.fp_time.total()
     }
@@ -1036,7 +1035,7 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                     Criterion::FfMt => h.marker == Some(bytes[size - 1]),
                     Criterion::FfRwt | Criterion::FfRwtFpt => {
                         let st = &mut self.rapid.stats;
-                        let pass = window_test(engine, &self.rapid.tables, bytes, Some(e) == len, st)
+                        let pass = window_test(engine, engine.tables(), bytes, Some(e) == len, st)
                             && (size != engine.profile().max || Some(e) == len || h.marker.is_none_or(|m| m == bytes[size - 1]));
                         pass && (crit == Criterion::FfRwt || {
                             let t = &self.rapid.table;
@@ -1181,9 +1180,12 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
         lasts.clear();
         {
             let (buf, base) = self.src.window();
-            let clock = Stopwatch::start();
             match self.rapid.tape.as_mut() {
-                None => engine.fingerprint_chunks(buf, base as u64, &mut batch)?,
+                None => {
+                    let clock = Stopwatch::start();
+                    engine.fingerprint_chunks(buf, base as u64, &mut batch)?;
+                    self.rapid.fp_time.batches += clock.elapsed();
+                }
                 Some(tape) => {
                     for c in batch.iter_mut() {
                         let a = c.offset as usize - base;
@@ -1191,7 +1193,6 @@ impl<'r, 'e, S: Source> RapidChunker<'r, 'e, S> {
                     }
                 }
             }
-            self.rapid.fp_time.batches += clock.elapsed();
             lasts.extend(batch.iter().map(|c| buf[c.offset as usize + c.length - 1 - base]));
         }
         for (c, &last) in batch.iter().zip(&lasts) {
