@@ -122,13 +122,11 @@ impl Engine {
     pub fn hash_alg(&self) -> HashAlg {
         self.hash
     }
-    /// Bytes of positions per block.
-    /// Bytes of positions per block: [`Engine::spans_per_block`] spans.
     /// The rolling-hash tables of the profile.
     pub(crate) fn tables(&self) -> &Tables {
         &self.tables
     }
-
+    /// Bytes of positions per block: [`Engine::spans_per_block`] spans.
     pub fn block_size(&self) -> usize {
         self.span * Engine::spans_per_block(self.threads)
     }

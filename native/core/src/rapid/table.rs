@@ -25,9 +25,7 @@ pub(crate) struct Key(pub(crate) Digest);
 
 impl Hash for Key {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&self.0[..8]);
-        state.write_u64(u64::from_le_bytes(b));
+        state.write_u64(key_hash(&self.0));
     }
 }
 
