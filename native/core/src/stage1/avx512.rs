@@ -456,54 +456,25 @@ fn min_affine_piece(w: usize) -> usize {
     (2 * w).max(128)
 }
 
-/// Rolls of the lockstep loop of an affine group whose shortest piece has `common` positions,
-/// and the lanes to drop per roll of its last block when it runs past a piece's end.
+/// Rolls of the lockstep loop of an affine group whose shortest piece has `common` positions.
 ///
 /// Lane `k` checks position `start_k + r - W` before roll `r` and reads `data[start_k - W + r]`
-/// at roll `r`; blocks of 64 rolls read `data[start_k - W + r0 .. start_k - W + r0 + 64)`.
-/// Checking every position of the shortest piece needs `W + common` rolls, rounded up to a
-/// block. Where that would read past `data` (a piece at the end of the input), or would add
-/// only a few rolls, the loop stops at the last whole block within the shortest piece instead
-/// and the scalar loop finishes each lane (`finish`); its cost per position is several times a
-/// lane's, so the extra block pays off from about a dozen positions on (and with W = 48 and
-/// 256-byte pieces, the smallest blocks of RapidCDC's fallback, 48 of each lane's 256 positions
-/// were left to it). Past a lane's end its hits are dropped: `drop[j]` has the bits of the
-/// lanes past their end at roll `total - 64 + j`.
-fn lockstep_rolls(group: &[Range<usize>], w: usize, common: usize, len: usize) -> (usize, Option<[u64; 64]>) {
-    let short = (w + common - 1) / 64 * 64;
-    let long = short + 64;
-    // Positions the scalar loop would take per lane.
-    let rest = w + common - short;
-    if rest < 12 || group.iter().any(|s| s.start - w + long > len) {
-        return (short, None);
+/// at roll `r`; blocks of 64 rolls transpose `data[start_k - W + r0 .. start_k - W + r0 + 64)`.
+/// Checking every position of the shortest piece needs `W + common` rolls: the loop runs
+/// exactly that many, its last block only the rolls it needs (it still transposes 64 bytes per
+/// lane; the rolls past a lane's end are not run, so no hit past it is found). Where the last
+/// block's 64 bytes would run past `data` (a piece at the end of the input), the loop stops at
+/// the last whole block within the shortest piece instead and the scalar loop finishes each
+/// lane (`finish`). Until 2026-11-22 the last block ran all 64 rolls and dropped the hits past
+/// the pieces' ends: RapidCDC's 8 KiB fallback blocks (64 pieces of 128 positions, W = 48) took
+/// 192 rolls for 176.
+fn lockstep_rolls(group: &[Range<usize>], w: usize, common: usize, len: usize) -> usize {
+    let exact = w + common;
+    let whole = exact.div_ceil(64) * 64;
+    if group.iter().any(|s| s.start - w + whole > len) {
+        return (exact - 1) / 64 * 64;
     }
-    let r0 = short;
-    let mut add = [0u64; 64];
-    for (k, s) in group.iter().enumerate() {
-        // Valid while r < W + len_k; W + len_k >= W + common > r0.
-        let stop = w + s.len();
-        if stop < long {
-            add[stop - r0] |= 1u64 << k;
-        }
-    }
-    let mut drop = [0u64; 64];
-    let mut acc = 0u64;
-    for (d, a) in drop.iter_mut().zip(add) {
-        acc |= a;
-        *d = acc;
-    }
-    (long, Some(drop))
-}
-
-/// Clears the hits of lanes past their piece's end (see [`lockstep_rolls`]); returns the
-/// union of the hits left.
-fn drop_past_end(hits: &mut [u64; 64], drop: &[u64; 64]) -> u64 {
-    let mut any = 0;
-    for (h, d) in hits.iter_mut().zip(drop) {
-        *h &= !d;
-        any |= *h;
-    }
-    any
+    exact
 }
 
 /// Transposed data: slot `r & mask` holds the bytes entering at roll `r` of all 64 lanes.
@@ -651,9 +622,9 @@ unsafe fn crc_affine<const NP: usize>(
     }
     let p = data.as_ptr();
     let mut h = [_mm512_setzero_si512(); 4];
-    // Rolls 0 .. total in blocks of 64; a block reads data[src + r0 .. src + r0 + 64), which
-    // ends at or before src + total (see `lockstep_rolls`).
-    let (total, tail) = lockstep_rolls(group, w, common, data.len());
+    // Rolls 0 .. total in blocks of 64 (the last may run fewer); a block reads
+    // data[src + r0 .. src + r0 + 64), inside `data` (see `lockstep_rolls`).
+    let total = lockstep_rolls(group, w, common, data.len());
     debug_assert!(total >= w + 64);
     let mut r0 = 0;
     while r0 < total {
@@ -663,7 +634,8 @@ unsafe fn crc_affine<const NP: usize>(
         // call in the loop, so the state stays in registers), read after the block.
         let mut hits = [0u64; 64];
         let mut any = 0u64;
-        for (j, hit) in hits.iter_mut().enumerate() {
+        let n = (total - r0).min(64);
+        for (j, hit) in hits[..n].iter_mut().enumerate() {
             let r = r0 + j;
             let c = ring.slots[r & ring.mask];
             let idx = _mm512_xor_si512(h[0], c);
@@ -702,11 +674,6 @@ unsafe fn crc_affine<const NP: usize>(
                 _mm512_gf2p8affine_epi64_epi8::<0>(idx, at[3]),
                 _mm512_gf2p8affine_epi64_epi8::<0>(l, av[3]),
             );
-        }
-        if any != 0 && r0 + 64 == total {
-            if let Some(drop) = &tail {
-                any = drop_past_end(&mut hits, drop);
-            }
         }
         if any != 0 {
             mark_hits(t, &hits, &src, r0, origin, strict, loose);
@@ -765,16 +732,17 @@ unsafe fn rabin_affine<const NP: usize>(
     }
     let p = data.as_ptr();
     let mut h = [_mm512_setzero_si512(); 7];
-    // Blocks of 64 rolls read data[src + r0 .. src + r0 + 64), ending at or before
-    // src + total (see `lockstep_rolls`).
-    let (total, tail) = lockstep_rolls(group, w, common, data.len());
+    // Blocks of 64 rolls (the last may run fewer) read data[src + r0 .. src + r0 + 64),
+    // inside `data` (see `lockstep_rolls`).
+    let total = lockstep_rolls(group, w, common, data.len());
     let mut r0 = 0;
     while r0 < total {
         // SAFETY: bounds as above; features enabled.
         unsafe { transpose_block(p, &src, r0, ring) };
         let mut hits = [0u64; 64];
         let mut any = 0u64;
-        for (j, hit) in hits.iter_mut().enumerate() {
+        let n = (total - r0).min(64);
+        for (j, hit) in hits[..n].iter_mut().enumerate() {
             let r = r0 + j;
             let c = ring.slots[r & ring.mask];
             if r < w {
@@ -832,11 +800,6 @@ unsafe fn rabin_affine<const NP: usize>(
                 _mm512_gf2p8affine_epi64_epi8::<0>(i, at[1]),
             );
             h[0] = _mm512_xor_si512(c, _mm512_gf2p8affine_epi64_epi8::<0>(i, at[0]));
-        }
-        if any != 0 && r0 + 64 == total {
-            if let Some(drop) = &tail {
-                any = drop_past_end(&mut hits, drop);
-            }
         }
         if any != 0 {
             mark_hits(t, &hits, &src, r0, origin, strict, loose);
