@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -189,7 +189,7 @@ fn open(path: &PathBuf) -> Result<(Box<dyn Read + Send>, Option<u64>), Fail> {
     Ok((Box::new(f), Some(meta.len())))
 }
 
-fn name(path: &PathBuf) -> String {
+fn name(path: &Path) -> String {
     if path.as_os_str() == "-" {
         "<stdin>".into()
     } else {

@@ -29,7 +29,7 @@
 use crate::profile::{Family, Profile};
 
 /// The Rabin polynomial (degree 53).
-pub const RABIN_POLY: u64 = 0x3DA3_358B_4DC1_73;
+pub const RABIN_POLY: u64 = 0x003D_A335_8B4D_C173;
 const RABIN_DEGREE: u32 = 53;
 const RABIN_SHIFT: u32 = RABIN_DEGREE - 8; // 45
 

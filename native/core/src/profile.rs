@@ -219,11 +219,11 @@ pub fn parse_size(s: &str) -> Result<usize, Error> {
 
 /// Prints a size with the largest exact suffix (`16384` → `16k`).
 pub fn fmt_size(n: usize) -> String {
-    if n != 0 && n % (1 << 30) == 0 {
+    if n != 0 && n.is_multiple_of(1 << 30) {
         format!("{}g", n >> 30)
-    } else if n != 0 && n % (1 << 20) == 0 {
+    } else if n != 0 && n.is_multiple_of(1 << 20) {
         format!("{}m", n >> 20)
-    } else if n != 0 && n % (1 << 10) == 0 {
+    } else if n != 0 && n.is_multiple_of(1 << 10) {
         format!("{}k", n >> 10)
     } else {
         n.to_string()

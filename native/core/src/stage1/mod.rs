@@ -98,6 +98,7 @@ pub(crate) fn lane_offsets(group: &[Range<usize>], w: usize) -> (usize, Vec<i32>
 #[inline(never)]
 #[cold]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[allow(clippy::too_many_arguments)] // the stage-1 arguments plus a lane's state
 pub(crate) fn mark_lanes(t: &Tables, m: u64, hs: &[u64], srcs: &[usize], i: usize, origin: usize, strict: &mut [u64], loose: &mut [u64]) {
     let mut m = m;
     while m != 0 {
@@ -112,6 +113,7 @@ pub(crate) fn mark_lanes(t: &Tables, m: u64, hs: &[u64], srcs: &[usize], i: usiz
 
 /// Finishes each lane with the scalar loop from position `start + done` with hash `hs[k]`.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[allow(clippy::too_many_arguments)] // the stage-1 arguments plus a lane's state
 pub(crate) fn finish<F: Fn(u64, u8, u8) -> u64>(
     t: &Tables,
     data: &[u8],

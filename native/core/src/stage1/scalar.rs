@@ -52,6 +52,7 @@ pub(crate) fn warm<F: Fn(u64, u8, u8) -> u64>(data: &[u8], a: usize, w: usize, r
 
 /// The rolling loop from a known hash `h` at `seg.start`.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // the stage-1 arguments plus a lane's state
 pub(crate) fn scan_from<F: Fn(u64, u8, u8) -> u64>(
     t: &Tables,
     data: &[u8],
