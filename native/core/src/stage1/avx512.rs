@@ -574,8 +574,9 @@ impl Transpose {
     /// slots r0 + 8(u - 8) .. + 8.
     ///
     /// # Safety
-    /// 64 readable bytes at `p + src[k] + r0` for every `k`; steps in order.
-    /// (No `target_feature`: inlined into the kernels, which have them.)
+    /// The CPU supports AVX512F, AVX512BW and AVX512VBMI; 64 readable bytes at `p + src[k] + r0`
+    /// for every `k`; steps in order. (No `target_feature` here, so that it can be inlined into
+    /// the kernels, which have them: `#[inline(always)]` and `target_feature` do not combine.)
     #[inline(always)]
     unsafe fn step(&mut self, u: usize, p: *const u8, src: &[usize; LANES], r0: usize, ring: &mut Ring) {
         if u < 8 {
