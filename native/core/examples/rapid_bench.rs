@@ -41,8 +41,8 @@
 //! about 3× chunking, so a few % of noise or cache difference in either became tens of % of the
 //! small difference.) Speedup = regular chunking time / RapidCDC chunking time. "cpu speedup"
 //! (the paper's Figure 16) compares full runs: chunking + fingerprinting. Each repetition times
-//! regular CDC right before its RapidCDC runs, and the figures are medians of the repetitions'
-//! ratios (`CUTPOINT_REPS`). Dedup ratio = bytes / unique bytes over the whole dataset, files in
+//! regular CDC right before and right after the replay (its time is the mean of the two) and
+//! once more before the full run, and the figures are medians of the repetitions' ratios (`CUTPOINT_REPS`). Dedup ratio = bytes / unique bytes over the whole dataset, files in
 //! order.
 
 use cutpoint_core::datagen::{self, ModKind, VersionSpec};
@@ -162,11 +162,11 @@ fn rapid(e: &Engine, files: &[Vec<u8>], opts: &RapidOptions, list_len: usize, re
         }
         ends[file].push(off as usize + len);
     }
-    // ... then each repetition times a run that computes them (chunking + fingerprinting) and
-    // one that replays them (chunking alone; failed FPT tests' fingerprints are computed).
-    // Regular CDC is timed again in every repetition, right before, and each figure is the
-    // median of the repetitions' ratios: on a shared VM, speed drifts by ±10% over seconds, so
-    // times taken minutes apart do not compare.
+    // ... then each repetition times a run that replays them (chunking alone; failed FPT
+    // tests' fingerprints are computed) and one that computes them (chunking +
+    // fingerprinting). Regular CDC is timed again in every repetition, next to them, and each
+    // figure is the median of the repetitions' ratios: on a shared VM, speed drifts by ±10%
+    // over seconds, so times taken minutes apart do not compare.
     let mut sp = Vec::new();
     let mut cpu_sp = Vec::new();
     let mut c = chunks.clone();
@@ -175,20 +175,29 @@ fn rapid(e: &Engine, files: &[Vec<u8>], opts: &RapidOptions, list_len: usize, re
     for _ in 0..replays {
         run(Some(tape.replay()), &mut c);
     }
-    for _ in 0..if replays > 0 { 0 } else { reps } {
+    // Each repetition: regular, replay, regular, full run. The replay's ratio takes the mean of
+    // the regular times on both sides of it, which cancels a drift that is linear over the
+    // three (a paired "ABA" design); the full run's takes the regular time right before it.
+    let regular_pass = || {
         let t = cpu_now();
         let cuts: Vec<Vec<usize>> = files.iter().map(|f| e.cuts(f)).collect();
         let reg_t = cpu_now() - t;
         std::hint::black_box(cuts);
-        let (t, _) = run(None, &mut c);
-        assert!(c == chunks, "a RapidCDC run differs from the recorded one");
-        cpu_sp.push((reg_t + reg.fp) / t);
+        reg_t
+    };
+    for _ in 0..if replays > 0 { 0 } else { reps } {
+        let before = regular_pass();
         let (t, mut r) = run(Some(tape.replay()), &mut c);
         assert!(
             c == chunks && !r.take_fingerprint_tape().is_some_and(|t| t.diverged()),
             "a replayed RapidCDC run differs from the recorded one"
         );
-        sp.push(reg_t / t);
+        drop(r);
+        let after = regular_pass();
+        sp.push((before + after) / 2.0 / t);
+        let (t, _) = run(None, &mut c);
+        assert!(c == chunks, "a RapidCDC run differs from the recorded one");
+        cpu_sp.push((after + reg.fp) / t);
     }
     if replays > 0 {
         (sp, cpu_sp) = (vec![f64::NAN], vec![f64::NAN]);
@@ -275,7 +284,25 @@ fn pct_loss(reg: f64, r: f64) -> f64 {
     (reg - r) / reg * 100.0
 }
 
+/// Makes glibc keep freed memory and serve every allocation from its heap, so that the runs
+/// being compared do not pay page faults depending on what ran before them. Without it, glibc's
+/// dynamic mmap threshold changes regime after the first dataset's 16 MiB files are freed: on
+/// 10 × 16 MiB, the second of two identical datasets timed regular CDC at 72-76 ms a pass
+/// instead of 52-56 (its per-file allocations were faulted in again), and Figure 12's first
+/// rows read +6..+10% where the same rows later read -11..+3%. Returns whether glibc took it.
+fn steady_allocator() -> bool {
+    extern "C" {
+        fn mallopt(param: i32, value: i32) -> i32;
+    }
+    const M_TRIM_THRESHOLD: i32 = -1;
+    const M_MMAP_THRESHOLD: i32 = -3;
+    // SAFETY: mallopt only sets allocator parameters; no allocation is live across a change
+    // of regime that it could invalidate (glibc handles both before and after).
+    unsafe { mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, i32::MAX) == 1 }
+}
+
 fn main() {
+    let steady = steady_allocator();
     let mib: usize = env("CUTPOINT_MIB", "32").parse().expect("CUTPOINT_MIB");
     let nfiles: usize = env("CUTPOINT_FILES", "10").parse().expect("CUTPOINT_FILES");
     let reps: usize = env("CUTPOINT_REPS", "3").parse().expect("CUTPOINT_REPS");
@@ -293,10 +320,11 @@ fn main() {
     let paper = "rabin:4k:8k:12k";
     let e = engine(paper);
     println!(
-        "# RapidCDC bench: {nfiles} files of ~{mib} MiB per dataset, 100-byte modifications, seed 1; backend {}, 1 thread, blake3; {} of {reps}; {} pages",
+        "# RapidCDC bench: {nfiles} files of ~{mib} MiB per dataset, 100-byte modifications, seed 1; backend {}, 1 thread, blake3; {} of {reps}; {} pages; freed memory {}",
         e.backend().name(),
         if std::env::var("CUTPOINT_STAT").is_ok_and(|s| s == "min") { "fastest" } else { "median" },
-        if std::env::var("CUTPOINT_THP").is_ok_and(|s| s == "1") { "2 MiB (THP)" } else { "4 KiB" }
+        if std::env::var("CUTPOINT_THP").is_ok_and(|s| s == "1") { "2 MiB (THP)" } else { "4 KiB" },
+        if steady { "kept (mallopt)" } else { "returned (mallopt failed)" }
     );
     println!("# cores available: {}", cutpoint_core::default_threads());
 
