@@ -289,8 +289,12 @@ fn pct_loss(reg: f64, r: f64) -> f64 {
 /// dynamic mmap threshold changes regime after the first dataset's 16 MiB files are freed: on
 /// 10 × 16 MiB, the second of two identical datasets timed regular CDC at 72-76 ms a pass
 /// instead of 52-56 (its per-file allocations were faulted in again), and Figure 12's first
-/// rows read +6..+10% where the same rows later read -11..+3%. Returns whether glibc took it.
+/// rows read +6..+10% where the same rows later read -11..+3%. Returns whether glibc took it;
+/// `CUTPOINT_MALLOPT=0` leaves glibc's defaults.
 fn steady_allocator() -> bool {
+    if std::env::var("CUTPOINT_MALLOPT").is_ok_and(|v| v == "0") {
+        return false;
+    }
     extern "C" {
         fn mallopt(param: i32, value: i32) -> i32;
     }
@@ -324,7 +328,7 @@ fn main() {
         e.backend().name(),
         if std::env::var("CUTPOINT_STAT").is_ok_and(|s| s == "min") { "fastest" } else { "median" },
         if std::env::var("CUTPOINT_THP").is_ok_and(|s| s == "1") { "2 MiB (THP)" } else { "4 KiB" },
-        if steady { "kept (mallopt)" } else { "returned (mallopt failed)" }
+        if steady { "kept (mallopt)" } else { "returned (glibc's defaults)" }
     );
     println!("# cores available: {}", cutpoint_core::default_threads());
 
