@@ -42,8 +42,8 @@
 //! small difference.) Speedup = regular chunking time / RapidCDC chunking time. "cpu speedup"
 //! (the paper's Figure 16) compares full runs: chunking + fingerprinting. Each repetition times
 //! regular CDC right before and right after the replay (its time is the mean of the two) and
-//! once more before the full run, and the figures are medians of the repetitions' ratios (`CUTPOINT_REPS`). Dedup ratio = bytes / unique bytes over the whole dataset, files in
-//! order.
+//! once more before the full run, and the figures are medians of the repetitions' ratios
+//! (`CUTPOINT_REPS`). Dedup ratio = bytes / unique bytes over the whole dataset, files in order.
 
 use cutpoint_core::datagen::{self, ModKind, VersionSpec};
 use cutpoint_core::rapid::{Criterion, DedupCounter, FingerprintTape, Rapid, RapidOptions, RapidStats};
@@ -284,12 +284,15 @@ fn pct_loss(reg: f64, r: f64) -> f64 {
     (reg - r) / reg * 100.0
 }
 
-/// Makes glibc keep freed memory and serve every allocation from its heap, so that the runs
-/// being compared do not pay page faults depending on what ran before them. Without it, glibc's
-/// dynamic mmap threshold changes regime after the first dataset's 16 MiB files are freed: on
-/// 10 × 16 MiB, the second of two identical datasets timed regular CDC at 72-76 ms a pass
-/// instead of 52-56 (its per-file allocations were faulted in again), and Figure 12's first
-/// rows read +6..+10% where the same rows later read -11..+3%. Returns whether glibc took it;
+/// Makes glibc keep freed memory and serve every allocation from its heap, so that the
+/// allocator does not change regime partway through the bench: by default glibc raises its
+/// mmap threshold once the first dataset's 16 MiB files are freed, and the later datasets live
+/// in other memory than the first. Measured without it, three copies of one dataset
+/// (`CUTPOINT_MODS=1000,1000,1000 CUTPOINT_FIGS=12 CUTPOINT_CRITERIA=`, 15 repetitions) read
+/// +5.5/+8.0/+8.0%, then +2.2/+1.3/+2.1 and +1.1/-1.0/+0.4: the first copy stood out. With it,
+/// two copies read -1.3/+1.2/+0.1 and +7.7/+2.7/+1.9: the first no longer stands out, but
+/// offsets of several % of either sign, shared by the rows of one dataset, remain (a
+/// measurement limit of this VM, not a cost of either side). Returns whether glibc took it;
 /// `CUTPOINT_MALLOPT=0` leaves glibc's defaults.
 fn steady_allocator() -> bool {
     if std::env::var("CUTPOINT_MALLOPT").is_ok_and(|v| v == "0") {
