@@ -19,6 +19,7 @@ pub mod fingerprint;
 pub mod hash;
 pub mod mtfbc;
 pub mod profile;
+pub mod protocol;
 pub mod rapid;
 pub mod reference;
 pub mod sequential;

@@ -7,6 +7,7 @@
 //! cutpoint-recipe 1
 //! profile gear:2k:8k:64k
 //! hash blake3
+//! digest <64 hex digits>          (optional: the whole file's fingerprint, same algorithm)
 //! <64 hex digits> <size> <last byte as 2 hex digits, or -> <r|h>
 //! ...
 //! end <chunk count> <total bytes>
@@ -43,6 +44,9 @@ pub struct Recipe {
     /// Canonical profile string.
     pub profile: String,
     pub hash: HashAlg,
+    /// The whole file's fingerprint with [`Recipe::hash`] (a store's file recipe carries it;
+    /// a recipe saved for RapidCDC hints may not).
+    pub digest: Option<Digest>,
     pub entries: Vec<RecipeEntry>,
 }
 
@@ -51,6 +55,7 @@ impl Recipe {
         Recipe {
             profile: profile.to_string(),
             hash,
+            digest: None,
             entries: Vec::new(),
         }
     }
@@ -81,6 +86,9 @@ impl Recipe {
         writeln!(w, "cutpoint-recipe {RECIPE_VERSION}")?;
         writeln!(w, "profile {}", self.profile)?;
         writeln!(w, "hash {}", self.hash.name())?;
+        if let Some(d) = &self.digest {
+            writeln!(w, "digest {}", hex(d))?;
+        }
         for e in &self.entries {
             let last = match e.last {
                 Some(b) => format!("{b:02x}"),
@@ -139,8 +147,17 @@ impl Recipe {
             return Err(bad(n, "a recipe needs fingerprints"));
         }
         let mut entries = Vec::new();
+        let mut digest = None;
+        let mut first = true;
         loop {
             let (n, l) = next("more chunks or the 'end' line")?;
+            if first {
+                first = false;
+                if let Some(d) = l.strip_prefix("digest ") {
+                    digest = Some(parse_hex(d).ok_or_else(|| bad(n, "bad digest (64 hex digits)"))?);
+                    continue;
+                }
+            }
             let f: Vec<&str> = l.split(' ').collect();
             if f[0] == "end" {
                 let count: Option<usize> = f.get(1).and_then(|s| s.parse().ok());
@@ -179,6 +196,7 @@ impl Recipe {
         Ok(Recipe {
             profile: profile.to_string(),
             hash,
+            digest,
             entries,
         })
     }
@@ -202,7 +220,8 @@ fn bad(line: usize, msg: &str) -> Error {
     Error::Io(io::Error::new(io::ErrorKind::InvalidData, m))
 }
 
-fn parse_hex(s: &str) -> Option<Digest> {
+/// The digest written as 64 hex digits (either case), or `None`.
+pub fn parse_hex(s: &str) -> Option<Digest> {
     if s.len() != 64 {
         return None;
     }
@@ -243,6 +262,18 @@ mod tests {
         );
         assert!(text.ends_with(&format!("end 5 {}\n", 5 * 4096 + 10)), "{text}");
         assert_eq!(Recipe::read(&buf[..]).unwrap(), r);
+        // With the whole-file digest (a store's file recipe).
+        let mut r2 = r.clone();
+        r2.digest = Some([0xab; 32]);
+        let mut buf2 = Vec::new();
+        r2.write(&mut buf2).unwrap();
+        let text2 = String::from_utf8(buf2.clone()).unwrap();
+        assert!(text2.contains(&format!("\nhash sha256\ndigest {}\n", "ab".repeat(32))), "{text2}");
+        assert_eq!(Recipe::read(&buf2[..]).unwrap(), r2);
+        // A bad digest line is an error naming the line.
+        let bad_text = text2.replace(&"ab".repeat(32), "xyz");
+        let e = Recipe::read(bad_text.as_bytes()).unwrap_err().to_string();
+        assert!(e.contains("line 4") && e.contains("digest"), "{e}");
     }
 
     #[test]

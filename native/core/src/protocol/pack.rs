@@ -1,0 +1,377 @@
+//! Packs: many chunks in one object, as they travel (a pack upload) and as they rest in the store.
+//!
+//! ```text
+//! header   16 bytes  "CPPACK\0\x01" | hash algorithm (1 = blake3, 2 = sha256) | 7 zero bytes
+//! frame    36 bytes  length u32 LE (1..=MAX_CHUNK) | fingerprint [32]     then `length` bytes
+//! ...
+//! end      36 bytes  0u32 | frame count u64 LE | 24 zero bytes
+//! ```
+//!
+//! Nothing may follow the end frame. A frame's offset in the index is the offset of its data.
+//! [`PackReader`] checks the structure and (optionally) recomputes every fingerprint;
+//! [`PackWriter`] writes the same format. The server stores packs in this format too, so an
+//! index can be rebuilt from the packs alone.
+
+use super::WireError;
+use crate::fingerprint::{hex, Digest, HashAlg};
+use std::io::{self, Read, Write};
+
+pub const MAGIC: [u8; 8] = *b"CPPACK\x00\x01";
+pub const HEADER_LEN: usize = 16;
+pub const FRAME_HEAD_LEN: usize = 36;
+/// The largest chunk a pack may carry (64 MiB); profiles with a larger MAX cannot be stored.
+pub const MAX_CHUNK: usize = 64 << 20;
+
+/// The algorithm's code in a pack header.
+pub fn alg_code(alg: HashAlg) -> Option<u8> {
+    match alg {
+        HashAlg::Blake3 => Some(1),
+        HashAlg::Sha256 => Some(2),
+        HashAlg::None => None,
+    }
+}
+
+pub fn encode_header(alg: HashAlg) -> Result<[u8; HEADER_LEN], WireError> {
+    let code = alg_code(alg).ok_or_else(|| WireError::malformed("a pack needs fingerprints (blake3 or sha256)"))?;
+    let mut h = [0u8; HEADER_LEN];
+    h[..8].copy_from_slice(&MAGIC);
+    h[8] = code;
+    Ok(h)
+}
+
+pub fn decode_header(h: &[u8; HEADER_LEN]) -> Result<HashAlg, WireError> {
+    if h[..8] != MAGIC {
+        return Err(WireError::malformed("not a cutpoint pack (bad magic)"));
+    }
+    if h[9..].iter().any(|&b| b != 0) {
+        return Err(WireError::malformed("pack header: reserved bytes are not zero"));
+    }
+    match h[8] {
+        1 => Ok(HashAlg::Blake3),
+        2 => Ok(HashAlg::Sha256),
+        c => Err(WireError::malformed(format!("pack header: unknown hash algorithm code {c}"))),
+    }
+}
+
+/// A frame head: a chunk, or the end of the pack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameHead {
+    Chunk { len: u32, id: Digest },
+    End { count: u64 },
+}
+
+pub fn encode_frame_head(head: FrameHead) -> [u8; FRAME_HEAD_LEN] {
+    let mut b = [0u8; FRAME_HEAD_LEN];
+    match head {
+        FrameHead::Chunk { len, id } => {
+            b[..4].copy_from_slice(&len.to_le_bytes());
+            b[4..].copy_from_slice(&id);
+        }
+        FrameHead::End { count } => {
+            b[4..12].copy_from_slice(&count.to_le_bytes());
+        }
+    }
+    b
+}
+
+pub fn decode_frame_head(b: &[u8; FRAME_HEAD_LEN], max_chunk: usize) -> Result<FrameHead, WireError> {
+    let len = u32::from_le_bytes(b[..4].try_into().unwrap());
+    if len == 0 {
+        if b[12..].iter().any(|&x| x != 0) {
+            return Err(WireError::malformed("end frame: reserved bytes are not zero"));
+        }
+        return Ok(FrameHead::End {
+            count: u64::from_le_bytes(b[4..12].try_into().unwrap()),
+        });
+    }
+    if len as usize > max_chunk {
+        return Err(WireError::malformed(format!(
+            "a frame of {len} bytes is larger than the limit of {max_chunk}"
+        )));
+    }
+    Ok(FrameHead::Chunk {
+        len,
+        id: b[4..].try_into().unwrap(),
+    })
+}
+
+/// One chunk read from a pack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub id: Digest,
+    /// Offset of the chunk's data in the pack.
+    pub offset: u64,
+    pub len: u32,
+}
+
+/// Reads a pack frame by frame, checking the structure and, with `verify`, every fingerprint.
+pub struct PackReader<R: Read> {
+    r: R,
+    alg: HashAlg,
+    pos: u64,
+    count: u64,
+    max_chunk: usize,
+    verify: bool,
+    done: bool,
+}
+
+fn read_exact_or<R: Read>(r: &mut R, buf: &mut [u8], what: impl FnOnce() -> String) -> Result<(), WireError> {
+    match r.read_exact(buf) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(WireError::Truncated(what())),
+        Err(e) => Err(WireError::Io(e)),
+    }
+}
+
+impl<R: Read> PackReader<R> {
+    /// Reads the header.
+    pub fn new(mut r: R, max_chunk: usize, verify: bool) -> Result<PackReader<R>, WireError> {
+        let mut h = [0u8; HEADER_LEN];
+        read_exact_or(&mut r, &mut h, || "the pack ends inside its header".into())?;
+        let alg = decode_header(&h)?;
+        Ok(PackReader {
+            r,
+            alg,
+            pos: HEADER_LEN as u64,
+            count: 0,
+            max_chunk: max_chunk.min(MAX_CHUNK),
+            verify,
+            done: false,
+        })
+    }
+
+    pub fn alg(&self) -> HashAlg {
+        self.alg
+    }
+
+    /// Bytes read so far.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The next chunk, its data in `data`; `None` after a valid end frame with nothing after it.
+    pub fn next_into(&mut self, data: &mut Vec<u8>) -> Result<Option<Frame>, WireError> {
+        if self.done {
+            return Ok(None);
+        }
+        let n = self.count;
+        let at = self.pos;
+        let mut hb = [0u8; FRAME_HEAD_LEN];
+        read_exact_or(&mut self.r, &mut hb, || {
+            format!("the pack ends at byte {at} where frame {n} (or the end frame) should start")
+        })?;
+        self.pos += FRAME_HEAD_LEN as u64;
+        match decode_frame_head(&hb, self.max_chunk).map_err(|e| match e {
+            WireError::Malformed(m) => WireError::Malformed(format!("frame {n} at byte {at}: {m}")),
+            e => e,
+        })? {
+            FrameHead::End { count } => {
+                if count != self.count {
+                    return Err(WireError::malformed(format!(
+                        "the end frame counts {count} chunks; the pack holds {}",
+                        self.count
+                    )));
+                }
+                let mut extra = [0u8; 1];
+                loop {
+                    match self.r.read(&mut extra) {
+                        Ok(0) => break,
+                        Ok(_) => return Err(WireError::malformed("bytes after the end frame")),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(WireError::Io(e)),
+                    }
+                }
+                self.done = true;
+                Ok(None)
+            }
+            FrameHead::Chunk { len, id } => {
+                data.clear();
+                data.resize(len as usize, 0);
+                read_exact_or(&mut self.r, data, || {
+                    format!("frame {n} at byte {at}: the pack ends inside its {len} bytes of data")
+                })?;
+                if self.verify {
+                    let got = self.alg.digest(data).expect("packs always have an algorithm");
+                    if got != id {
+                        return Err(WireError::malformed(format!(
+                            "frame {n} at byte {at}: its {len} bytes hash to {} with {}, not to the frame's {}",
+                            hex(&got),
+                            self.alg.name(),
+                            hex(&id)
+                        )));
+                    }
+                }
+                let f = Frame {
+                    id,
+                    offset: self.pos,
+                    len,
+                };
+                self.pos += len as u64;
+                self.count += 1;
+                Ok(Some(f))
+            }
+        }
+    }
+}
+
+/// Decodes a whole pack held in memory (tests, fuzzing, small packs).
+pub fn decode_pack(bytes: &[u8], verify: bool) -> Result<(HashAlg, Vec<Frame>), WireError> {
+    let mut r = PackReader::new(bytes, MAX_CHUNK, verify)?;
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    while let Some(f) = r.next_into(&mut buf)? {
+        out.push(f);
+    }
+    Ok((r.alg(), out))
+}
+
+/// Writes a pack.
+pub struct PackWriter<W: Write> {
+    w: W,
+    pos: u64,
+    count: u64,
+}
+
+impl<W: Write> PackWriter<W> {
+    pub fn new(mut w: W, alg: HashAlg) -> Result<PackWriter<W>, WireError> {
+        let h = encode_header(alg)?;
+        w.write_all(&h).map_err(WireError::Io)?;
+        Ok(PackWriter {
+            w,
+            pos: HEADER_LEN as u64,
+            count: 0,
+        })
+    }
+
+    /// Appends a chunk; returns the offset of its data. The caller vouches that `id` is the
+    /// fingerprint of `data` (a reader with `verify` checks it).
+    pub fn add(&mut self, id: &Digest, data: &[u8]) -> Result<u64, WireError> {
+        if data.is_empty() || data.len() > MAX_CHUNK {
+            return Err(WireError::malformed(format!(
+                "a chunk of {} bytes cannot be packed (1..={MAX_CHUNK})",
+                data.len()
+            )));
+        }
+        let head = encode_frame_head(FrameHead::Chunk {
+            len: data.len() as u32,
+            id: *id,
+        });
+        self.w.write_all(&head).map_err(WireError::Io)?;
+        self.w.write_all(data).map_err(WireError::Io)?;
+        let off = self.pos + FRAME_HEAD_LEN as u64;
+        self.pos = off + data.len() as u64;
+        self.count += 1;
+        Ok(off)
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Bytes written so far (without the end frame).
+    pub fn len(&self) -> u64 {
+        self.pos
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Writes the end frame and returns the writer.
+    pub fn finish(mut self) -> Result<W, WireError> {
+        let end = encode_frame_head(FrameHead::End { count: self.count });
+        self.w.write_all(&end).map_err(WireError::Io)?;
+        self.w.flush().map_err(WireError::Io)?;
+        Ok(self.w)
+    }
+}
+
+/// Bytes a pack of chunks with these lengths takes.
+pub fn packed_len(lengths: impl IntoIterator<Item = usize>) -> u64 {
+    let mut n = (HEADER_LEN + FRAME_HEAD_LEN) as u64;
+    for l in lengths {
+        n += (FRAME_HEAD_LEN + l) as u64;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pack_of(chunks: &[&[u8]], alg: HashAlg) -> Vec<u8> {
+        let mut w = PackWriter::new(Vec::new(), alg).unwrap();
+        for c in chunks {
+            w.add(&alg.digest(c).unwrap(), c).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    #[test]
+    fn round_trip_both_algorithms() {
+        for alg in [HashAlg::Blake3, HashAlg::Sha256] {
+            let chunks: [&[u8]; 3] = [b"a", b"hello world", &[7u8; 1000]];
+            let p = pack_of(&chunks, alg);
+            assert_eq!(p.len() as u64, packed_len(chunks.iter().map(|c| c.len())));
+            let (a, frames) = decode_pack(&p, true).unwrap();
+            assert_eq!(a, alg);
+            assert_eq!(frames.len(), 3);
+            for (f, c) in frames.iter().zip(chunks) {
+                assert_eq!(&p[f.offset as usize..f.offset as usize + f.len as usize], c);
+                assert_eq!(f.id, alg.digest(c).unwrap());
+            }
+        }
+        let empty = pack_of(&[], HashAlg::Blake3);
+        assert!(decode_pack(&empty, true).unwrap().1.is_empty());
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let p = pack_of(&[b"abc", b"defgh"], HashAlg::Blake3);
+        for cut in 0..p.len() {
+            match decode_pack(&p[..cut], true) {
+                Err(WireError::Truncated(_)) => {}
+                other => panic!("cut at {cut}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_packs_are_named() {
+        let p = pack_of(&[b"abc", b"defgh"], HashAlg::Blake3);
+        let err = |b: &[u8]| decode_pack(b, true).unwrap_err().to_string();
+        // A flipped data byte: the fingerprint does not match.
+        let mut q = p.clone();
+        q[HEADER_LEN + FRAME_HEAD_LEN] ^= 1;
+        assert!(err(&q).contains("frame 0") && err(&q).contains("hash to"), "{}", err(&q));
+        // Without verification the structure alone passes.
+        assert!(decode_pack(&q, false).is_ok());
+        // Bad magic, unknown algorithm, nonzero reserved bytes.
+        let mut q = p.clone();
+        q[0] = b'X';
+        assert!(err(&q).contains("magic"));
+        let mut q = p.clone();
+        q[8] = 9;
+        assert!(err(&q).contains("algorithm code 9"));
+        let mut q = p.clone();
+        q[12] = 1;
+        assert!(err(&q).contains("reserved"));
+        // Wrong count in the end frame.
+        let mut q = p.clone();
+        let end = q.len() - FRAME_HEAD_LEN;
+        q[end + 4] = 5;
+        assert!(err(&q).contains("counts 5 chunks"), "{}", err(&q));
+        // Bytes after the end.
+        let mut q = p.clone();
+        q.push(0);
+        assert!(err(&q).contains("after the end"));
+        // A frame larger than the limit.
+        let mut q = p.clone();
+        q[HEADER_LEN..HEADER_LEN + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(err(&q).contains("larger than the limit"), "{}", err(&q));
+        // A zero-length chunk cannot be written.
+        let mut w = PackWriter::new(Vec::new(), HashAlg::Blake3).unwrap();
+        assert!(w.add(&[0; 32], b"").is_err());
+        assert!(PackWriter::new(Vec::new(), HashAlg::None).is_err());
+    }
+}
