@@ -41,6 +41,41 @@ impl HashAlg {
     }
 }
 
+/// An incremental fingerprint of a whole stream (a file's digest), with one algorithm.
+#[derive(Clone)]
+pub enum StreamHasher {
+    Blake3(Box<blake3::Hasher>),
+    Sha256(sha2::Sha256),
+    None,
+}
+
+impl StreamHasher {
+    pub fn new(alg: HashAlg) -> StreamHasher {
+        match alg {
+            HashAlg::Blake3 => StreamHasher::Blake3(Box::new(blake3::Hasher::new())),
+            HashAlg::Sha256 => StreamHasher::Sha256(sha2::Sha256::new()),
+            HashAlg::None => StreamHasher::None,
+        }
+    }
+    pub fn update(&mut self, bytes: &[u8]) {
+        match self {
+            StreamHasher::Blake3(h) => {
+                h.update(bytes);
+            }
+            StreamHasher::Sha256(h) => h.update(bytes),
+            StreamHasher::None => {}
+        }
+    }
+    /// The digest, or `None` for [`HashAlg::None`].
+    pub fn finish(self) -> Option<Digest> {
+        match self {
+            StreamHasher::Blake3(h) => Some(*h.finalize().as_bytes()),
+            StreamHasher::Sha256(h) => Some(h.finalize().into()),
+            StreamHasher::None => None,
+        }
+    }
+}
+
 /// Lower-case hex of a digest.
 pub fn hex(d: &Digest) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -66,5 +101,11 @@ mod tests {
             "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
         );
         assert_eq!(HashAlg::None.digest(b"x"), None);
+        for alg in [HashAlg::Blake3, HashAlg::Sha256] {
+            let mut h = StreamHasher::new(alg);
+            h.update(b"a");
+            h.update(b"bc");
+            assert_eq!(h.finish(), alg.digest(b"abc"));
+        }
     }
 }

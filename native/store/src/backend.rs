@@ -1,0 +1,159 @@
+//! Where packs and recipes rest: an object store (`object_store`): a local directory now
+//! (with fsync on every write, so a completed put is durable), an S3-compatible bucket later.
+//! The store's own code is synchronous and runs on blocking threads; each call here drives
+//! the async object store on the server's runtime.
+//!
+//! Key layout (every key under its namespace, so nothing can cross one):
+//!
+//! ```text
+//! ns/<ns>/config                         "hash blake3\n" — the namespace's fingerprint algorithm
+//! ns/<ns>/packs/<id[0..2]>/<id>          a pack; <id> = BLAKE3 hex of its bytes
+//! ns/<ns>/recipes/<hex of name>/<v:012>  the recipe of version v of a file
+//! ```
+
+use crate::error::{Result, StoreError};
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as OPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use std::io::Read;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::runtime::Handle;
+
+/// Parts of a multipart put (S3 wants at least 5 MiB but the last).
+const PART: usize = 8 << 20;
+
+pub struct Objects {
+    store: Arc<dyn ObjectStore>,
+    rt: Handle,
+    desc: String,
+}
+
+pub fn pack_key(ns: &str, pack: &str) -> String {
+    format!("ns/{ns}/packs/{}/{pack}", &pack[..2.min(pack.len())])
+}
+pub fn recipe_prefix(ns: &str, name_key: &str) -> String {
+    format!("ns/{ns}/recipes/{name_key}")
+}
+pub fn recipe_key(ns: &str, name_key: &str, version: u64) -> String {
+    format!("ns/{ns}/recipes/{name_key}/{version:012}")
+}
+pub fn config_key(ns: &str) -> String {
+    format!("ns/{ns}/config")
+}
+
+impl Objects {
+    /// Objects in a local directory (created if missing), fsync'd on every write.
+    pub fn local(dir: &Path, rt: Handle) -> Result<Objects> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::Internal(format!("{}: {e}", dir.display())))?;
+        let fs = LocalFileSystem::new_with_prefix(dir)?.with_fsync(true).with_automatic_cleanup(true);
+        Ok(Objects {
+            store: Arc::new(fs),
+            rt,
+            desc: format!("directory {}", dir.display()),
+        })
+    }
+
+    pub fn describe(&self) -> &str {
+        &self.desc
+    }
+
+    fn path(key: &str) -> Result<OPath> {
+        OPath::parse(key).map_err(|e| StoreError::Internal(format!("object key {key}: {e}")))
+    }
+
+    /// Puts a file's bytes under `key` (overwriting: pack keys are content addresses), streamed
+    /// in parts; durable when this returns.
+    pub fn put_file(&self, key: &str, file: &Path) -> Result<()> {
+        let p = Self::path(key)?;
+        let mut f = std::fs::File::open(file)?;
+        let size = f.metadata()?.len() as usize;
+        self.rt.block_on(async {
+            if size <= PART {
+                let mut buf = Vec::with_capacity(size);
+                f.read_to_end(&mut buf)?;
+                self.store.put(&p, PutPayload::from(Bytes::from(buf))).await?;
+                return Ok(());
+            }
+            let mut up = self.store.put_multipart(&p).await?;
+            loop {
+                let mut buf = vec![0u8; PART];
+                let mut n = 0;
+                while n < PART {
+                    let k = f.read(&mut buf[n..])?;
+                    if k == 0 {
+                        break;
+                    }
+                    n += k;
+                }
+                if n == 0 {
+                    break;
+                }
+                buf.truncate(n);
+                if let Err(e) = up.put_part(PutPayload::from(Bytes::from(buf))).await {
+                    let _ = up.abort().await;
+                    return Err(e.into());
+                }
+                if n < PART {
+                    break;
+                }
+            }
+            up.complete().await?;
+            Ok(())
+        })
+    }
+
+    /// Puts `bytes` under `key` only if nothing is there; `false` if something was.
+    pub fn put_new(&self, key: &str, bytes: Vec<u8>) -> Result<bool> {
+        let p = Self::path(key)?;
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        match self.rt.block_on(self.store.put_opts(&p, PutPayload::from(Bytes::from(bytes)), opts)) {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Result<Option<Bytes>> {
+        let p = Self::path(key)?;
+        self.rt.block_on(async {
+            match self.store.get(&p).await {
+                Ok(r) => Ok(Some(r.bytes().await?)),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+
+    pub fn get_range(&self, key: &str, r: Range<u64>) -> Result<Bytes> {
+        let p = Self::path(key)?;
+        Ok(self.rt.block_on(self.store.get_range(&p, r))?)
+    }
+
+    /// Every object under `prefix`: (key, size, last modified as Unix seconds).
+    pub fn list(&self, prefix: &str) -> Result<Vec<(String, u64, i64)>> {
+        let p = Self::path(prefix)?;
+        self.rt.block_on(async {
+            let metas: Vec<_> = self.store.list(Some(&p)).try_collect().await?;
+            Ok(metas
+                .into_iter()
+                .map(|m| (m.location.to_string(), m.size, m.last_modified.timestamp()))
+                .collect())
+        })
+    }
+
+    /// Deletes `key`; absent is fine.
+    pub fn delete(&self, key: &str) -> Result<()> {
+        let p = Self::path(key)?;
+        match self.rt.block_on(self.store.delete(&p)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,781 @@
+//! The native client: the HTTP API ([`Client`]) and the two pipelines, [`push_file`] and
+//! [`pull`], that `cutpoint push` / `pull` run.
+//!
+//! `push_file` is a P-Dedupe pipeline: a chunker thread (SS-CDC on all cores, or RapidCDC
+//! with the base recipe's hints) → the existence queries, in batches → a packer thread that
+//! reads the novel chunks back from the file by offset → uploader threads → the commit.
+//! The stages overlap; memory is bounded by the channels (a few batches of chunk records and
+//! at most `uploaders + 2` packs of `pack_bytes`), whatever the file size.
+
+use crate::index::Version;
+use crate::store::{CheckReport, GcReport, PackReport};
+use cutpoint_core::fingerprint::StreamHasher;
+use cutpoint_core::protocol::name::{validate_name, validate_namespace};
+use cutpoint_core::protocol::pack::PackWriter;
+use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
+use cutpoint_core::rapid::{Criterion, HintTable, Rapid, RapidOptions, Recipe, RecipeEntry};
+use cutpoint_core::{hex, Digest, Engine, HashAlg, Options, Profile};
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+pub enum ClientError {
+    /// Bad options (exit code 2).
+    Usage(String),
+    /// The store answered with an error status.
+    Http { status: u16, code: String, message: String },
+    /// A commit named chunks the store lacks.
+    Missing(Vec<Digest>),
+    /// The store could not be reached, or the connection failed.
+    Network(String),
+    /// Reading or writing a local file failed.
+    Io(String),
+    /// Restored bytes did not verify.
+    Verify(String),
+    /// The store's answer made no sense.
+    Protocol(String),
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Usage(m) | ClientError::Network(m) | ClientError::Io(m) | ClientError::Verify(m) | ClientError::Protocol(m) => {
+                f.write_str(m)
+            }
+            ClientError::Http { status, message, .. } => write!(f, "the store answered {status}: {message}"),
+            ClientError::Missing(m) => write!(f, "the store lacks {} chunks of the recipe", m.len()),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+type R<T> = std::result::Result<T, ClientError>;
+
+/// A store, one namespace, one token.
+#[derive(Clone)]
+pub struct Client {
+    agent: ureq::Agent,
+    base: String,
+    ns: String,
+    token: Option<String>,
+    /// Retries of idempotent requests (queries, uploads, reads) after a network error or a 5xx.
+    pub retries: u32,
+}
+
+fn percent_segment(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+impl Client {
+    pub fn new(store: &str, ns: &str, token: Option<String>) -> R<Client> {
+        let base = store.trim_end_matches('/').to_string();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(ClientError::Usage(format!("--store '{store}' is not an http:// or https:// URL")));
+        }
+        validate_namespace(ns).map_err(|e| ClientError::Usage(e.to_string()))?;
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .timeout_recv_response(Some(Duration::from_secs(600)))
+            .build();
+        Ok(Client {
+            agent: ureq::Agent::new_with_config(config),
+            base,
+            ns: ns.to_string(),
+            token: token.filter(|t| !t.is_empty()),
+            retries: 4,
+        })
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.ns
+    }
+
+    fn url(&self, tail: &str) -> String {
+        format!("{}/v1/ns/{}/{tail}", self.base, self.ns)
+    }
+
+    fn file_url(&self, what: &str, name: &str, version: Option<u64>) -> String {
+        let mut u = self.url(&format!("{what}/{}", percent_segment(name)));
+        if let Some(v) = version {
+            u.push_str(&format!("?version={v}"));
+        }
+        u
+    }
+
+    fn auth<B>(&self, rb: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.token {
+            Some(t) => rb.header("Authorization", &format!("Bearer {t}")),
+            None => rb,
+        }
+    }
+
+    fn net(&self, e: ureq::Error) -> ClientError {
+        ClientError::Network(format!("{}: {e}", self.base))
+    }
+
+    /// Turns an error status into a [`ClientError`] with the store's JSON message.
+    fn check(resp: ureq::http::Response<ureq::Body>) -> R<ureq::http::Response<ureq::Body>> {
+        let status = resp.status().as_u16();
+        if status < 400 {
+            return Ok(resp);
+        }
+        let mut body = resp.into_body();
+        let text = body.with_config().limit(4 << 20).read_to_string().unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        if status == 409 {
+            if let Some(list) = v.get("missing").and_then(|m| m.as_array()) {
+                let ids: Vec<Digest> = list
+                    .iter()
+                    .filter_map(|x| x.as_str().and_then(cutpoint_core::rapid::recipe::parse_hex))
+                    .collect();
+                return Err(ClientError::Missing(ids));
+            }
+        }
+        let message = v
+            .get("error")
+            .and_then(|m| m.as_str())
+            .map(str::to_string)
+            .unwrap_or_else(|| if text.is_empty() { "(no message)".into() } else { text.chars().take(300).collect() });
+        let code = v.get("code").and_then(|m| m.as_str()).unwrap_or("").to_string();
+        Err(ClientError::Http { status, code, message })
+    }
+
+    /// Runs `f` again after a network error or a 5xx, with exponential backoff. Only for
+    /// requests that are safe to repeat.
+    fn retry<T>(&self, mut f: impl FnMut() -> R<T>) -> R<T> {
+        let mut wait = Duration::from_millis(200);
+        let mut n = 0;
+        loop {
+            match f() {
+                Err(ClientError::Network(_)) | Err(ClientError::Http { status: 500..=599, .. }) if n < self.retries => {
+                    std::thread::sleep(wait);
+                    wait *= 2;
+                    n += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// The store's `/v1` description (checks that it is a cutpoint store).
+    pub fn info(&self) -> R<serde_json::Value> {
+        self.retry(|| {
+            let resp = self.agent.get(&format!("{}/v1", self.base)).call().map_err(|e| self.net(e))?;
+            let mut resp = Self::check(resp)?;
+            let v: serde_json::Value = resp
+                .body_mut()
+                .read_json()
+                .map_err(|e| ClientError::Protocol(format!("{} is not a cutpoint store: {e}", self.base)))?;
+            if v.get("service").and_then(|s| s.as_str()) != Some("cutpoint") {
+                return Err(ClientError::Protocol(format!("{} is not a cutpoint store", self.base)));
+            }
+            Ok(v)
+        })
+    }
+
+    /// The ids among `ids` the namespace lacks.
+    pub fn query(&self, ids: &[Digest]) -> R<Vec<Digest>> {
+        let mut out = Vec::new();
+        for part in ids.chunks(MAX_QUERY_IDS) {
+            let body = encode_ids(part);
+            let missing = self.retry(|| {
+                let rb = self.auth(self.agent.post(&self.url("query"))).header("Content-Type", "application/octet-stream");
+                let resp = rb.send(&body[..]).map_err(|e| self.net(e))?;
+                let mut resp = Self::check(resp)?;
+                let b = resp
+                    .body_mut()
+                    .with_config()
+                    .limit((MAX_QUERY_IDS * 32) as u64)
+                    .read_to_vec()
+                    .map_err(|e| self.net(e))?;
+                decode_ids(&b, part.len()).map_err(|e| ClientError::Protocol(format!("query answer: {e}")))
+            })?;
+            out.extend(missing);
+        }
+        Ok(out)
+    }
+
+    /// Uploads one pack (safe to repeat: the store keeps each chunk once).
+    pub fn upload(&self, pack: &[u8]) -> R<PackReport> {
+        self.retry(|| {
+            let rb = self.auth(self.agent.post(&self.url("packs"))).header("Content-Type", "application/octet-stream");
+            let resp = rb.send(pack).map_err(|e| self.net(e))?;
+            let mut resp = Self::check(resp)?;
+            resp.body_mut().read_json().map_err(|e| ClientError::Protocol(format!("pack answer: {e}")))
+        })
+    }
+
+    /// Commits a recipe as the next version of `name` (not retried: not idempotent).
+    pub fn commit(&self, name: &str, recipe: &[u8]) -> R<Version> {
+        let rb = self
+            .auth(self.agent.put(&self.file_url("files", name, None)))
+            .header("Content-Type", "text/plain; charset=utf-8");
+        let resp = rb.send(recipe).map_err(|e| self.net(e))?;
+        let mut resp = Self::check(resp)?;
+        resp.body_mut().read_json().map_err(|e| ClientError::Protocol(format!("commit answer: {e}")))
+    }
+
+    /// A version's recipe (`None` version: the latest); `Ok(None)` if there is none.
+    pub fn recipe(&self, name: &str, version: Option<u64>) -> R<Option<(u64, Recipe)>> {
+        self.retry(|| {
+            let resp = self
+                .auth(self.agent.get(&self.file_url("recipes", name, version)))
+                .call()
+                .map_err(|e| self.net(e))?;
+            if resp.status().as_u16() == 404 {
+                return Ok(None);
+            }
+            let mut resp = Self::check(resp)?;
+            let v: u64 = resp
+                .headers()
+                .get("x-cutpoint-version")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| ClientError::Protocol("the recipe came without its version".into()))?;
+            let b = resp.body_mut().with_config().limit(1 << 30).read_to_vec().map_err(|e| self.net(e))?;
+            let r = Recipe::read(&b[..]).map_err(|e| ClientError::Protocol(format!("the store's recipe: {e}")))?;
+            Ok(Some((v, r)))
+        })
+    }
+
+    /// The bytes of a version, as a reader (not verified: [`pull`] verifies).
+    pub fn download(&self, name: &str, version: u64) -> R<impl Read + use<>> {
+        let resp = self.retry(|| {
+            let resp = self
+                .auth(self.agent.get(&self.file_url("files", name, Some(version))))
+                .call()
+                .map_err(|e| self.net(e))?;
+            Self::check(resp)
+        })?;
+        Ok(resp.into_body().into_with_config().limit(u64::MAX).reader())
+    }
+
+    pub fn list(&self) -> R<Vec<Version>> {
+        self.retry(|| {
+            let resp = self.auth(self.agent.get(&self.url("files"))).call().map_err(|e| self.net(e))?;
+            let mut resp = Self::check(resp)?;
+            let v: serde_json::Value = resp
+                .body_mut()
+                .with_config()
+                .limit(1 << 30)
+                .read_json()
+                .map_err(|e| ClientError::Protocol(format!("list answer: {e}")))?;
+            serde_json::from_value(v["files"].clone()).map_err(|e| ClientError::Protocol(format!("list answer: {e}")))
+        })
+    }
+
+    pub fn delete(&self, name: &str, version: Option<u64>) -> R<u64> {
+        let resp = self
+            .auth(self.agent.delete(&self.file_url("files", name, version)))
+            .call()
+            .map_err(|e| self.net(e))?;
+        let mut resp = Self::check(resp)?;
+        let v: serde_json::Value = resp.body_mut().read_json().map_err(|e| ClientError::Protocol(e.to_string()))?;
+        Ok(v["deleted"].as_u64().unwrap_or(0))
+    }
+
+    pub fn gc(&self, grace_secs: u64) -> R<GcReport> {
+        let resp = self
+            .auth(self.agent.post(&format!("{}?grace={grace_secs}", self.url("gc"))))
+            .send_empty()
+            .map_err(|e| self.net(e))?;
+        let mut resp = Self::check(resp)?;
+        resp.body_mut().read_json().map_err(|e| ClientError::Protocol(e.to_string()))
+    }
+
+    pub fn check_store(&self) -> R<CheckReport> {
+        let resp = self.auth(self.agent.get(&self.url("check"))).call().map_err(|e| self.net(e))?;
+        let mut resp = Self::check(resp)?;
+        resp.body_mut()
+            .with_config()
+            .limit(1 << 30)
+            .read_json()
+            .map_err(|e| ClientError::Protocol(e.to_string()))
+    }
+}
+
+/// How to push.
+#[derive(Clone)]
+pub struct PushOptions {
+    pub profile: Profile,
+    pub engine: Options,
+    /// RapidCDC with the base recipe of the same name as hints.
+    pub rapid: Option<Criterion>,
+    /// Pack size to aim at.
+    pub pack_bytes: usize,
+    /// Uploads in flight.
+    pub uploaders: usize,
+}
+
+impl PushOptions {
+    pub fn new(profile: Profile) -> PushOptions {
+        PushOptions {
+            profile,
+            engine: Options::default(),
+            rapid: None,
+            pack_bytes: 8 << 20,
+            uploaders: 2,
+        }
+    }
+}
+
+/// Live counters of a push (for a progress bar).
+#[derive(Default, Debug)]
+pub struct Progress {
+    pub total: AtomicU64,
+    pub processed: AtomicU64,
+    pub novel_bytes: AtomicU64,
+    pub sent_bytes: AtomicU64,
+}
+
+/// What a push did (the `--json` fields).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PushReport {
+    pub name: String,
+    pub bytes: u64,
+    pub chunks: u64,
+    /// Chunks (and their bytes) the store lacked: what had to be sent.
+    pub novel_chunks: u64,
+    pub novel_bytes: u64,
+    /// Every request body sent: queries, packs and the recipe.
+    pub sent_bytes: u64,
+    /// Of which pack bodies (chunk data and framing).
+    pub pack_bytes: u64,
+    pub packs: u64,
+    /// Recipe (commit body) bytes.
+    pub recipe_bytes: u64,
+    /// Chunks known present from the base recipe (RapidCDC), not queried.
+    pub known_from_base: u64,
+    /// Chunks cut at a RapidCDC hint.
+    pub hinted_chunks: u64,
+    pub version: u64,
+    pub digest: String,
+    pub dedup_ratio: f64,
+    pub seconds: f64,
+    pub profile: String,
+    pub hash: &'static str,
+    pub backend: &'static str,
+}
+
+struct Item {
+    off: u64,
+    len: u32,
+    id: Digest,
+    last: Option<u8>,
+    regular: bool,
+    hinted: bool,
+}
+
+struct HashingReader<Rd> {
+    r: Rd,
+    h: Arc<Mutex<StreamHasher>>,
+}
+
+impl<Rd: Read> Read for HashingReader<Rd> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.r.read(buf)?;
+        self.h.lock().unwrap_or_else(|p| p.into_inner()).update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+const BATCH: usize = 2048;
+
+/// Pushes one file as the next version of `name`: only the chunks the store lacks travel.
+pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, progress: &Progress) -> R<PushReport> {
+    validate_name(name).map_err(|e| ClientError::Usage(e.to_string()))?;
+    let t0 = Instant::now();
+    let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(io_err)?;
+    let meta = file.metadata().map_err(io_err)?;
+    if !meta.is_file() {
+        return Err(ClientError::Io(format!("{}: not a regular file", path.display())));
+    }
+    progress.total.store(meta.len(), Ordering::Relaxed);
+    let engine = Engine::new(opts.profile.clone(), opts.engine.clone()).map_err(|e| ClientError::Usage(e.to_string()))?;
+    let alg = engine.hash_alg();
+    if alg == HashAlg::None {
+        return Err(ClientError::Usage("a push needs fingerprints (--hash blake3 or sha256)".into()));
+    }
+    // The base recipe: RapidCDC hints, and chunks known present without asking.
+    let mut known: HashSet<Digest> = HashSet::new();
+    let mut table = None;
+    if let Some(crit) = opts.rapid {
+        let mut t = HintTable::new(engine.profile(), alg, 2).map_err(|e| ClientError::Usage(e.to_string()))?;
+        if let Some((_, base)) = client.recipe(name, None)? {
+            if base.profile == engine.profile().to_string() && base.hash == alg {
+                t.add_recipe(&base).map_err(|e| ClientError::Protocol(e.to_string()))?;
+                known.extend(base.entries.iter().map(|e| e.fp));
+            }
+        }
+        table = Some((t, crit));
+    }
+    let known_base = known.clone();
+
+    let abort = AtomicBool::new(false);
+    let first_err: Mutex<Option<ClientError>> = Mutex::new(None);
+    let fail = |e: ClientError| {
+        let mut g = first_err.lock().unwrap_or_else(|p| p.into_inner());
+        if g.is_none() {
+            *g = Some(e);
+        }
+        abort.store(true, Ordering::Relaxed);
+    };
+    let hasher = Arc::new(Mutex::new(StreamHasher::new(alg)));
+    let sent = AtomicU64::new(0);
+    let pack_bytes = AtomicU64::new(0);
+    let packs = AtomicU64::new(0);
+
+    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Vec<Item>>(8);
+    let (novel_tx, novel_rx) = mpsc::sync_channel::<Vec<(u64, u32, Digest)>>(8);
+    let (pack_tx, pack_rx) = mpsc::sync_channel::<Vec<u8>>(1);
+    let pack_rx = Mutex::new(pack_rx);
+
+    let mut entries: Vec<RecipeEntry> = Vec::new();
+    let mut offsets: HashMap<Digest, (u64, u32)> = HashMap::new();
+    let (mut novel_chunks, mut novel_bytes, mut known_hits, mut hinted) = (0u64, 0u64, 0u64, 0u64);
+
+    std::thread::scope(|s| {
+        // Stage 1: chunk + fingerprint.
+        let engine = &engine;
+        let hasher2 = hasher.clone();
+        let fail = &fail;
+        let abort = &abort;
+        let table = table;
+        s.spawn(move || {
+            let rd = HashingReader { r: file, h: hasher2 };
+            let mut batch = Vec::with_capacity(BATCH);
+            let send = |batch: &mut Vec<Item>| -> bool {
+                let b = std::mem::replace(batch, Vec::with_capacity(BATCH));
+                !abort.load(Ordering::Relaxed) && chunk_tx.send(b).is_ok()
+            };
+            let res: Result<(), cutpoint_core::Error> = (|| {
+                match table {
+                    Some((t, crit)) => {
+                        let mut rapid = Rapid::new(engine, t, RapidOptions::new(crit))?;
+                        for c in rapid.stream(rd) {
+                            let c = c?;
+                            batch.push(Item {
+                                off: c.offset,
+                                len: c.length as u32,
+                                id: c.hash,
+                                last: Some(c.last),
+                                regular: c.regular,
+                                hinted: matches!(c.found, cutpoint_core::rapid::Found::Hint(_)),
+                            });
+                            if batch.len() == BATCH && !send(&mut batch) {
+                                return Ok(());
+                            }
+                        }
+                    }
+                    None => {
+                        for c in engine.stream_prefetch(rd) {
+                            let c = c?;
+                            batch.push(Item {
+                                off: c.offset,
+                                len: c.length as u32,
+                                id: c.hash.expect("the engine fingerprints"),
+                                last: None,
+                                regular: true,
+                                hinted: false,
+                            });
+                            if batch.len() == BATCH && !send(&mut batch) {
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
+                if !batch.is_empty() {
+                    send(&mut batch);
+                }
+                Ok(())
+            })();
+            if let Err(e) = res {
+                fail(match e {
+                    cutpoint_core::Error::Io(io) => ClientError::Io(format!("{}: {io}", path.display())),
+                    other => ClientError::Usage(other.to_string()),
+                });
+            }
+            drop(chunk_tx);
+        });
+
+        // Stage 3: read the novel chunks back by offset and pack them.
+        let pfile = std::fs::File::open(path);
+        let pack_target = opts.pack_bytes.max(1);
+        s.spawn(move || {
+            let pfile = match pfile {
+                Ok(f) => f,
+                Err(e) => return fail(io_err(e)),
+            };
+            let mut cur: Option<PackWriter<Vec<u8>>> = None;
+            let mut data = Vec::new();
+            for list in novel_rx.iter() {
+                for (off, len, id) in list {
+                    if abort.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    data.resize(len as usize, 0);
+                    if let Err(e) = pfile.read_exact_at(&mut data, off) {
+                        return fail(io_err(e));
+                    }
+                    if alg.digest(&data) != Some(id) {
+                        return fail(ClientError::Io(format!(
+                            "{}: the file changed while it was pushed (the chunk at {off} no longer matches)",
+                            path.display()
+                        )));
+                    }
+                    let w = match &mut cur {
+                        Some(w) => w,
+                        None => cur.insert(PackWriter::new(Vec::with_capacity(pack_target + (1 << 20)), alg).expect("alg")),
+                    };
+                    w.add(&id, &data).expect("chunk sizes are within the pack limit");
+                    if w.len() as usize >= pack_target {
+                        let p = cur.take().unwrap().finish().expect("in memory");
+                        if pack_tx.send(p).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            if let Some(w) = cur.take() {
+                let _ = pack_tx.send(w.finish().expect("in memory"));
+            }
+        });
+
+        // Stage 4: uploads.
+        for _ in 0..opts.uploaders.max(1) {
+            let pack_rx = &pack_rx;
+            let (sent, pack_bytes, packs) = (&sent, &pack_bytes, &packs);
+            s.spawn(move || loop {
+                let p = match pack_rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                    Ok(p) => p,
+                    Err(_) => return,
+                };
+                if abort.load(Ordering::Relaxed) {
+                    continue;
+                }
+                match client.upload(&p) {
+                    Ok(_) => {
+                        sent.fetch_add(p.len() as u64, Ordering::Relaxed);
+                        pack_bytes.fetch_add(p.len() as u64, Ordering::Relaxed);
+                        packs.fetch_add(1, Ordering::Relaxed);
+                        progress.sent_bytes.fetch_add(p.len() as u64, Ordering::Relaxed);
+                    }
+                    Err(e) => fail(e),
+                }
+            });
+        }
+
+        // Stage 2 (this thread): the recipe, and existence queries for what is not known.
+        for batch in chunk_rx.iter() {
+            if abort.load(Ordering::Relaxed) {
+                break;
+            }
+            let mut ask = Vec::new();
+            for it in &batch {
+                entries.push(RecipeEntry {
+                    fp: it.id,
+                    size: it.len,
+                    last: it.last,
+                    regular: it.regular,
+                });
+                hinted += it.hinted as u64;
+                offsets.entry(it.id).or_insert((it.off, it.len));
+                if known_base.contains(&it.id) {
+                    known_hits += 1;
+                }
+                if known.insert(it.id) {
+                    ask.push(it.id);
+                }
+                progress.processed.fetch_add(it.len as u64, Ordering::Relaxed);
+            }
+            if ask.is_empty() {
+                continue;
+            }
+            sent.fetch_add(ask.len() as u64 * 32, Ordering::Relaxed);
+            progress.sent_bytes.fetch_add(ask.len() as u64 * 32, Ordering::Relaxed);
+            let missing = match client.query(&ask) {
+                Ok(m) => m,
+                Err(e) => {
+                    fail(e);
+                    break;
+                }
+            };
+            let mut list = Vec::with_capacity(missing.len());
+            for id in missing {
+                let (off, len) = offsets[&id];
+                novel_chunks += 1;
+                novel_bytes += len as u64;
+                progress.novel_bytes.fetch_add(len as u64, Ordering::Relaxed);
+                list.push((off, len, id));
+            }
+            if !list.is_empty() && novel_tx.send(list).is_err() {
+                break;
+            }
+        }
+        drop(novel_tx);
+        // Drain so that the chunker never blocks on a full channel after an error.
+        for _ in chunk_rx.iter() {}
+    });
+    if let Some(e) = first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    let digest = Arc::try_unwrap(hasher)
+        .ok()
+        .and_then(|m| m.into_inner().ok())
+        .and_then(|h| h.finish())
+        .ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
+    let recipe = Recipe {
+        profile: engine.profile().to_string(),
+        hash: alg,
+        digest: Some(digest),
+        entries,
+    };
+    let mut text = Vec::new();
+    recipe.write(&mut text).map_err(|e| ClientError::Io(e.to_string()))?;
+    // Commit; if chunks went missing meanwhile (collected, or a racing delete), send them.
+    let mut rounds = 0;
+    let version = loop {
+        sent.fetch_add(text.len() as u64, Ordering::Relaxed);
+        match client.commit(name, &text) {
+            Ok(v) => break v,
+            Err(ClientError::Missing(ids)) if rounds < 3 => {
+                rounds += 1;
+                let pfile = std::fs::File::open(path).map_err(io_err)?;
+                let mut w = PackWriter::new(Vec::new(), alg).expect("alg");
+                let mut data = Vec::new();
+                for id in &ids {
+                    let &(off, len) = offsets
+                        .get(id)
+                        .ok_or_else(|| ClientError::Protocol(format!("the store asks for chunk {} that the file lacks", hex(id))))?;
+                    data.resize(len as usize, 0);
+                    pfile.read_exact_at(&mut data, off).map_err(io_err)?;
+                    w.add(id, &data).expect("chunk size");
+                    if w.len() as usize >= opts.pack_bytes {
+                        let p = std::mem::replace(&mut w, PackWriter::new(Vec::new(), alg).expect("alg")).finish().expect("mem");
+                        client.upload(&p)?;
+                        sent.fetch_add(p.len() as u64, Ordering::Relaxed);
+                        pack_bytes.fetch_add(p.len() as u64, Ordering::Relaxed);
+                        packs.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                if !w.is_empty() {
+                    let p = w.finish().expect("mem");
+                    client.upload(&p)?;
+                    sent.fetch_add(p.len() as u64, Ordering::Relaxed);
+                    pack_bytes.fetch_add(p.len() as u64, Ordering::Relaxed);
+                    packs.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let bytes = recipe.total_bytes();
+    Ok(PushReport {
+        name: name.to_string(),
+        bytes,
+        chunks: recipe.entries.len() as u64,
+        novel_chunks,
+        novel_bytes,
+        sent_bytes: sent.load(Ordering::Relaxed),
+        pack_bytes: pack_bytes.load(Ordering::Relaxed),
+        packs: packs.load(Ordering::Relaxed),
+        recipe_bytes: text.len() as u64,
+        known_from_base: known_hits,
+        hinted_chunks: hinted,
+        version: version.version,
+        digest: hex(&digest),
+        dedup_ratio: if novel_bytes == 0 { f64::INFINITY } else { bytes as f64 / novel_bytes as f64 },
+        seconds: t0.elapsed().as_secs_f64(),
+        profile: engine.profile().to_string(),
+        hash: alg.name(),
+        backend: engine.backend().name(),
+    })
+}
+
+/// What a pull did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PullReport {
+    pub name: String,
+    pub version: u64,
+    pub bytes: u64,
+    pub chunks: u64,
+    pub digest: String,
+    pub seconds: f64,
+}
+
+/// Restores a version into `out`, verifying every chunk against the recipe and the whole file
+/// against its digest. On a mismatch it stops with [`ClientError::Verify`] (the caller then
+/// discards what was written).
+pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Write, progress: &Progress) -> R<PullReport> {
+    validate_name(name).map_err(|e| ClientError::Usage(e.to_string()))?;
+    let t0 = Instant::now();
+    let (v, recipe) = client.recipe(name, version)?.ok_or_else(|| ClientError::Http {
+        status: 404,
+        code: "not_found".into(),
+        message: match version {
+            Some(v) => format!("no version {v} of '{name}' in namespace '{}'", client.namespace()),
+            None => format!("no file '{name}' in namespace '{}'", client.namespace()),
+        },
+    })?;
+    progress.total.store(recipe.total_bytes(), Ordering::Relaxed);
+    let mut body = client.download(name, v)?;
+    let mut whole = StreamHasher::new(recipe.hash);
+    let mut buf = Vec::new();
+    let mut pos = 0u64;
+    for (i, e) in recipe.entries.iter().enumerate() {
+        buf.resize(e.size as usize, 0);
+        body.read_exact(&mut buf).map_err(|err| {
+            ClientError::Verify(format!(
+                "the store's answer ended or failed at byte {pos} (chunk {i} of {}): {err}",
+                recipe.entries.len()
+            ))
+        })?;
+        if recipe.hash.digest(&buf) != Some(e.fp) {
+            return Err(ClientError::Verify(format!("chunk {i} at byte {pos} does not match its fingerprint {}", hex(&e.fp))));
+        }
+        whole.update(&buf);
+        out.write_all(&buf).map_err(|err| ClientError::Io(format!("writing the output: {err}")))?;
+        pos += e.size as u64;
+        progress.processed.store(pos, Ordering::Relaxed);
+    }
+    let mut extra = [0u8; 1];
+    match body.read(&mut extra) {
+        Ok(0) => {}
+        Ok(_) => return Err(ClientError::Verify("the store sent more bytes than the recipe holds".into())),
+        Err(e) => return Err(ClientError::Verify(format!("the store's answer failed at its end: {e}"))),
+    }
+    let got = whole.finish();
+    if got != recipe.digest {
+        return Err(ClientError::Verify(format!(
+            "the restored file's digest {} is not the recipe's {}",
+            got.map(|d| hex(&d)).unwrap_or_default(),
+            recipe.digest.map(|d| hex(&d)).unwrap_or_default()
+        )));
+    }
+    out.flush().map_err(|err| ClientError::Io(format!("writing the output: {err}")))?;
+    Ok(PullReport {
+        name: name.to_string(),
+        version: v,
+        bytes: pos,
+        chunks: recipe.entries.len() as u64,
+        digest: got.map(|d| hex(&d)).unwrap_or_default(),
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}

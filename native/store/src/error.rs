@@ -1,0 +1,115 @@
+//! The store's errors; `routes` maps each kind to an HTTP status and a JSON body.
+
+use cutpoint_core::protocol::WireError;
+use cutpoint_core::{hex, Digest};
+use std::fmt;
+
+#[derive(Debug)]
+pub enum StoreError {
+    /// 400: a malformed request or body (the message says what).
+    BadRequest(String),
+    /// 401: no token, or an unknown one.
+    Unauthorized(String),
+    /// 403: a token of another namespace, or read-only where writing.
+    Forbidden(String),
+    /// 404
+    NotFound(String),
+    /// 409: a commit naming chunks the namespace lacks (or that another commit won).
+    Missing { message: String, missing: Vec<Digest> },
+    /// 413: a body over its limit.
+    TooLarge(String),
+    /// 416: a range past the end.
+    Range { len: u64 },
+    /// 500: the store failed (storage, index).
+    Internal(String),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+impl StoreError {
+    pub fn internal(e: impl fmt::Display) -> StoreError {
+        StoreError::Internal(e.to_string())
+    }
+    pub fn bad(e: impl fmt::Display) -> StoreError {
+        StoreError::BadRequest(e.to_string())
+    }
+    pub fn status(&self) -> u16 {
+        match self {
+            StoreError::BadRequest(_) => 400,
+            StoreError::Unauthorized(_) => 401,
+            StoreError::Forbidden(_) => 403,
+            StoreError::NotFound(_) => 404,
+            StoreError::Missing { .. } => 409,
+            StoreError::TooLarge(_) => 413,
+            StoreError::Range { .. } => 416,
+            StoreError::Internal(_) => 500,
+        }
+    }
+    /// A stable word for the kind (the `code` field of a JSON error).
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::BadRequest(_) => "bad_request",
+            StoreError::Unauthorized(_) => "unauthorized",
+            StoreError::Forbidden(_) => "forbidden",
+            StoreError::NotFound(_) => "not_found",
+            StoreError::Missing { .. } => "missing_chunks",
+            StoreError::TooLarge(_) => "too_large",
+            StoreError::Range { .. } => "range_not_satisfiable",
+            StoreError::Internal(_) => "internal",
+        }
+    }
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({ "error": self.to_string(), "code": self.code() });
+        if let StoreError::Missing { missing, .. } = self {
+            v["missing"] = missing.iter().map(|d| serde_json::Value::String(hex(d))).collect();
+        }
+        v
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::BadRequest(m)
+            | StoreError::Unauthorized(m)
+            | StoreError::Forbidden(m)
+            | StoreError::NotFound(m)
+            | StoreError::TooLarge(m)
+            | StoreError::Internal(m) => f.write_str(m),
+            StoreError::Missing { message, .. } => f.write_str(message),
+            StoreError::Range { len } => write!(f, "the range is past the end of the file ({len} bytes)"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<WireError> for StoreError {
+    fn from(e: WireError) -> StoreError {
+        match e {
+            WireError::Io(io) => StoreError::BadRequest(format!("reading the body failed: {io}")),
+            other => StoreError::BadRequest(other.to_string()),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        StoreError::Internal(format!("index: {e}"))
+    }
+}
+
+impl From<object_store::Error> for StoreError {
+    fn from(e: object_store::Error) -> StoreError {
+        match e {
+            object_store::Error::NotFound { path, .. } => StoreError::NotFound(format!("no object {path}")),
+            e => StoreError::Internal(format!("object store: {e}")),
+        }
+    }
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> StoreError {
+        StoreError::Internal(format!("I/O: {e}"))
+    }
+}

@@ -1,0 +1,376 @@
+//! The HTTP API, protocol v1 (documented request by request in `native/store/PROTOCOL.md`).
+//! Each handler parses, authorises, calls one [`Store`] function on a blocking thread, and
+//! maps the result to a status; every error is JSON `{"error": ..., "code": ...}`.
+
+use crate::auth::{authorize, Scope, Tokens};
+use crate::error::{Result, StoreError};
+use crate::range::parse_range;
+use crate::store::Store;
+use axum::body::Body;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use bytes::Bytes;
+use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
+use futures::{StreamExt, TryStreamExt};
+use serde::Deserialize;
+use std::sync::Arc;
+use tokio_util::io::{StreamReader, SyncIoBridge};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+pub struct AppState {
+    pub store: Store,
+    /// `None`: open (no tokens file).
+    pub tokens: Option<Tokens>,
+}
+
+type St = State<Arc<AppState>>;
+
+impl IntoResponse for StoreError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut r = (status, Json(self.to_json())).into_response();
+        if let StoreError::Range { len } = self {
+            if let Ok(v) = HeaderValue::from_str(&format!("bytes */{len}")) {
+                r.headers_mut().insert(header::CONTENT_RANGE, v);
+            }
+        }
+        r
+    }
+}
+
+fn auth(st: &AppState, h: &HeaderMap, ns: &str, need: Scope) -> Result<()> {
+    crate::store::check_ns(ns)?;
+    let a = match h.get(header::AUTHORIZATION) {
+        None => None,
+        Some(v) => Some(v.to_str().map_err(|_| StoreError::Unauthorized("the Authorization header is not text".into()))?),
+    };
+    authorize(st.tokens.as_ref(), a, ns, need)
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| StoreError::Internal(format!("task failed: {e}")))?
+}
+
+fn path<T>(p: std::result::Result<Path<T>, PathRejection>) -> Result<T> {
+    p.map(|Path(t)| t).map_err(|e| StoreError::BadRequest(format!("bad path: {e}")))
+}
+
+/// Reads a whole (small) body, at most `limit` bytes (413 over it).
+async fn body_bytes(body: Body, limit: usize, what: &str) -> Result<Vec<u8>> {
+    let mut s = body.into_data_stream();
+    let mut out = Vec::new();
+    while let Some(b) = s.next().await {
+        let b = b.map_err(|e| StoreError::BadRequest(format!("reading the {what}: {e}")))?;
+        if out.len() + b.len() > limit {
+            return Err(StoreError::TooLarge(format!("the {what} is larger than the limit of {limit} bytes")));
+        }
+        out.extend_from_slice(&b);
+    }
+    Ok(out)
+}
+
+fn content_length(h: &HeaderMap) -> Option<u64> {
+    h.get(header::CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
+}
+
+#[derive(Deserialize)]
+struct VersionQ {
+    version: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct GcQ {
+    grace: Option<u64>,
+}
+
+fn query_param<T>(q: std::result::Result<Query<T>, QueryRejection>) -> Result<T> {
+    q.map(|Query(t)| t).map_err(|e| StoreError::BadRequest(format!("bad query string: {e}")))
+}
+
+async fn info(State(st): St) -> Response {
+    Json(serde_json::json!({
+        "service": "cutpoint",
+        "protocol": 1,
+        "version": env!("CARGO_PKG_VERSION"),
+        "auth": if st.tokens.is_some() { "tokens" } else { "open" },
+        "limits": {
+            "max_pack_bytes": st.store.limits.max_pack,
+            "max_recipe_bytes": st.store.limits.max_recipe,
+            "max_query_ids": MAX_QUERY_IDS,
+            "max_chunk_bytes": cutpoint_core::protocol::pack::MAX_CHUNK,
+        }
+    }))
+    .into_response()
+}
+
+async fn query(State(st): St, p: std::result::Result<Path<String>, PathRejection>, h: HeaderMap, body: Body) -> Result<Response> {
+    let ns = path(p)?;
+    auth(&st, &h, &ns, Scope::Read)?;
+    let b = body_bytes(body, MAX_QUERY_IDS * 32, "query").await?;
+    let ids = decode_ids(&b, MAX_QUERY_IDS)?;
+    let st2 = st.clone();
+    let missing = blocking(move || st2.store.query(&ns, &ids)).await?;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], encode_ids(&missing)).into_response())
+}
+
+async fn upload(State(st): St, p: std::result::Result<Path<String>, PathRejection>, h: HeaderMap, body: Body) -> Result<Response> {
+    let ns = path(p)?;
+    auth(&st, &h, &ns, Scope::Write)?;
+    let max = st.store.limits.max_pack;
+    if content_length(&h).is_some_and(|n| n > max) {
+        return Err(StoreError::TooLarge(format!("the pack is larger than this store's limit of {max} bytes")));
+    }
+    let stream = body.into_data_stream().map_err(std::io::Error::other);
+    let reader = SyncIoBridge::new(StreamReader::new(stream));
+    let st2 = st.clone();
+    let rep = blocking(move || st2.store.ingest(&ns, reader)).await?;
+    Ok(Json(rep).into_response())
+}
+
+async fn list(State(st): St, p: std::result::Result<Path<String>, PathRejection>, h: HeaderMap) -> Result<Response> {
+    let ns = path(p)?;
+    auth(&st, &h, &ns, Scope::Read)?;
+    let st2 = st.clone();
+    let files = blocking(move || st2.store.list(&ns)).await?;
+    Ok(Json(serde_json::json!({ "files": files })).into_response())
+}
+
+async fn commit(State(st): St, p: std::result::Result<Path<(String, String)>, PathRejection>, h: HeaderMap, body: Body) -> Result<Response> {
+    let (ns, name) = path(p)?;
+    auth(&st, &h, &ns, Scope::Write)?;
+    let b = body_bytes(body, st.store.limits.max_recipe as usize, "recipe").await?;
+    let st2 = st.clone();
+    let v = blocking(move || st2.store.commit(&ns, &name, &b)).await?;
+    Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
+async fn delete(
+    State(st): St,
+    p: std::result::Result<Path<(String, String)>, PathRejection>,
+    q: std::result::Result<Query<VersionQ>, QueryRejection>,
+    h: HeaderMap,
+) -> Result<Response> {
+    let (ns, name) = path(p)?;
+    let v = query_param(q)?.version;
+    auth(&st, &h, &ns, Scope::Write)?;
+    let st2 = st.clone();
+    let n = blocking(move || st2.store.delete(&ns, &name, v)).await?;
+    Ok(Json(serde_json::json!({ "deleted": n })).into_response())
+}
+
+async fn recipe(
+    State(st): St,
+    p: std::result::Result<Path<(String, String)>, PathRejection>,
+    q: std::result::Result<Query<VersionQ>, QueryRejection>,
+    h: HeaderMap,
+) -> Result<Response> {
+    let (ns, name) = path(p)?;
+    let v = query_param(q)?.version;
+    auth(&st, &h, &ns, Scope::Read)?;
+    let st2 = st.clone();
+    let (row, r) = blocking(move || st2.store.recipe(&ns, &name, v)).await?;
+    let mut text = Vec::new();
+    r.write(&mut text).map_err(StoreError::internal)?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_string()),
+            (header::HeaderName::from_static("x-cutpoint-version"), row.version.to_string()),
+        ],
+        text,
+    )
+        .into_response())
+}
+
+async fn restore(
+    method: Method,
+    State(st): St,
+    p: std::result::Result<Path<(String, String)>, PathRejection>,
+    q: std::result::Result<Query<VersionQ>, QueryRejection>,
+    h: HeaderMap,
+) -> Result<Response> {
+    let (ns, name) = path(p)?;
+    let v = query_param(q)?.version;
+    auth(&st, &h, &ns, Scope::Read)?;
+    let st2 = st.clone();
+    let (ns2, name2) = (ns.clone(), name.clone());
+    let (row, r) = blocking(move || st2.store.recipe(&ns2, &name2, v)).await?;
+    let len = r.total_bytes();
+    let etag = format!("\"{}\"", row.digest);
+    if let Some(inm) = h.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
+        if inm.split(',').any(|t| t.trim() == etag || t.trim() == "*") {
+            return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
+        }
+    }
+    let mut range = parse_range(h.get(header::RANGE).map(|v| v.as_bytes()), len)?;
+    if let (Some(_), Some(ir)) = (&range, h.get(header::IF_RANGE).and_then(|v| v.to_str().ok())) {
+        if ir.trim() != etag {
+            range = None;
+        }
+    }
+    let (status, rg) = match range {
+        Some(rg) => (StatusCode::PARTIAL_CONTENT, rg),
+        None => (StatusCode::OK, 0..len),
+    };
+    let leaf = name.rsplit('/').next().unwrap_or(&name).replace(['"', '\\'], "_");
+    let mut resp = Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .header(header::CONTENT_LENGTH, rg.end - rg.start)
+        .header(header::ACCEPT_RANGES, "bytes")
+        .header(header::ETAG, &etag)
+        .header("x-cutpoint-version", row.version)
+        .header(
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename*=UTF-8''{}", percent(&leaf)),
+        );
+    if status == StatusCode::PARTIAL_CONTENT {
+        resp = resp.header(header::CONTENT_RANGE, format!("bytes {}-{}/{len}", rg.start, rg.end - 1));
+    }
+    if method == Method::HEAD || rg.start == rg.end {
+        return resp.body(Body::empty()).map_err(StoreError::internal);
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
+    let st3 = st.clone();
+    tokio::task::spawn_blocking(move || {
+        st3.store.restore(&ns, &r, rg, &mut |item| tx.blocking_send(item).is_ok());
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
+    resp.body(Body::from_stream(stream)).map_err(StoreError::internal)
+}
+
+fn percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+async fn gc(
+    State(st): St,
+    p: std::result::Result<Path<String>, PathRejection>,
+    q: std::result::Result<Query<GcQ>, QueryRejection>,
+    h: HeaderMap,
+) -> Result<Response> {
+    let ns = path(p)?;
+    let grace = query_param(q)?.grace.unwrap_or(3600);
+    auth(&st, &h, &ns, Scope::Write)?;
+    let st2 = st.clone();
+    let rep = blocking(move || st2.store.gc(&ns, grace)).await?;
+    Ok(Json(rep).into_response())
+}
+
+async fn check(State(st): St, p: std::result::Result<Path<String>, PathRejection>, h: HeaderMap) -> Result<Response> {
+    let ns = path(p)?;
+    auth(&st, &h, &ns, Scope::Read)?;
+    let st2 = st.clone();
+    let rep = blocking(move || st2.store.check(&ns)).await?;
+    Ok(Json(rep).into_response())
+}
+
+async fn not_found() -> StoreError {
+    StoreError::NotFound("no such route (the API is under /v1; see PROTOCOL.md)".into())
+}
+
+/// The router. `cors_origins` empty: any origin (tokens are bearer headers, not cookies).
+pub fn router(state: Arc<AppState>, cors_origins: &[String]) -> Router {
+    let origin = if cors_origins.is_empty() || cors_origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(cors_origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    let cors = CorsLayer::new()
+        .allow_origin(origin)
+        .allow_methods([Method::GET, Method::HEAD, Method::POST, Method::PUT, Method::DELETE])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::RANGE,
+            header::IF_NONE_MATCH,
+            header::IF_RANGE,
+        ])
+        .expose_headers([
+            header::ETAG,
+            header::CONTENT_RANGE,
+            header::CONTENT_LENGTH,
+            header::ACCEPT_RANGES,
+            header::HeaderName::from_static("x-cutpoint-version"),
+        ])
+        .max_age(std::time::Duration::from_secs(600));
+    Router::new()
+        .route("/v1", get(info))
+        .route("/v1/ns/{ns}/query", post(query))
+        .route("/v1/ns/{ns}/packs", post(upload))
+        .route("/v1/ns/{ns}/files", get(list))
+        .route("/v1/ns/{ns}/files/{name}", get(restore).head(restore).put(commit).delete(delete))
+        .route("/v1/ns/{ns}/recipes/{name}", get(recipe))
+        .route("/v1/ns/{ns}/gc", post(gc))
+        .route("/v1/ns/{ns}/check", get(check))
+        .fallback(not_found)
+        .layer(cors)
+        .with_state(state)
+}
+
+/// Server settings (`cutpoint serve`).
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub data: std::path::PathBuf,
+    pub listen: std::net::SocketAddr,
+    pub tokens: Option<std::path::PathBuf>,
+    pub cors_origins: Vec<String>,
+    pub limits: crate::store::Limits,
+    pub reindex: bool,
+}
+
+/// Opens the store and serves until SIGINT/SIGTERM. `ready` gets the bound address (port 0
+/// picks a free one) and what reconcile found.
+pub async fn serve(
+    cfg: ServeConfig,
+    ready: impl FnOnce(std::net::SocketAddr, &crate::store::ReconcileReport, &AppState),
+) -> Result<()> {
+    let tokens = match &cfg.tokens {
+        Some(p) => Some(Tokens::load(p).map_err(StoreError::BadRequest)?),
+        None => {
+            if !cfg.listen.ip().is_loopback() {
+                return Err(StoreError::BadRequest(format!(
+                    "refusing to listen on {} without --tokens: an open store listens on loopback only",
+                    cfg.listen
+                )));
+            }
+            None
+        }
+    };
+    let rt = tokio::runtime::Handle::current();
+    let c2 = cfg.clone();
+    let (store, rep) = blocking(move || crate::store::Store::open_dir(&c2.data, rt, c2.limits.clone(), c2.reindex)).await?;
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .map_err(|e| StoreError::BadRequest(format!("cannot listen on {}: {e}", cfg.listen)))?;
+    let addr = listener.local_addr().map_err(StoreError::internal)?;
+    let state = Arc::new(AppState { store, tokens });
+    ready(addr, &rep, &state);
+    let app = router(state, &cfg.cors_origins);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let ctrl_c = tokio::signal::ctrl_c();
+            #[cfg(unix)]
+            {
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+                tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = ctrl_c.await;
+            }
+        })
+        .await
+        .map_err(StoreError::internal)
+}

@@ -1,0 +1,755 @@
+//! The store's logic, one function per protocol step, synchronous (the routes call them on
+//! blocking threads). Durability order, written down and tested (`tests/crash.rs` in the CLI):
+//!
+//! 1. **upload**: the pack is written to a spool file while every frame is parsed and every
+//!    fingerprint recomputed; the spool is fsync'd; it is put into the object store (durable
+//!    when the put returns); only then are its chunks indexed. A crash before the put leaves a
+//!    spool file (removed at start); between the put and the index, an unindexed pack, which
+//!    [`Store::reconcile`] indexes at the next start.
+//! 2. **commit**: under the GC lock (shared), every chunk the recipe names must be indexed with
+//!    the recipe's length; the recipe is put with create-only semantics under the next version
+//!    number — that put is the commit point — and then indexed. A crash after the put: the
+//!    version is committed and reconcile indexes it.
+//! 3. **gc**: under the GC lock (exclusive), so no commit is between its check and its put.
+
+use crate::backend::{config_key, pack_key, recipe_key, recipe_prefix, Objects};
+use crate::error::{Result, StoreError};
+use crate::index::{now, Index, Loc, Version};
+use bytes::Bytes;
+use cutpoint_core::protocol::name::{name_from_key, name_key, validate_name, validate_namespace};
+use cutpoint_core::protocol::pack::{Frame, PackReader, PackWriter, MAX_CHUNK};
+use cutpoint_core::protocol::WireError;
+use cutpoint_core::rapid::Recipe;
+use cutpoint_core::fingerprint::StreamHasher;
+use cutpoint_core::{hex, Digest, HashAlg};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::io::{self, BufWriter, Read, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+/// Body limits.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest pack upload (bytes).
+    pub max_pack: u64,
+    /// Largest recipe (commit body).
+    pub max_recipe: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_pack: 256 << 20,
+            max_recipe: 128 << 20,
+        }
+    }
+}
+
+pub struct Store {
+    pub objects: Objects,
+    pub index: Index,
+    tmp: PathBuf,
+    pub limits: Limits,
+    gc_lock: RwLock<()>,
+}
+
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct PackReport {
+    /// The stored pack's id (none when every chunk was already there).
+    pub pack: Option<String>,
+    /// Chunks in the upload.
+    pub chunks: u64,
+    /// Chunks newly stored.
+    pub stored: u64,
+    /// Chunks the namespace already had (or that appeared twice in the upload).
+    pub duplicates: u64,
+    /// Bytes of chunk data newly stored.
+    pub stored_bytes: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct ReconcileReport {
+    pub packs_indexed: u64,
+    pub packs_dropped: u64,
+    pub bad_packs: Vec<String>,
+    pub versions_indexed: u64,
+    pub versions_dropped: u64,
+}
+
+#[derive(Debug, Default, Serialize, serde::Deserialize)]
+pub struct GcReport {
+    pub referenced_chunks: u64,
+    pub packs_deleted: u64,
+    pub packs_rewritten: u64,
+    pub chunks_removed: u64,
+    pub bytes_freed: u64,
+    /// Packs younger than the grace period, left alone.
+    pub packs_in_grace: u64,
+}
+
+#[derive(Debug, Default, Serialize, serde::Deserialize)]
+pub struct CheckReport {
+    pub packs: u64,
+    pub chunks: u64,
+    pub versions: u64,
+    pub problems: Vec<String>,
+}
+
+struct Limited<R> {
+    r: R,
+    left: u64,
+    over: bool,
+}
+
+impl<R: Read> Read for Limited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.r.read(buf)?;
+        if n as u64 > self.left {
+            self.over = true;
+            return Err(io::Error::other("body over its limit"));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+struct HashingWriter<W> {
+    w: W,
+    h: blake3::Hasher,
+    n: u64,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.w.write(buf)?;
+        self.h.update(&buf[..n]);
+        self.n += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+}
+
+fn random_hex() -> String {
+    let mut b = [0u8; 12];
+    let _ = getrandom::fill(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Parses `ns/<ns>/...` keys.
+enum Key {
+    Config(String),
+    Pack(String, String),
+    Recipe(String, String, u64),
+    Other,
+}
+
+fn parse_key(k: &str) -> Key {
+    let p: Vec<&str> = k.split('/').collect();
+    match p.as_slice() {
+        ["ns", ns, "config"] => Key::Config(ns.to_string()),
+        ["ns", ns, "packs", _, id] => Key::Pack(ns.to_string(), id.to_string()),
+        ["ns", ns, "recipes", nk, v] => match (name_from_key(nk), v.parse()) {
+            (Some(n), Ok(v)) => Key::Recipe(ns.to_string(), n, v),
+            _ => Key::Other,
+        },
+        _ => Key::Other,
+    }
+}
+
+pub fn check_ns(ns: &str) -> Result<()> {
+    validate_namespace(ns).map_err(StoreError::bad)
+}
+
+impl Store {
+    /// A store over `objects` with its index at `index_path` and spool files in `tmp`
+    /// (emptied: what is there is left from a crash). Reconciles the index with the objects.
+    pub fn open(objects: Objects, index_path: &Path, tmp: &Path, limits: Limits, reindex: bool) -> Result<(Store, ReconcileReport)> {
+        if reindex {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut p = index_path.as_os_str().to_owned();
+                p.push(suffix);
+                let _ = std::fs::remove_file(PathBuf::from(p));
+            }
+        }
+        if let Some(d) = index_path.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        let _ = std::fs::remove_dir_all(tmp);
+        std::fs::create_dir_all(tmp)?;
+        let store = Store {
+            objects,
+            index: Index::open(index_path)?,
+            tmp: tmp.to_path_buf(),
+            limits,
+            gc_lock: RwLock::new(()),
+        };
+        let rep = store.reconcile()?;
+        Ok((store, rep))
+    }
+
+    /// The embedded default: objects in `DIR/objects`, the index in `DIR/index.sqlite`.
+    pub fn open_dir(dir: &Path, rt: tokio::runtime::Handle, limits: Limits, reindex: bool) -> Result<(Store, ReconcileReport)> {
+        let objects = Objects::local(&dir.join("objects"), rt)?;
+        Store::open(objects, &dir.join("index.sqlite"), &dir.join("tmp"), limits, reindex)
+    }
+
+    /// Brings the index in line with the objects: packs and versions that are in the objects
+    /// but not indexed (a crash between a put and its indexing) are indexed; rows whose object
+    /// is gone are dropped.
+    pub fn reconcile(&self) -> Result<ReconcileReport> {
+        let mut rep = ReconcileReport::default();
+        let objs = self.objects.list("ns")?;
+        let mut packs: HashMap<String, HashSet<String>> = HashMap::new();
+        let mut recipes: HashMap<String, HashSet<(String, u64)>> = HashMap::new();
+        for (k, _, _) in &objs {
+            match parse_key(k) {
+                Key::Config(ns) => {
+                    if let Some(b) = self.objects.get(k)? {
+                        let text = String::from_utf8_lossy(&b);
+                        if let Some(alg) = text.trim().strip_prefix("hash ").and_then(|a| HashAlg::parse(a).ok()) {
+                            self.index.set_ns_alg(&ns, alg)?;
+                        }
+                    }
+                }
+                Key::Pack(ns, id) => {
+                    packs.entry(ns).or_default().insert(id);
+                }
+                Key::Recipe(ns, name, v) => {
+                    recipes.entry(ns).or_default().insert((name, v));
+                }
+                Key::Other => {}
+            }
+        }
+        let mut namespaces: HashSet<String> = self.index.namespaces()?.into_iter().collect();
+        namespaces.extend(packs.keys().cloned());
+        namespaces.extend(recipes.keys().cloned());
+        for ns in &namespaces {
+            let have = packs.get(ns).cloned().unwrap_or_default();
+            for (p, _, _) in self.index.packs(ns)? {
+                if !have.contains(&p) {
+                    self.index.remove_pack(ns, &p)?;
+                    rep.packs_dropped += 1;
+                }
+            }
+            for p in &have {
+                if !self.index.has_pack(ns, p)? {
+                    match self.read_pack_frames(ns, p) {
+                        Ok((frames, bytes)) => {
+                            self.index.add_pack(ns, p, bytes, now(), &frames)?;
+                            rep.packs_indexed += 1;
+                        }
+                        Err(e) => rep.bad_packs.push(format!("{ns}/{p}: {e}")),
+                    }
+                }
+            }
+            let have = recipes.get(ns).cloned().unwrap_or_default();
+            for v in self.index.versions(ns, None)? {
+                if !have.contains(&(v.name.clone(), v.version)) {
+                    self.index.delete_version(ns, &v.name, v.version)?;
+                    rep.versions_dropped += 1;
+                }
+            }
+            for (name, v) in &have {
+                if self.index.version(ns, name, Some(*v))?.is_none() {
+                    if let Some(b) = self.objects.get(&recipe_key(ns, &name_key(name), *v))? {
+                        if let Ok(r) = Recipe::read(&b[..]) {
+                            self.index.add_version(ns, &version_row(name, *v, &r))?;
+                            rep.versions_indexed += 1;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(rep)
+    }
+
+    /// Reads a stored pack whole and checks it: its id is its content's BLAKE3 and every frame
+    /// verifies. Returns the frames and the pack's size.
+    fn read_pack_frames(&self, ns: &str, pack: &str) -> Result<(Vec<Frame>, u64)> {
+        let b = self
+            .objects
+            .get(&pack_key(ns, pack))?
+            .ok_or_else(|| StoreError::NotFound(format!("pack {pack} is gone")))?;
+        if hex(blake3::hash(&b).as_bytes()) != pack {
+            return Err(StoreError::Internal(format!("pack {pack}: its bytes do not hash to its name")));
+        }
+        let mut r = PackReader::new(&b[..], MAX_CHUNK, true).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let mut frames = Vec::new();
+        let mut buf = Vec::new();
+        while let Some(f) = r.next_into(&mut buf).map_err(|e| StoreError::Internal(e.to_string()))? {
+            frames.push(f);
+        }
+        Ok((frames, b.len() as u64))
+    }
+
+    /// The namespace's fingerprint algorithm, fixed by its first write to `alg`.
+    fn ensure_ns(&self, ns: &str, alg: HashAlg) -> Result<()> {
+        let check = |have: HashAlg| {
+            if have == alg {
+                Ok(())
+            } else {
+                Err(StoreError::BadRequest(format!(
+                    "namespace '{ns}' uses {} fingerprints; this body uses {}",
+                    have.name(),
+                    alg.name()
+                )))
+            }
+        };
+        if let Some(have) = self.index.ns_alg(ns)? {
+            return check(have);
+        }
+        if !self.objects.put_new(&config_key(ns), format!("hash {}\n", alg.name()).into_bytes())? {
+            let b = self.objects.get(&config_key(ns))?.unwrap_or_default();
+            let text = String::from_utf8_lossy(&b);
+            let have = text
+                .trim()
+                .strip_prefix("hash ")
+                .and_then(|a| HashAlg::parse(a).ok())
+                .ok_or_else(|| StoreError::Internal(format!("namespace '{ns}': unreadable config object")))?;
+            self.index.set_ns_alg(ns, have)?;
+            return check(have);
+        }
+        self.index.set_ns_alg(ns, alg)
+    }
+
+    /// Step 1: which of `ids` the namespace lacks.
+    pub fn query(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Digest>> {
+        check_ns(ns)?;
+        self.index.missing(ns, ids)
+    }
+
+    /// Step 2: a pack upload, read from `body` (at most `limits.max_pack` bytes).
+    pub fn ingest(&self, ns: &str, body: impl Read) -> Result<PackReport> {
+        check_ns(ns)?;
+        let spool = self.tmp.join(format!("{}.spool", random_hex()));
+        let r = self.ingest_spooled(ns, body, &spool);
+        let _ = std::fs::remove_file(&spool);
+        r
+    }
+
+    fn ingest_spooled(&self, ns: &str, body: impl Read, spool: &Path) -> Result<PackReport> {
+        let max = self.limits.max_pack;
+        let mut lim = Limited {
+            r: body,
+            left: max,
+            over: false,
+        };
+        let too_large = || StoreError::TooLarge(format!("the pack is larger than this store's limit of {max} bytes"));
+        let wire = |e: WireError, over: bool| if over { too_large() } else { StoreError::from(e) };
+        let mut rd = match PackReader::new(&mut lim, MAX_CHUNK, true) {
+            Ok(r) => r,
+            Err(e) => return Err(wire(e, lim.over)),
+        };
+        let alg = rd.alg();
+        if let Some(have) = self.index.ns_alg(ns)? {
+            if have != alg {
+                return Err(StoreError::BadRequest(format!(
+                    "namespace '{ns}' uses {} fingerprints; this pack uses {}",
+                    have.name(),
+                    alg.name()
+                )));
+            }
+        }
+        let file = std::fs::File::create(spool)?;
+        let hw = HashingWriter {
+            w: BufWriter::with_capacity(1 << 20, file),
+            h: blake3::Hasher::new(),
+            n: 0,
+        };
+        let mut pw = PackWriter::new(hw, alg).map_err(StoreError::internal)?;
+        let mut rep = PackReport {
+            pack: None,
+            chunks: 0,
+            stored: 0,
+            duplicates: 0,
+            stored_bytes: 0,
+        };
+        let mut kept = Vec::new();
+        let mut seen = HashSet::new();
+        let mut data = Vec::new();
+        loop {
+            let f = match rd.next_into(&mut data) {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    drop(rd);
+                    return Err(wire(e, lim.over));
+                }
+            };
+            rep.chunks += 1;
+            if !seen.insert(f.id) || self.index.contains(ns, &f.id)? {
+                rep.duplicates += 1;
+                continue;
+            }
+            let off = pw.add(&f.id, &data).map_err(StoreError::internal)?;
+            kept.push(Frame {
+                id: f.id,
+                offset: off,
+                len: f.len,
+            });
+            rep.stored_bytes += f.len as u64;
+        }
+        drop(rd);
+        if lim.over {
+            return Err(too_large());
+        }
+        rep.stored = kept.len() as u64;
+        if kept.is_empty() {
+            return Ok(rep);
+        }
+        let hw = pw.finish().map_err(StoreError::internal)?;
+        let id = hex(hw.h.finalize().as_bytes());
+        let size = hw.n;
+        let file = hw.w.into_inner().map_err(|e| StoreError::internal(e.error()))?;
+        file.sync_all()?;
+        drop(file);
+        self.ensure_ns(ns, alg)?;
+        self.objects.put_file(&pack_key(ns, &id), spool)?;
+        self.index.add_pack(ns, &id, size, now(), &kept)?;
+        rep.pack = Some(id);
+        Ok(rep)
+    }
+
+    /// Step 3: commits `body` (a recipe with a digest) as the next version of `name`.
+    pub fn commit(&self, ns: &str, name: &str, body: &[u8]) -> Result<Version> {
+        check_ns(ns)?;
+        validate_name(name).map_err(StoreError::bad)?;
+        let recipe = Recipe::read(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))?;
+        let digest = recipe
+            .digest
+            .ok_or_else(|| StoreError::BadRequest("recipe: a commit needs the whole file's 'digest' line".into()))?;
+        if let Some(e) = recipe.entries.iter().find(|e| e.size as usize > MAX_CHUNK) {
+            return Err(StoreError::BadRequest(format!(
+                "recipe: a chunk of {} bytes is over the store's limit of {MAX_CHUNK}",
+                e.size
+            )));
+        }
+        let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
+        let ids: Vec<Digest> = recipe.entries.iter().map(|e| e.fp).collect();
+        let locs = self.index.lookup(ns, &ids)?;
+        let mut missing = Vec::new();
+        let mut seen = HashSet::new();
+        for (e, l) in recipe.entries.iter().zip(&locs) {
+            match l {
+                None => {
+                    if seen.insert(e.fp) {
+                        missing.push(e.fp)
+                    }
+                }
+                Some(l) if l.len != e.size => {
+                    return Err(StoreError::BadRequest(format!(
+                        "recipe: chunk {} is {} bytes in the store, the recipe says {}",
+                        hex(&e.fp),
+                        l.len,
+                        e.size
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        if !missing.is_empty() {
+            return Err(StoreError::Missing {
+                message: format!(
+                    "{} of the recipe's chunks are not in namespace '{ns}'; nothing was committed",
+                    missing.len()
+                ),
+                missing,
+            });
+        }
+        self.ensure_ns(ns, recipe.hash)?;
+        let mut text = Vec::new();
+        recipe.write(&mut text).map_err(StoreError::internal)?;
+        let nk = name_key(name);
+        let mut version = self.index.max_version(ns, name)? + 1;
+        loop {
+            if self.objects.put_new(&recipe_key(ns, &nk, version), text.clone())? {
+                break;
+            }
+            version += 1;
+        }
+        let row = version_row(name, version, &recipe);
+        debug_assert_eq!(row.digest, hex(&digest));
+        self.index.add_version(ns, &row)?;
+        Ok(row)
+    }
+
+    /// A version's row and recipe (`version None`: the latest).
+    pub fn recipe(&self, ns: &str, name: &str, version: Option<u64>) -> Result<(Version, Recipe)> {
+        check_ns(ns)?;
+        validate_name(name).map_err(StoreError::bad)?;
+        let not_found = || match version {
+            Some(v) => StoreError::NotFound(format!("no version {v} of '{name}' in namespace '{ns}'")),
+            None => StoreError::NotFound(format!("no file '{name}' in namespace '{ns}'")),
+        };
+        let row = self.index.version(ns, name, version)?.ok_or_else(not_found)?;
+        let b = self
+            .objects
+            .get(&recipe_key(ns, &name_key(name), row.version))?
+            .ok_or_else(not_found)?;
+        let r = Recipe::read(&b[..]).map_err(|e| StoreError::Internal(format!("stored recipe: {e}")))?;
+        Ok((row, r))
+    }
+
+    pub fn list(&self, ns: &str) -> Result<Vec<Version>> {
+        check_ns(ns)?;
+        self.index.versions(ns, None)
+    }
+
+    /// Deletes one version, or every version of `name`. Returns how many.
+    pub fn delete(&self, ns: &str, name: &str, version: Option<u64>) -> Result<u64> {
+        check_ns(ns)?;
+        validate_name(name).map_err(StoreError::bad)?;
+        let vs: Vec<u64> = match version {
+            Some(v) => self.index.version(ns, name, Some(v))?.map(|r| r.version).into_iter().collect(),
+            None => self.index.versions(ns, Some(name))?.into_iter().map(|r| r.version).collect(),
+        };
+        if vs.is_empty() {
+            return Err(StoreError::NotFound(format!("nothing to delete: '{name}' in namespace '{ns}'")));
+        }
+        for v in &vs {
+            self.objects.delete(&recipe_key(ns, &name_key(name), *v))?;
+            self.index.delete_version(ns, name, *v)?;
+        }
+        Ok(vs.len() as u64)
+    }
+
+    /// Step 4: sends the bytes `range` of a recipe's file to `send`, each chunk verified
+    /// against its fingerprint (and, for the whole file, the file's digest). Stops at the first
+    /// error, which it sends too; stops quietly if `send` returns false (the client left).
+    pub fn restore(&self, ns: &str, recipe: &Recipe, range: Range<u64>, send: &mut dyn FnMut(io::Result<Bytes>) -> bool) {
+        if let Err(e) = self.restore_inner(ns, recipe, range, send) {
+            send(Err(io::Error::other(e.to_string())));
+        }
+    }
+
+    fn restore_inner(&self, ns: &str, recipe: &Recipe, range: Range<u64>, send: &mut dyn FnMut(io::Result<Bytes>) -> bool) -> Result<()> {
+        let total = recipe.total_bytes();
+        let whole = range.start == 0 && range.end == total;
+        let mut file_hash = StreamHasher::new(recipe.hash);
+        // The chunks overlapping the range, with their file offsets.
+        let mut pos = 0u64;
+        let mut todo = Vec::new();
+        for e in &recipe.entries {
+            let end = pos + e.size as u64;
+            if end > range.start && pos < range.end {
+                todo.push((pos, e.fp, e.size));
+            }
+            pos = end;
+            if pos >= range.end {
+                break;
+            }
+        }
+        const BATCH: usize = 512;
+        const MAX_READ: u64 = 8 << 20;
+        for batch in todo.chunks(BATCH) {
+            let ids: Vec<Digest> = batch.iter().map(|t| t.1).collect();
+            let locs = self.index.lookup(ns, &ids)?;
+            let mut i = 0;
+            while i < batch.len() {
+                let l0: &Loc = locs[i]
+                    .as_ref()
+                    .ok_or_else(|| StoreError::Internal(format!("chunk {} of a committed recipe is not indexed", hex(&batch[i].1))))?;
+                // Coalesce runs of chunks that lie back to back in one pack.
+                let mut j = i + 1;
+                let mut end = l0.offset + l0.len as u64;
+                while j < batch.len() {
+                    match &locs[j] {
+                        Some(l) if l.pack == l0.pack && l.offset == end + 36 && l.offset + l.len as u64 - l0.offset <= MAX_READ => {
+                            end = l.offset + l.len as u64;
+                            j += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                let bytes = self.objects.get_range(&pack_key(ns, &l0.pack), l0.offset..end)?;
+                for k in i..j {
+                    let l = locs[k].as_ref().unwrap();
+                    let (fpos, fp, size) = batch[k];
+                    let rel = (l.offset - l0.offset) as usize;
+                    let data = bytes.slice(rel..rel + size as usize);
+                    if recipe.hash.digest(&data) != Some(fp) {
+                        return Err(StoreError::Internal(format!(
+                            "stored chunk {} does not match its fingerprint (storage corruption)",
+                            hex(&fp)
+                        )));
+                    }
+                    if whole {
+                        file_hash.update(&data);
+                    }
+                    let a = range.start.saturating_sub(fpos).min(size as u64) as usize;
+                    let b = (range.end - fpos).min(size as u64) as usize;
+                    if !send(Ok(data.slice(a..b))) {
+                        return Ok(());
+                    }
+                }
+                i = j;
+            }
+        }
+        if whole {
+            if let (Some(want), Some(got)) = (recipe.digest, file_hash.finish()) {
+                if want != got {
+                    return Err(StoreError::Internal("the restored file does not match its recipe's digest".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 5: removes chunks that no recipe of the namespace references, from packs older
+    /// than `grace_secs` (younger packs may hold the chunks of a commit in flight). A pack with
+    /// no referenced chunk is deleted; one with less than half its bytes referenced is
+    /// rewritten with only those.
+    pub fn gc(&self, ns: &str, grace_secs: u64) -> Result<GcReport> {
+        check_ns(ns)?;
+        let _excl = self.gc_lock.write().unwrap_or_else(|p| p.into_inner());
+        let mut rep = GcReport::default();
+        let mut live: HashSet<Digest> = HashSet::new();
+        for v in self.index.versions(ns, None)? {
+            let (_, r) = self.recipe(ns, &v.name, Some(v.version))?;
+            live.extend(r.entries.iter().map(|e| e.fp));
+        }
+        rep.referenced_chunks = live.len() as u64;
+        let alg = self.index.ns_alg(ns)?.unwrap_or_default();
+        let cutoff = now() - grace_secs as i64;
+        for (pack, bytes, created) in self.index.packs(ns)? {
+            if created > cutoff {
+                rep.packs_in_grace += 1;
+                continue;
+            }
+            let frames = self.index.pack_chunks(ns, &pack)?;
+            let keep: Vec<&Frame> = frames.iter().filter(|f| live.contains(&f.id)).collect();
+            let live_bytes: u64 = keep.iter().map(|f| f.len as u64).sum();
+            if keep.is_empty() {
+                self.index.remove_pack(ns, &pack)?;
+                self.objects.delete(&pack_key(ns, &pack))?;
+                rep.packs_deleted += 1;
+                rep.chunks_removed += frames.len() as u64;
+                rep.bytes_freed += bytes;
+            } else if live_bytes * 2 < bytes {
+                let spool = self.tmp.join(format!("{}.spool", random_hex()));
+                let res = self.rewrite_pack(ns, &pack, alg, &keep, &spool);
+                let _ = std::fs::remove_file(&spool);
+                let new_size = res?;
+                rep.packs_rewritten += 1;
+                rep.chunks_removed += (frames.len() - keep.len()) as u64;
+                rep.bytes_freed += bytes.saturating_sub(new_size);
+            }
+        }
+        Ok(rep)
+    }
+
+    fn rewrite_pack(&self, ns: &str, pack: &str, alg: HashAlg, keep: &[&Frame], spool: &Path) -> Result<u64> {
+        let file = std::fs::File::create(spool)?;
+        let hw = HashingWriter {
+            w: BufWriter::new(file),
+            h: blake3::Hasher::new(),
+            n: 0,
+        };
+        let mut pw = PackWriter::new(hw, alg).map_err(StoreError::internal)?;
+        let mut moved = Vec::new();
+        for f in keep {
+            let data = self.objects.get_range(&pack_key(ns, pack), f.offset..f.offset + f.len as u64)?;
+            if alg.digest(&data) != Some(f.id) {
+                return Err(StoreError::Internal(format!("gc: chunk {} in pack {pack} is corrupt", hex(&f.id))));
+            }
+            let off = pw.add(&f.id, &data).map_err(StoreError::internal)?;
+            moved.push(Frame {
+                id: f.id,
+                offset: off,
+                len: f.len,
+            });
+        }
+        let hw = pw.finish().map_err(StoreError::internal)?;
+        let id = hex(hw.h.finalize().as_bytes());
+        let size = hw.n;
+        let file = hw.w.into_inner().map_err(|e| StoreError::internal(e.error()))?;
+        file.sync_all()?;
+        drop(file);
+        self.objects.put_file(&pack_key(ns, &id), spool)?;
+        self.index.replace_pack(ns, pack, &id, size, &moved)?;
+        if id != pack {
+            self.objects.delete(&pack_key(ns, pack))?;
+        }
+        Ok(size)
+    }
+
+    /// Checks a namespace: every pack verifies, the index agrees with the packs (each row names
+    /// a frame with that id, offset and length; every pack is indexed), and every committed
+    /// version's chunks are indexed.
+    pub fn check(&self, ns: &str) -> Result<CheckReport> {
+        check_ns(ns)?;
+        let mut rep = CheckReport::default();
+        let objs = self.objects.list(&format!("ns/{ns}/packs"))?;
+        let stored: HashSet<String> = objs
+            .iter()
+            .filter_map(|(k, _, _)| match parse_key(k) {
+                Key::Pack(_, id) => Some(id),
+                _ => None,
+            })
+            .collect();
+        let indexed = self.index.packs(ns)?;
+        let indexed_set: HashSet<String> = indexed.iter().map(|p| p.0.clone()).collect();
+        for p in stored.difference(&indexed_set) {
+            rep.problems.push(format!("pack {p} is stored but not indexed"));
+        }
+        for (p, _, _) in &indexed {
+            rep.packs += 1;
+            let rows = self.index.pack_chunks(ns, p)?;
+            rep.chunks += rows.len() as u64;
+            match self.read_pack_frames(ns, p) {
+                Err(e) => rep.problems.push(format!("pack {p}: {e}")),
+                Ok((frames, _)) => {
+                    let set: HashSet<(Digest, u64, u32)> = frames.iter().map(|f| (f.id, f.offset, f.len)).collect();
+                    for r in rows {
+                        if !set.contains(&(r.id, r.offset, r.len)) {
+                            rep.problems.push(format!("index row {} → {p}@{} is not a frame of that pack", hex(&r.id), r.offset));
+                        }
+                    }
+                }
+            }
+        }
+        for v in self.index.versions(ns, None)? {
+            rep.versions += 1;
+            match self.recipe(ns, &v.name, Some(v.version)) {
+                Err(e) => rep.problems.push(format!("{} v{}: {e}", v.name, v.version)),
+                Ok((_, r)) => {
+                    let ids: Vec<Digest> = r.entries.iter().map(|e| e.fp).collect();
+                    let miss = self.index.missing(ns, &ids)?;
+                    if !miss.is_empty() {
+                        rep.problems.push(format!("{} v{}: {} chunks not indexed", v.name, v.version, miss.len()));
+                    }
+                }
+            }
+        }
+        Ok(rep)
+    }
+
+    /// Lists the recipe versions stored for a name (objects, not the index).
+    pub fn stored_versions(&self, ns: &str, name: &str) -> Result<Vec<u64>> {
+        let objs = self.objects.list(&recipe_prefix(ns, &name_key(name)))?;
+        let mut v: Vec<u64> = objs
+            .iter()
+            .filter_map(|(k, _, _)| match parse_key(k) {
+                Key::Recipe(_, _, v) => Some(v),
+                _ => None,
+            })
+            .collect();
+        v.sort();
+        Ok(v)
+    }
+}
+
+fn version_row(name: &str, version: u64, r: &Recipe) -> Version {
+    Version {
+        name: name.to_string(),
+        version,
+        bytes: r.total_bytes(),
+        chunks: r.entries.len() as u64,
+        digest: r.digest.map(|d| hex(&d)).unwrap_or_default(),
+        created: now(),
+    }
+}
