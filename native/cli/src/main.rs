@@ -1,7 +1,8 @@
 //! `cutpoint` — the native command-line tool.
 //!
 //! Exit codes: 0 success; 1 an input could not be read or written (the message names the
-//! file); 2 bad usage or invalid options (profile, backend, sizes).
+//! file, or a store request failed); 2 bad usage or invalid options (profile, backend, sizes);
+//! 3 restored data did not verify (`pull`).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cutpoint_core::{backend, hex, Backend, Chunk, Engine, Error, HashAlg, Options, Profile};
@@ -14,8 +15,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+mod check;
+mod gc;
 mod gen;
+mod ls;
+mod pull;
+mod push;
 mod rapid;
+mod remote;
+mod rm;
+mod serve;
+mod token;
 
 #[derive(Parser)]
 #[command(name = "cutpoint", version, about = "Content-defined chunking with SS-CDC: chunk, fingerprint and measure dedup")]
@@ -64,6 +74,22 @@ enum Cmd {
     Backends,
     /// Generate a versioned dataset (a random base file and versions with small edits).
     Gen(gen::GenArgs),
+    /// Run a chunk store (HTTP, protocol v1) over a directory.
+    Serve(serve::ServeArgs),
+    /// Push files to a store: only the chunks it lacks are sent.
+    Push(push::PushArgs),
+    /// Restore a stored file (verified chunk by chunk and whole).
+    Pull(pull::PullArgs),
+    /// List the names and versions in a namespace.
+    Ls(ls::LsArgs),
+    /// Delete a version, or every version, of a name.
+    Rm(rm::RmArgs),
+    /// Remove chunks no version references.
+    Gc(gc::GcArgs),
+    /// Verify a namespace in the store (packs, index, versions).
+    Check(check::CheckArgs),
+    /// Make a bearer token for a namespace.
+    Token(token::TokenArgs),
 }
 
 #[derive(Args, Clone)]
@@ -133,6 +159,14 @@ fn main() -> ExitCode {
         Cmd::Stats { files, engine, json, jobs, naive, .. } => cmd_stats(&files, &engine, json, jobs, naive.as_deref()),
         Cmd::Backends => cmd_backends(),
         Cmd::Gen(args) => gen::run(&args).map_err(|e| Fail { code: e.0, msg: e.1 }),
+        Cmd::Serve(a) => serve::run(&a),
+        Cmd::Push(a) => push::run(&a),
+        Cmd::Pull(a) => pull::run(&a),
+        Cmd::Ls(a) => ls::run(&a),
+        Cmd::Rm(a) => rm::run(&a),
+        Cmd::Gc(a) => gc::run(&a),
+        Cmd::Check(a) => check::run(&a),
+        Cmd::Token(a) => token::run(&a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,6 +10,7 @@
 use crate::index::Version;
 use crate::store::{CheckReport, GcReport, PackReport};
 use cutpoint_core::fingerprint::StreamHasher;
+use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::name::{validate_name, validate_namespace};
 use cutpoint_core::protocol::pack::PackWriter;
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
@@ -358,8 +359,10 @@ pub struct PushReport {
     /// Of which pack bodies (chunk data and framing).
     pub pack_bytes: u64,
     pub packs: u64,
-    /// Recipe (commit body) bytes.
+    /// Commit body bytes (a delta or the whole recipe; every attempt).
     pub recipe_bytes: u64,
+    /// The version the commit was a delta against (none: the whole recipe was sent).
+    pub delta_base: Option<u64>,
     /// Chunks known present from the base recipe (RapidCDC), not queried.
     pub known_from_base: u64,
     /// Chunks cut at a RapidCDC hint.
@@ -413,16 +416,20 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     if alg == HashAlg::None {
         return Err(ClientError::Usage("a push needs fingerprints (--hash blake3 or sha256)".into()));
     }
-    // The base recipe: RapidCDC hints, and chunks known present without asking.
+    // The base recipe (the latest version of the same name, same profile and fingerprint):
+    // chunks known present without asking, the base of a delta commit, and RapidCDC hints.
+    let base: Option<(u64, Recipe)> = client
+        .recipe(name, None)?
+        .filter(|(_, b)| b.profile == engine.profile().to_string() && b.hash == alg);
     let mut known: HashSet<Digest> = HashSet::new();
+    if let Some((_, b)) = &base {
+        known.extend(b.entries.iter().map(|e| e.fp));
+    }
     let mut table = None;
     if let Some(crit) = opts.rapid {
         let mut t = HintTable::new(engine.profile(), alg, 2).map_err(|e| ClientError::Usage(e.to_string()))?;
-        if let Some((_, base)) = client.recipe(name, None)? {
-            if base.profile == engine.profile().to_string() && base.hash == alg {
-                t.add_recipe(&base).map_err(|e| ClientError::Protocol(e.to_string()))?;
-                known.extend(base.entries.iter().map(|e| e.fp));
-            }
+        if let Some((_, b)) = &base {
+            t.add_recipe(b).map_err(|e| ClientError::Protocol(e.to_string()))?;
         }
         table = Some((t, crit));
     }
@@ -647,14 +654,31 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         digest: Some(digest),
         entries,
     };
-    let mut text = Vec::new();
-    recipe.write(&mut text).map_err(|e| ClientError::Io(e.to_string()))?;
-    // Commit; if chunks went missing meanwhile (collected, or a racing delete), send them.
+    let full = || -> R<Vec<u8>> {
+        let mut text = Vec::new();
+        recipe.write(&mut text).map_err(|e| ClientError::Io(e.to_string()))?;
+        Ok(text)
+    };
+    // A delta against the base when there is one (a few bytes per unchanged run), else the
+    // whole recipe.
+    let mut delta_base = base.as_ref().map(|(v, _)| *v);
+    let mut text = match &base {
+        Some((v, b)) => delta::encode(&recipe, b, *v).map_err(|e| ClientError::Protocol(e.to_string()))?,
+        None => full()?,
+    };
+    // Commit; if chunks went missing meanwhile (collected, or a racing delete), send them; if
+    // the base version went (deleted meanwhile), send the whole recipe.
     let mut rounds = 0;
+    let mut recipe_bytes = 0u64;
     let version = loop {
         sent.fetch_add(text.len() as u64, Ordering::Relaxed);
+        recipe_bytes += text.len() as u64;
         match client.commit(name, &text) {
             Ok(v) => break v,
+            Err(ClientError::Http { status: 404, .. }) if delta_base.is_some() => {
+                delta_base = None;
+                text = full()?;
+            }
             Err(ClientError::Missing(ids)) if rounds < 3 => {
                 rounds += 1;
                 let pfile = std::fs::File::open(path).map_err(io_err)?;
@@ -696,7 +720,8 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         sent_bytes: sent.load(Ordering::Relaxed),
         pack_bytes: pack_bytes.load(Ordering::Relaxed),
         packs: packs.load(Ordering::Relaxed),
-        recipe_bytes: text.len() as u64,
+        recipe_bytes,
+        delta_base,
         known_from_base: known_hits,
         hinted_chunks: hinted,
         version: version.version,

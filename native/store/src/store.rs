@@ -16,6 +16,7 @@ use crate::backend::{config_key, pack_key, recipe_key, recipe_prefix, Objects};
 use crate::error::{Result, StoreError};
 use crate::index::{now, Index, Loc, Version};
 use bytes::Bytes;
+use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::name::{name_from_key, name_key, validate_name, validate_namespace};
 use cutpoint_core::protocol::pack::{Frame, PackReader, PackWriter, MAX_CHUNK};
 use cutpoint_core::protocol::WireError;
@@ -414,11 +415,33 @@ impl Store {
         Ok(rep)
     }
 
-    /// Step 3: commits `body` (a recipe with a digest) as the next version of `name`.
+    /// Step 3: commits `body` as the next version of `name`: a recipe with a digest, or a
+    /// delta against an earlier version of the same name (`cutpoint_core::protocol::delta`),
+    /// which is expanded against the stored base and then committed as the full recipe.
     pub fn commit(&self, ns: &str, name: &str, body: &[u8]) -> Result<Version> {
         check_ns(ns)?;
         validate_name(name).map_err(StoreError::bad)?;
-        let recipe = Recipe::read(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))?;
+        let recipe = if body.starts_with(b"cutpoint-delta ") {
+            let d = delta::parse(body).map_err(|e| StoreError::BadRequest(format!("delta: {e}")))?;
+            let (_, base) = self.recipe(ns, name, Some(d.base))?;
+            d.expand(&base).map_err(|e| StoreError::BadRequest(format!("delta: {e}")))?
+        } else {
+            Recipe::read(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))?
+        };
+        self.commit_recipe(ns, name, recipe)
+    }
+
+    /// Commits a parsed recipe (see [`Store::commit`]).
+    pub fn commit_recipe(&self, ns: &str, name: &str, recipe: Recipe) -> Result<Version> {
+        if let Some(have) = self.index.ns_alg(ns)? {
+            if have != recipe.hash {
+                return Err(StoreError::BadRequest(format!(
+                    "namespace '{ns}' uses {} fingerprints; this recipe uses {}",
+                    have.name(),
+                    recipe.hash.name()
+                )));
+            }
+        }
         let digest = recipe
             .digest
             .ok_or_else(|| StoreError::BadRequest("recipe: a commit needs the whole file's 'digest' line".into()))?;
