@@ -30,6 +30,9 @@ pub struct Objects {
     store: Arc<dyn ObjectStore>,
     rt: Handle,
     desc: String,
+    /// The directory of a local store: a spooled pack is renamed into place there instead of
+    /// copied (one write of its bytes, not two).
+    local_root: Option<std::path::PathBuf>,
 }
 
 pub fn pack_key(ns: &str, pack: &str) -> String {
@@ -54,6 +57,7 @@ impl Objects {
             store: Arc::new(fs),
             rt,
             desc: format!("directory {}", dir.display()),
+            local_root: Some(dir.to_path_buf()),
         })
     }
 
@@ -63,6 +67,27 @@ impl Objects {
 
     fn path(key: &str) -> Result<OPath> {
         OPath::parse(key).map_err(|e| StoreError::Internal(format!("object key {key}: {e}")))
+    }
+
+    /// Moves a spooled file (fsync'd by the caller, on the same file system as a local store)
+    /// under `key`: renamed into place in a local store, then the directory fsync'd; put in
+    /// parts elsewhere. Overwrites (pack keys are content addresses). Durable when this returns.
+    pub fn put_spooled(&self, key: &str, file: &Path) -> Result<()> {
+        if let Some(root) = &self.local_root {
+            let dest = root.join(Self::path(key)?.as_ref());
+            let dir = dest.parent().ok_or_else(|| StoreError::Internal(format!("object key {key} has no directory")))?;
+            std::fs::create_dir_all(dir)?;
+            match std::fs::rename(file, &dest) {
+                Ok(()) => {
+                    std::fs::File::open(dir)?.sync_all()?;
+                    return Ok(());
+                }
+                // Another file system (EXDEV): copy it instead.
+                Err(e) if e.raw_os_error() == Some(18) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.put_file(key, file)
     }
 
     /// Puts a file's bytes under `key` (overwriting: pack keys are content addresses), streamed

@@ -2,7 +2,9 @@
 //! namespace, in an embedded SQLite database (`rusqlite`, bundled: nothing to install).
 //!
 //! The index is a cache of what the objects say: every row can be rebuilt from the packs and
-//! recipes (`Store::reconcile`), so a lost or stale index loses nothing. Every statement binds
+//! recipes (`Store::reconcile`, at every start), so a lost or stale index loses nothing. That is
+//! why it runs with `synchronous = NORMAL` (WAL: a power cut may lose the last transactions,
+//! never corrupt the database; the start-up reconcile puts them back from the objects). Every statement binds
 //! the namespace: no query can cross one.
 
 use crate::error::Result;
@@ -39,7 +41,7 @@ pub struct Version {
 
 const SCHEMA: &str = "
 PRAGMA journal_mode = WAL;
-PRAGMA synchronous = FULL;
+PRAGMA synchronous = NORMAL;
 CREATE TABLE IF NOT EXISTS namespaces(ns TEXT PRIMARY KEY, hash TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS packs(ns TEXT NOT NULL, pack TEXT NOT NULL, bytes INTEGER NOT NULL,
   created INTEGER NOT NULL, PRIMARY KEY(ns, pack)) WITHOUT ROWID;

@@ -18,7 +18,7 @@ use crate::index::{now, Index, Loc, Version};
 use bytes::Bytes;
 use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::name::{name_from_key, name_key, validate_name, validate_namespace};
-use cutpoint_core::protocol::pack::{Frame, PackReader, PackWriter, MAX_CHUNK};
+use cutpoint_core::protocol::pack::{Frame, PackReader, PackWriter, FRAME_HEAD_LEN, MAX_CHUNK};
 use cutpoint_core::protocol::WireError;
 use cutpoint_core::rapid::Recipe;
 use cutpoint_core::fingerprint::StreamHasher;
@@ -158,6 +158,18 @@ fn parse_key(k: &str) -> Key {
             _ => Key::Other,
         },
         _ => Key::Other,
+    }
+}
+
+/// Crash tests: with `CUTPOINT_FAILPOINT=<name>` in its environment, the server aborts (as a
+/// SIGKILL would stop it: no cleanup, no flush) when it reaches that point of the durability
+/// order: `before-pack-put` (the spooled pack is fsync'd, not yet stored), `after-pack-put`
+/// (stored, not yet indexed), `after-recipe-put` (the commit point passed, not yet indexed).
+fn failpoint(name: &str) {
+    static AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    if AT.get_or_init(|| std::env::var("CUTPOINT_FAILPOINT").ok()).as_deref() == Some(name) {
+        eprintln!("cutpoint serve: CUTPOINT_FAILPOINT={name}: aborting");
+        std::process::abort();
     }
 }
 
@@ -409,7 +421,9 @@ impl Store {
         file.sync_all()?;
         drop(file);
         self.ensure_ns(ns, alg)?;
-        self.objects.put_file(&pack_key(ns, &id), spool)?;
+        failpoint("before-pack-put");
+        self.objects.put_spooled(&pack_key(ns, &id), spool)?;
+        failpoint("after-pack-put");
         self.index.add_pack(ns, &id, size, now(), &kept)?;
         rep.pack = Some(id);
         Ok(rep)
@@ -494,6 +508,7 @@ impl Store {
             }
             version += 1;
         }
+        failpoint("after-recipe-put");
         let row = version_row(name, version, &recipe);
         debug_assert_eq!(row.digest, hex(&digest));
         self.index.add_version(ns, &row)?;
@@ -581,7 +596,7 @@ impl Store {
                 let mut end = l0.offset + l0.len as u64;
                 while j < batch.len() {
                     match &locs[j] {
-                        Some(l) if l.pack == l0.pack && l.offset == end + 36 && l.offset + l.len as u64 - l0.offset <= MAX_READ => {
+                        Some(l) if l.pack == l0.pack && l.offset == end + FRAME_HEAD_LEN as u64 && l.offset + l.len as u64 - l0.offset <= MAX_READ => {
                             end = l.offset + l.len as u64;
                             j += 1;
                         }
@@ -589,6 +604,9 @@ impl Store {
                     }
                 }
                 let bytes = self.objects.get_range(&pack_key(ns, &l0.pack), l0.offset..end)?;
+                // The run's pieces are verified one by one, then sent as few buffers as
+                // possible (the pack's frame heads lie between them).
+                let mut pieces: Vec<Bytes> = Vec::new();
                 for k in i..j {
                     let l = locs[k].as_ref().unwrap();
                     let (fpos, fp, size) = batch[k];
@@ -605,9 +623,12 @@ impl Store {
                     }
                     let a = range.start.saturating_sub(fpos).min(size as u64) as usize;
                     let b = (range.end - fpos).min(size as u64) as usize;
-                    if !send(Ok(data.slice(a..b))) {
-                        return Ok(());
+                    if a < b {
+                        pieces.push(data.slice(a..b));
                     }
+                }
+                if !pieces.is_empty() && !send(Ok(join(pieces))) {
+                    return Ok(());
                 }
                 i = j;
             }
@@ -692,7 +713,7 @@ impl Store {
         let file = hw.w.into_inner().map_err(|e| StoreError::internal(e.error()))?;
         file.sync_all()?;
         drop(file);
-        self.objects.put_file(&pack_key(ns, &id), spool)?;
+        self.objects.put_spooled(&pack_key(ns, &id), spool)?;
         self.index.replace_pack(ns, pack, &id, size, &moved)?;
         if id != pack {
             self.objects.delete(&pack_key(ns, pack))?;
@@ -764,6 +785,18 @@ impl Store {
         v.sort();
         Ok(v)
     }
+}
+
+/// One buffer of several (a copy, unless there is only one).
+fn join(mut pieces: Vec<Bytes>) -> Bytes {
+    if pieces.len() == 1 {
+        return pieces.pop().unwrap_or_default();
+    }
+    let mut v = Vec::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    for p in &pieces {
+        v.extend_from_slice(p);
+    }
+    Bytes::from(v)
 }
 
 fn version_row(name: &str, version: u64, r: &Recipe) -> Version {

@@ -1,0 +1,536 @@
+//! The store end to end: a real `cutpoint serve` started on 127.0.0.1 (a free port, a temporary
+//! directory), the real `cutpoint push` / `pull` / `ls` / `gc` / `check`, and raw HTTP for the
+//! requests a well-behaved client never makes. Every server is killed when its test ends.
+
+use cutpoint_core::protocol::pack::PackWriter;
+use cutpoint_core::protocol::query::encode_ids;
+use cutpoint_core::rapid::{Recipe, RecipeEntry};
+use cutpoint_core::{Digest, HashAlg};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cutpoint"))
+}
+
+fn data(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s >> 12;
+            s ^= s << 25;
+            s ^= s >> 27;
+            (s.wrapping_mul(0x2545F4914F6CDD1D) >> 56) as u8
+        })
+        .collect()
+}
+
+/// A fresh directory for one test.
+fn tmpdir(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cutpoint-store-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A running `cutpoint serve`; killed on drop.
+struct Server {
+    child: Child,
+    url: String,
+    data: PathBuf,
+}
+
+impl Server {
+    fn start(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut c = bin();
+        c.args(["serve", "--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"]).args(extra);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        let url = first
+            .trim()
+            .strip_prefix("cutpoint serve: listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line from serve: {first:?}"))
+            .to_string();
+        Server { child, url, data: data.to_path_buf() }
+    }
+    fn kill(&mut self) {
+        let _ = self.child.kill(); // SIGKILL
+        let _ = self.child.wait();
+    }
+    /// Waits for the server to exit by itself (a failpoint) and says how.
+    fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(t0.elapsed() < within, "the server did not stop at its failpoint");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    fn cli(&self, args: &[&str]) -> std::process::Output {
+        bin().args(args).args(["--store", &self.url]).env_remove("CUTPOINT_TOKEN").output().unwrap()
+    }
+    fn push(&self, file: &Path, name: &str, extra: &[&str]) -> Value {
+        let mut a = vec!["push", file.to_str().unwrap(), "--name", name, "--json"];
+        a.extend_from_slice(extra);
+        let out = self.cli(&a);
+        assert!(out.status.success(), "push {name}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+    fn pull(&self, name: &str, version: Option<u64>, extra: &[&str]) -> Vec<u8> {
+        let dir = tmpdir(&format!("pull-{}", rand_suffix()));
+        let out_file = dir.join("out");
+        let v = version.map(|v| v.to_string());
+        let mut a = vec!["pull", name, "-o", out_file.to_str().unwrap()];
+        if let Some(v) = &v {
+            a.extend(["--version", v]);
+        }
+        a.extend_from_slice(extra);
+        let out = self.cli(&a);
+        assert!(out.status.success(), "pull {name}: {}", String::from_utf8_lossy(&out.stderr));
+        let b = std::fs::read(&out_file).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        b
+    }
+    fn check(&self, extra: &[&str]) -> Value {
+        let mut a = vec!["check", "--json"];
+        a.extend_from_slice(extra);
+        let out = self.cli(&a);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("check: {}", String::from_utf8_lossy(&out.stderr)));
+        assert!(v["problems"].as_array().unwrap().is_empty(), "check found problems: {v}");
+        assert!(out.status.success());
+        v
+    }
+    fn spool_files(&self) -> usize {
+        std::fs::read_dir(self.data.join("tmp")).map(|d| d.count()).unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn rand_suffix() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// A raw HTTP request; returns (status, headers, body).
+fn http(method: &str, url: &str, token: Option<&str>, headers: &[(&str, &str)], body: Option<&[u8]>) -> (u16, ureq::http::HeaderMap, Vec<u8>) {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let mut req = ureq::http::Request::builder().method(method).uri(url);
+    if let Some(t) = token {
+        req = req.header("Authorization", format!("Bearer {t}"));
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = match body {
+        Some(b) => agent.run(req.body(b.to_vec()).unwrap()),
+        None => agent.run(req.body(()).unwrap()),
+    }
+    .unwrap();
+    let status = resp.status().as_u16();
+    let h = resp.headers().clone();
+    let b = resp.into_body().with_config().limit(1 << 30).read_to_vec().unwrap();
+    (status, h, b)
+}
+
+fn json(b: &[u8]) -> Value {
+    serde_json::from_slice(b).unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(b)))
+}
+
+fn chunks_of(bytes: &[u8], sizes: &[usize]) -> Vec<(Digest, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &s in sizes {
+        let c = bytes[at..at + s].to_vec();
+        out.push((HashAlg::Blake3.digest(&c).unwrap(), c));
+        at += s;
+    }
+    out
+}
+
+fn pack(chunks: &[(Digest, Vec<u8>)]) -> Vec<u8> {
+    let mut w = PackWriter::new(Vec::new(), HashAlg::Blake3).unwrap();
+    for (id, c) in chunks {
+        w.add(id, c).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+fn recipe_text(chunks: &[(Digest, Vec<u8>)]) -> Vec<u8> {
+    let all: Vec<u8> = chunks.iter().flat_map(|c| c.1.clone()).collect();
+    let r = Recipe {
+        profile: "gear:2k:8k:64k".into(),
+        hash: HashAlg::Blake3,
+        digest: HashAlg::Blake3.digest(&all),
+        entries: chunks.iter().map(|(id, c)| RecipeEntry { fp: *id, size: c.len() as u32, last: None, regular: true }).collect(),
+    };
+    let mut t = Vec::new();
+    r.write(&mut t).unwrap();
+    t
+}
+
+fn packs_on_disk(data: &Path) -> usize {
+    fn walk(p: &Path, n: &mut usize) {
+        if let Ok(d) = std::fs::read_dir(p) {
+            for e in d.flatten() {
+                if e.path().is_dir() {
+                    walk(&e.path(), n);
+                } else {
+                    *n += 1;
+                }
+            }
+        }
+    }
+    let mut n = 0;
+    if let Ok(nss) = std::fs::read_dir(data.join("objects/ns")) {
+        for ns in nss.flatten() {
+            walk(&ns.path().join("packs"), &mut n);
+        }
+    }
+    n
+}
+
+#[test]
+fn push_pull_round_trips_are_byte_identical() {
+    let dir = tmpdir("roundtrip");
+    let srv = Server::start(&dir.join("store"), &[], &[]);
+    let rnd = data(3 << 20, 1);
+    // The default profile's MAX is 64 KiB: a file of MAX-1, MAX and MAX+1 bytes is one chunk,
+    // one chunk, two chunks.
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", vec![]),
+        ("one-byte", vec![42]),
+        ("max-minus-1", data(65535, 2)),
+        ("max", data(65536, 3)),
+        ("max-plus-1", data(65537, 4)),
+        ("random-3m", rnd.clone()),
+        ("zeros-1m", vec![0; 1 << 20]),
+    ];
+    for (name, bytes) in &cases {
+        let f = write(&dir, name, bytes);
+        let r = srv.push(&f, name, &[]);
+        assert_eq!(r["bytes"].as_u64().unwrap(), bytes.len() as u64, "{name}");
+        assert_eq!(r["version"].as_u64().unwrap(), 1);
+        assert_eq!(&srv.pull(name, None, &[]), bytes, "{name} restores byte-identical");
+    }
+    // All-zero: one chunk repeated, stored once.
+    let z = srv.push(&dir.join("zeros-1m"), "zeros-again", &[]);
+    assert_eq!(z["novel_chunks"].as_u64().unwrap(), 0, "{z}");
+    // A versioned dataset, version by version under one name, every version restorable.
+    let ds = dir.join("ds");
+    let out = bin().args(["gen", "--out", ds.to_str().unwrap(), "--size", "2m", "--versions", "3", "--mods", "50", "--seed", "7"]).output().unwrap();
+    assert!(out.status.success());
+    let mut versions = Vec::new();
+    for i in 0..4 {
+        let f = ds.join(format!("v{i}.bin"));
+        let r = srv.push(&f, "dataset.bin", &[]);
+        assert_eq!(r["version"].as_u64().unwrap(), i + 1);
+        if i > 0 {
+            assert!(r["novel_bytes"].as_u64().unwrap() < r["bytes"].as_u64().unwrap() / 2, "version {i} dedups: {r}");
+        }
+        versions.push(std::fs::read(&f).unwrap());
+    }
+    for (i, want) in versions.iter().enumerate() {
+        assert_eq!(&srv.pull("dataset.bin", Some(i as u64 + 1), &[]), want, "dataset version {}", i + 1);
+    }
+    assert_eq!(&srv.pull("dataset.bin", None, &[]), versions.last().unwrap(), "latest");
+    // ls lists every name and version.
+    let out = srv.cli(&["ls", "--json"]);
+    let list = json(&out.stdout);
+    assert_eq!(list.as_array().unwrap().len(), cases.len() + 1 + 4);
+    srv.check(&[]);
+    // Names with slashes and non-ASCII letters travel intact.
+    let f = write(&dir, "odd", b"odd name");
+    srv.push(&f, "dir/sub/ünïcode name.txt", &[]);
+    assert_eq!(srv.pull("dir/sub/ünïcode name.txt", None, &[]), b"odd name");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_second_push_sends_no_chunk_bytes_and_a_small_edit_sends_little_more_than_its_novel_bytes() {
+    let dir = tmpdir("novel");
+    let srv = Server::start(&dir.join("store"), &[], &[]);
+    let base = data(8 << 20, 11);
+    let f = write(&dir, "base.bin", &base);
+    let first = srv.push(&f, "f", &[]);
+    assert_eq!(first["novel_bytes"].as_u64().unwrap(), base.len() as u64);
+    assert!(first["pack_bytes"].as_u64().unwrap() >= base.len() as u64);
+    let again = srv.push(&f, "f", &[]);
+    assert_eq!(again["novel_chunks"].as_u64().unwrap(), 0, "{again}");
+    assert_eq!(again["pack_bytes"].as_u64().unwrap(), 0, "{again}");
+    assert!(again["sent_bytes"].as_u64().unwrap() < 1024, "an identical re-push is a short delta commit: {again}");
+    // 1% of the bytes overwritten, in 20 places.
+    let mut v2 = base.clone();
+    let mut s = 5u64;
+    for _ in 0..20 {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let at = (s >> 20) as usize % (v2.len() - 4200);
+        for b in &mut v2[at..at + base.len() / 100 / 20] {
+            *b ^= 0x5a;
+        }
+    }
+    let f2 = write(&dir, "v2.bin", &v2);
+    let r = srv.push(&f2, "f", &[]);
+    let (novel, sent) = (r["novel_bytes"].as_u64().unwrap(), r["sent_bytes"].as_u64().unwrap());
+    assert!(novel > 0 && novel < base.len() as u64 / 4, "{r}");
+    assert!(sent as f64 <= 1.05 * novel as f64, "sent {sent} for {novel} novel bytes: {r}");
+    assert_eq!(srv.pull("f", None, &[]), v2);
+    assert_eq!(srv.pull("f", Some(1), &[]), base);
+    // RapidCDC with the base's hints gives the same result for ff+rwt+fpt.
+    let rr = srv.push(&f2, "f", &["--rapid", "ff+rwt+fpt"]);
+    assert_eq!(rr["chunks"], r["chunks"], "{rr}");
+    assert!(rr["hinted_chunks"].as_u64().unwrap() > 0, "{rr}");
+    assert_eq!(rr["pack_bytes"].as_u64().unwrap(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every bad request gets its 4xx with a JSON message, and none of them stores anything.
+#[test]
+fn bad_requests_get_their_4xx_and_store_nothing() {
+    let dir = tmpdir("bad");
+    let tokens = dir.join("tokens");
+    let mk = |ns: &str, ro: bool| -> String {
+        let mut a = vec!["token", "--ns", ns, "--tokens", tokens.to_str().unwrap()];
+        if ro {
+            a.push("--read-only");
+        }
+        let out = bin().args(&a).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let (wa, ra, wb) = (mk("a", false), mk("a", true), mk("b", false));
+    let srv = Server::start(&dir.join("store"), &["--tokens", tokens.to_str().unwrap(), "--max-pack", "64k"], &[]);
+    let u = |tail: &str| format!("{}/v1/ns/{tail}", srv.url);
+    let bytes = data(30000, 3);
+    let ch = chunks_of(&bytes, &[10000, 10000, 10000]);
+    let ids: Vec<Digest> = ch.iter().map(|c| c.0).collect();
+    let good = pack(&ch);
+    let expect = |r: (u16, ureq::http::HeaderMap, Vec<u8>), status: u16, words: &str| {
+        let (s, _, b) = r;
+        let v = json(&b);
+        assert_eq!(s, status, "{v}");
+        let msg = v["error"].as_str().unwrap();
+        assert!(msg.contains(words), "expected '{words}' in: {msg}");
+        v
+    };
+    // Tokens: none, unknown, another namespace's (read, write, query), read-only writing.
+    expect(http("POST", &u("a/query"), None, &[], Some(&encode_ids(&ids))), 401, "needs a token");
+    expect(http("POST", &u("a/query"), Some("cpt_nope"), &[], Some(&encode_ids(&ids))), 401, "unknown token");
+    expect(http("POST", &u("a/query"), Some(&wb), &[], Some(&encode_ids(&ids))), 403, "not valid for namespace 'a'");
+    expect(http("POST", &u("a/packs"), Some(&wb), &[], Some(&good)), 403, "not valid");
+    expect(http("GET", &u("a/files"), Some(&wb), &[], None), 403, "not valid");
+    expect(http("GET", &u("a/files/x"), Some(&wb), &[], None), 403, "not valid");
+    expect(http("POST", &u("a/packs"), Some(&ra), &[], Some(&good)), 403, "may only read");
+    expect(http("PUT", &u("a/files/x"), Some(&ra), &[], Some(&recipe_text(&ch))), 403, "may only read");
+    // A chunk whose bytes do not hash to its id.
+    let mut wrong = good.clone();
+    let at = 16 + 36 + 10000 + 36 + 5; // inside the second chunk's data
+    wrong[at] ^= 1;
+    expect(http("POST", &u("a/packs"), Some(&wa), &[], Some(&wrong)), 400, "frame 1");
+    // A truncated pack, cut in several places.
+    for cut in [10, 16 + 20, 16 + 36 + 500, good.len() - 1] {
+        expect(http("POST", &u("a/packs"), Some(&wa), &[], Some(&good[..cut])), 400, "truncated");
+    }
+    // A malformed one: bad magic; bytes after the end frame.
+    let mut m = good.clone();
+    m[0] = b'X';
+    expect(http("POST", &u("a/packs"), Some(&wa), &[], Some(&m)), 400, "magic");
+    let mut m = good.clone();
+    m.push(0);
+    expect(http("POST", &u("a/packs"), Some(&wa), &[], Some(&m)), 400, "after the end");
+    // Over the store's limit (64 KiB here).
+    let big = pack(&chunks_of(&data(100_000, 4), &[50_000, 50_000]));
+    expect(http("POST", &u("a/packs"), Some(&wa), &[], Some(&big)), 413, "larger than this store's limit");
+    // A recipe naming chunks the store lacks: 409 with the missing ids, nothing committed.
+    let v = expect(http("PUT", &u("a/files/x"), Some(&wa), &[], Some(&recipe_text(&ch))), 409, "nothing was committed");
+    let missing: Vec<&str> = v["missing"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+    assert_eq!(missing, ids.iter().map(cutpoint_core::hex).collect::<Vec<_>>());
+    // Malformed recipes, queries and names.
+    expect(http("PUT", &u("a/files/x"), Some(&wa), &[], Some(b"hello")), 400, "recipe");
+    expect(http("PUT", &u("a/files/x"), Some(&wa), &[], Some(&[0xff; 40])), 400, "recipe");
+    expect(http("POST", &u("a/query"), Some(&wa), &[], Some(&[1u8; 33])), 400, "multiple of 32");
+    expect(http("POST", &u("a/query"), Some(&wa), &[], Some(&vec![0u8; 32 * 16385])), 413, "limit");
+    expect(http("GET", &u("a/files/..%2Fetc"), Some(&wa), &[], None), 400, "'..'");
+    expect(http("GET", &u("bad%20ns/files"), Some(&wa), &[], None), 400, "invalid namespace");
+    // Nothing of it was stored: no pack on disk, every id still missing, no file.
+    assert_eq!(packs_on_disk(&srv.data), 0);
+    let (s, _, b) = http("POST", &u("a/query"), Some(&wa), &[], Some(&encode_ids(&ids)));
+    assert_eq!((s, b), (200, encode_ids(&ids)));
+    let (s, _, b) = http("GET", &u("a/files"), Some(&ra), &[], None);
+    assert_eq!(s, 200);
+    assert!(json(&b)["files"].as_array().unwrap().is_empty());
+    // The good requests work, and then namespace b still sees nothing of a's.
+    let (s, _, b) = http("POST", &u("a/packs"), Some(&wa), &[], Some(&good));
+    assert_eq!(s, 200, "{}", String::from_utf8_lossy(&b));
+    assert_eq!(json(&b)["stored"].as_u64(), Some(3));
+    let (s, _, b) = http("POST", &u("a/packs"), Some(&wa), &[], Some(&good));
+    assert_eq!((s, json(&b)["stored"].as_u64()), (200, Some(0)), "the same pack twice is stored once");
+    assert_eq!(packs_on_disk(&srv.data), 1);
+    let (s, _, _) = http("PUT", &u("a/files/x"), Some(&wa), &[], Some(&recipe_text(&ch)));
+    assert_eq!(s, 201);
+    let (_, _, b) = http("POST", &u("b/query"), Some(&wb), &[], Some(&encode_ids(&ids)));
+    assert_eq!(b, encode_ids(&ids), "namespace b does not see a's chunks");
+    let (s, _, _) = http("GET", &u("b/files/x"), Some(&wb), &[], None);
+    assert_eq!(s, 404);
+    let (s, _, b) = http("GET", &u("a/files/x"), Some(&ra), &[], None);
+    assert_eq!((s, b), (200, bytes.clone()));
+    // Ranges and ETags.
+    let (s, h, b) = http("GET", &u("a/files/x"), Some(&ra), &[("Range", "bytes=9990-10019")], None);
+    assert_eq!((s, &b[..]), (206, &bytes[9990..10020]));
+    assert_eq!(h["content-range"], "bytes 9990-10019/30000");
+    let etag = h["etag"].to_str().unwrap().to_string();
+    let (s, _, _) = http("GET", &u("a/files/x"), Some(&ra), &[("If-None-Match", &etag)], None);
+    assert_eq!(s, 304);
+    let (s, h, _) = http("GET", &u("a/files/x"), Some(&ra), &[("Range", "bytes=30000-")], None);
+    assert_eq!((s, h["content-range"].to_str().unwrap()), (416, "bytes */30000"));
+    // The CLI says the same in words, with exit codes: 1 for a refused token, 2 for bad usage.
+    let out = srv.cli(&["ls", "--ns", "a", "--token", &wb]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("403"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = srv.cli(&["push", "/nonexistent", "--ns", "a"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = srv.cli(&["push", "/nonexistent", "--ns", "a", "--pack-size", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Durability order: the server stopped at each step (abort, like SIGKILL) and restarted loses
+/// no committed version, and the index agrees with the packs.
+#[test]
+fn a_crash_at_each_step_loses_nothing_committed() {
+    let dir = tmpdir("failpoints");
+    let store = dir.join("store");
+    let a = data(600_000, 21);
+    let fa = write(&dir, "a.bin", &a);
+    {
+        let srv = Server::start(&store, &[], &[]);
+        srv.push(&fa, "a", &[]);
+    }
+    for (step, b_seed) in [("before-pack-put", 22), ("after-pack-put", 23), ("after-recipe-put", 24)] {
+        let b = data(500_000, b_seed);
+        let fb = write(&dir, "b.bin", &b);
+        let mut srv = Server::start(&store, &[], &[("CUTPOINT_FAILPOINT", step)]);
+        let out = srv.cli(&["push", fb.to_str().unwrap(), "--name", step, "--json"]);
+        assert!(!out.status.success(), "{step}: the push cannot succeed against a server that stops");
+        assert!(!srv.wait_exit(Duration::from_secs(20)).success());
+        let srv = Server::start(&store, &[], &[]);
+        assert_eq!(srv.spool_files(), 0, "spool files of the crashed upload are removed at start");
+        assert_eq!(srv.pull("a", None, &[]), a, "{step}: the committed version restores");
+        srv.check(&[]);
+        let list = json(&srv.cli(&["ls", step, "--json"]).stdout);
+        match step {
+            // The commit point passed: the version is committed and restores.
+            "after-recipe-put" => {
+                assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+                assert_eq!(srv.pull(step, None, &[]), b);
+            }
+            _ => assert!(list.as_array().unwrap().is_empty(), "{step}: {list}"),
+        }
+        // Pushed again, it sends only what the store lacks: nothing after the pack was stored.
+        let r = srv.push(&fb, step, &[]);
+        let novel = r["novel_bytes"].as_u64().unwrap();
+        match step {
+            "before-pack-put" => assert_eq!(novel, b.len() as u64, "{r}"),
+            _ => assert_eq!(novel, 0, "{step}: the stored pack was indexed at start: {r}"),
+        }
+        assert_eq!(srv.pull(step, None, &[]), b);
+        srv.check(&[]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SIGKILL while a pack is being uploaded; then an interrupted push resumed.
+#[test]
+fn sigkill_during_an_upload_loses_nothing_and_a_resumed_push_sends_only_what_is_missing() {
+    let dir = tmpdir("sigkill");
+    let store = dir.join("store");
+    let v1 = data(2 << 20, 31);
+    let mut v2 = v1.clone();
+    v2[1 << 20..(1 << 20) + 5000].fill(7);
+    let big = data(48 << 20, 32);
+    let (f1, f2, fbig) = (write(&dir, "v1", &v1), write(&dir, "v2", &v2), write(&dir, "big", &big));
+    let mut srv = Server::start(&store, &[], &[]);
+    srv.push(&f1, "f", &[]);
+    srv.push(&f2, "f", &[]);
+    // A big push with small packs, one upload at a time; kill the server while a pack is
+    // being received (its spool file exists).
+    let mut push = bin()
+        .args(["push", fbig.to_str().unwrap(), "--name", "big", "--pack-size", "256k", "--uploads", "1", "--store", &srv.url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let packs_before = packs_on_disk(&srv.data);
+    let t0 = Instant::now();
+    while packs_on_disk(&srv.data) < packs_before + 2 || srv.spool_files() == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no upload in progress");
+        assert!(push.try_wait().unwrap().is_none(), "the push ended before the kill");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    srv.kill();
+    let status = push.wait().unwrap();
+    assert!(!status.success(), "the push fails when its store dies");
+    let srv = Server::start(&store, &[], &[]);
+    assert_eq!(srv.pull("f", Some(1), &[]), v1);
+    assert_eq!(srv.pull("f", Some(2), &[]), v2);
+    let list = json(&srv.cli(&["ls", "big", "--json"]).stdout);
+    assert!(list.as_array().unwrap().is_empty(), "no half-committed version: {list}");
+    let before = srv.check(&[]);
+    // Resumed: the chunks that reached the store before the kill are not sent again.
+    let stored_before = before["chunks"].as_u64().unwrap();
+    let r = srv.push(&fbig, "big", &["--pack-size", "256k"]);
+    let after = srv.check(&[]);
+    let new_chunks = after["chunks"].as_u64().unwrap() - stored_before;
+    assert_eq!(r["novel_chunks"].as_u64().unwrap(), new_chunks, "only the missing chunks were sent: {r}");
+    assert!(new_chunks < r["chunks"].as_u64().unwrap(), "some packs were durable before the kill: {r}");
+    assert_eq!(srv.pull("big", None, &[]), big);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn gc_removes_only_what_no_version_references() {
+    let dir = tmpdir("gc");
+    let srv = Server::start(&dir.join("store"), &[], &[]);
+    let a = data(3 << 20, 41);
+    let mut b = a[..1 << 20].to_vec();
+    b.extend(data(2 << 20, 42));
+    let (fa, fb) = (write(&dir, "a", &a), write(&dir, "b", &b));
+    srv.push(&fa, "a", &[]);
+    srv.push(&fb, "b", &[]);
+    // With the default grace period nothing is collected yet.
+    let out = srv.cli(&["rm", "a"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let g: Value = json(&srv.cli(&["gc", "--json"]).stdout);
+    assert_eq!(g["packs_deleted"].as_u64().unwrap() + g["packs_rewritten"].as_u64().unwrap(), 0, "{g}");
+    assert!(g["packs_in_grace"].as_u64().unwrap() > 0);
+    let g: Value = json(&srv.cli(&["gc", "--grace", "0", "--json"]).stdout);
+    let freed = g["bytes_freed"].as_u64().unwrap();
+    assert!(freed >= (3 << 20) / 2, "a's own 2 MiB go: {g}");
+    assert_eq!(srv.pull("b", None, &[]), b, "b keeps the first MiB it shares with a");
+    srv.check(&[]);
+    // Pushing a again sends the bytes gc removed, and only those.
+    let r = srv.push(&fa, "a", &[]);
+    assert!(r["novel_bytes"].as_u64().unwrap() >= 2 << 20 && r["novel_bytes"].as_u64().unwrap() < 3 << 20, "{r}");
+    assert_eq!(srv.pull("a", None, &[]), a);
+    let _ = std::fs::remove_dir_all(&dir);
+}
