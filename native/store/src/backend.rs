@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! ns/<ns>/config                         "hash blake3\n" — the namespace's fingerprint algorithm
-//! ns/<ns>/packs/<id[0..2]>/<id>          a pack; <id> = BLAKE3 hex of its bytes
+//! ns/<ns>/packs/<id[0..2]>/<id>          a pack; <id> = `store::pack_id` (BLAKE3 of its frame list)
 //! ns/<ns>/recipes/<hex of name>/<v:012>  the recipe of version v of a file
 //! ```
 

@@ -541,12 +541,6 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
                     if let Err(e) = pfile.read_exact_at(&mut data, off) {
                         return fail(io_err(e));
                     }
-                    if alg.digest(&data) != Some(id) {
-                        return fail(ClientError::Io(format!(
-                            "{}: the file changed while it was pushed (the chunk at {off} no longer matches)",
-                            path.display()
-                        )));
-                    }
                     let w = match &mut cur {
                         Some(w) => w,
                         None => cur.insert(PackWriter::new(Vec::with_capacity(pack_target + (1 << 20)), alg).expect("alg")),
@@ -642,6 +636,15 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     });
     if let Some(e) = first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
+    }
+    // The file must not have changed while it was read twice (chunked, then its novel chunks
+    // read back by offset); the store re-hashes every chunk, this catches the rest.
+    let after = std::fs::metadata(path).map_err(io_err)?;
+    if after.len() != meta.len() || after.modified().ok() != meta.modified().ok() {
+        return Err(ClientError::Io(format!(
+            "{}: the file changed while it was pushed; nothing was committed (push it again)",
+            path.display()
+        )));
     }
     let digest = Arc::try_unwrap(hasher)
         .ok()

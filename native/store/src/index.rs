@@ -7,7 +7,7 @@
 //! never corrupt the database; the start-up reconcile puts them back from the objects). Every statement binds
 //! the namespace: no query can cross one.
 
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use cutpoint_core::protocol::pack::Frame;
 use cutpoint_core::{Digest, HashAlg};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -39,9 +39,14 @@ pub struct Version {
     pub created: i64,
 }
 
+/// One process owns its index (`locking_mode = EXCLUSIVE`: no file lock taken and released per
+/// statement, and a second server on the same directory is refused at start); the page cache
+/// holds ~64 MiB of it.
 const SCHEMA: &str = "
+PRAGMA locking_mode = EXCLUSIVE;
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
+PRAGMA cache_size = -65536;
 CREATE TABLE IF NOT EXISTS namespaces(ns TEXT PRIMARY KEY, hash TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS packs(ns TEXT NOT NULL, pack TEXT NOT NULL, bytes INTEGER NOT NULL,
   created INTEGER NOT NULL, PRIMARY KEY(ns, pack)) WITHOUT ROWID;
@@ -63,7 +68,21 @@ pub fn now() -> i64 {
 impl Index {
     pub fn open(path: &Path) -> Result<Index> {
         let conn = Connection::open(path)?;
-        conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(SCHEMA).map_err(|e| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked) => StoreError::BadRequest(format!(
+                "{}: the index is in use by another process (is another `cutpoint serve` running on this directory?)",
+                path.display()
+            )),
+            _ => StoreError::from(e),
+        })?;
+        // The exclusive lock is taken by the first read; take it now, so that a second server
+        // fails here and not at its first request.
+        conn.query_row("SELECT COUNT(*) FROM namespaces", [], |_| Ok(())).map_err(|e| {
+            StoreError::BadRequest(format!(
+                "{}: the index is in use by another process (is another `cutpoint serve` running on this directory?): {e}",
+                path.display()
+            ))
+        })?;
         Ok(Index { conn: Mutex::new(conn) })
     }
 

@@ -116,22 +116,36 @@ impl<R: Read> Read for Limited<R> {
     }
 }
 
-struct HashingWriter<W> {
+/// Counts what it writes.
+struct CountingWriter<W> {
     w: W,
-    h: blake3::Hasher,
     n: u64,
 }
 
-impl<W: Write> Write for HashingWriter<W> {
+impl<W: Write> Write for CountingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.w.write(buf)?;
-        self.h.update(&buf[..n]);
         self.n += n as u64;
         Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
         self.w.flush()
     }
+}
+
+/// A pack's name: BLAKE3 over its algorithm and its frames (id, offset, length). Every frame's
+/// data is checked against its id when the pack is read, so this names the content as well as
+/// a hash of every byte would, without a second pass over the data.
+pub fn pack_id(alg: HashAlg, frames: &[Frame]) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(b"cutpoint pack id v1");
+    h.update(&[cutpoint_core::protocol::pack::alg_code(alg).unwrap_or(0)]);
+    for f in frames {
+        h.update(&f.id);
+        h.update(&f.offset.to_le_bytes());
+        h.update(&f.len.to_le_bytes());
+    }
+    hex(h.finalize().as_bytes())
 }
 
 fn random_hex() -> String {
@@ -191,11 +205,14 @@ impl Store {
         if let Some(d) = index_path.parent() {
             std::fs::create_dir_all(d)?;
         }
+        // The index first: its lock says no other server uses this directory; then the spool
+        // files left by a crash can go.
+        let index = Index::open(index_path)?;
         let _ = std::fs::remove_dir_all(tmp);
         std::fs::create_dir_all(tmp)?;
         let store = Store {
             objects,
-            index: Index::open(index_path)?,
+            index,
             tmp: tmp.to_path_buf(),
             limits,
             gc_lock: RwLock::new(()),
@@ -287,14 +304,14 @@ impl Store {
             .objects
             .get(&pack_key(ns, pack))?
             .ok_or_else(|| StoreError::NotFound(format!("pack {pack} is gone")))?;
-        if hex(blake3::hash(&b).as_bytes()) != pack {
-            return Err(StoreError::Internal(format!("pack {pack}: its bytes do not hash to its name")));
-        }
         let mut r = PackReader::new(&b[..], MAX_CHUNK, true).map_err(|e| StoreError::Internal(e.to_string()))?;
         let mut frames = Vec::new();
         let mut buf = Vec::new();
         while let Some(f) = r.next_into(&mut buf).map_err(|e| StoreError::Internal(e.to_string()))? {
             frames.push(f);
+        }
+        if pack_id(r.alg(), &frames) != pack {
+            return Err(StoreError::Internal(format!("pack {pack}: its frames do not hash to its name")));
         }
         Ok((frames, b.len() as u64))
     }
@@ -368,9 +385,8 @@ impl Store {
             }
         }
         let file = std::fs::File::create(spool)?;
-        let hw = HashingWriter {
+        let hw = CountingWriter {
             w: BufWriter::with_capacity(1 << 20, file),
-            h: blake3::Hasher::new(),
             n: 0,
         };
         let mut pw = PackWriter::new(hw, alg).map_err(StoreError::internal)?;
@@ -415,7 +431,7 @@ impl Store {
             return Ok(rep);
         }
         let hw = pw.finish().map_err(StoreError::internal)?;
-        let id = hex(hw.h.finalize().as_bytes());
+        let id = pack_id(alg, &kept);
         let size = hw.n;
         let file = hw.w.into_inner().map_err(|e| StoreError::internal(e.error()))?;
         file.sync_all()?;
@@ -688,9 +704,8 @@ impl Store {
 
     fn rewrite_pack(&self, ns: &str, pack: &str, alg: HashAlg, keep: &[&Frame], spool: &Path) -> Result<u64> {
         let file = std::fs::File::create(spool)?;
-        let hw = HashingWriter {
+        let hw = CountingWriter {
             w: BufWriter::new(file),
-            h: blake3::Hasher::new(),
             n: 0,
         };
         let mut pw = PackWriter::new(hw, alg).map_err(StoreError::internal)?;
@@ -708,7 +723,7 @@ impl Store {
             });
         }
         let hw = pw.finish().map_err(StoreError::internal)?;
-        let id = hex(hw.h.finalize().as_bytes());
+        let id = pack_id(alg, &moved);
         let size = hw.n;
         let file = hw.w.into_inner().map_err(|e| StoreError::internal(e.error()))?;
         file.sync_all()?;
