@@ -5,7 +5,7 @@
 //   <out>/<host>-<date>-*.svg  the plots (vega-lite, rendered headless in Node)
 // and, for a full run into bench/results, the README's performance section (readme.mjs).
 //
-//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid]
+//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store]
 //
 // Sizes: full = 64 MiB of seeded random bytes for speed rows, medians of 5 (JS: 3); a synthetic
 // versioned dataset of 4 × 32 MiB (`cutpoint gen`); four TypeScript releases as real data
@@ -25,7 +25,7 @@ const flag = (f) => argv.includes(f)
 const opt = (f, d) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : d)
 const quick = flag('--quick')
 const outDir = opt('--out', `${root}bench/results`)
-const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid').split(',')
+const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid,store').split(',')
 const cli = `${root}native/target/release/cutpoint`
 const ex = (name) => `${root}native/target/release/examples/${name}`
 const cores = os.availableParallelism?.() ?? os.cpus().length
@@ -254,6 +254,12 @@ if (only.includes('rapid')) {
     const rr = await textStep('rapid-real', ex('rapid_bench'), [], { CUTPOINT_DATASET: `${root}bench/data/real/typescript`, CUTPOINT_REPS: '3' })
     if (rr.code === 0) for (const t of parseMarkdownTables(rr.out)) addTable('rapid', { ...t, title: `${t.title || t.notes.at(-1) || 'RapidCDC'} (real: TypeScript releases)` })
   }
+}
+
+if (only.includes('store')) {
+  // The store end to end: push (first, identical, 1%-modified) and pull of a 1 GiB file through
+  // `cutpoint serve` on 127.0.0.1, against chunk + hash alone and a plain whole-file upload.
+  await jsonRows('store', 'native', process.execPath, [`${root}bench/harness/store.mjs`, ...(quick ? ['--quick'] : [])])
 }
 
 function textStep(step, cmd, args, env = {}) {

@@ -1,0 +1,144 @@
+// The store end to end on this machine, everything on 127.0.0.1 (one JSON row per line on stdout,
+// read by run.mjs; progress on stderr):
+//   node bench/harness/store.mjs [--quick] [--size 1g] [--reps 3]
+//
+// Data: `cutpoint gen --size S --versions 1 --mods M --mod-size 64k --seed 9`: v0 (random) and v1,
+// with M edits of 64 KiB (insert, delete or overwrite) covering 1% of the bytes.
+// Each repetition starts `cutpoint serve` on a fresh temporary directory and measures, in order:
+//   chunk+hash  `cutpoint stats v0 --json` (read, SS-CDC, BLAKE3 per chunk: the push's own work)
+//   first push  v0 into the empty store            identical re-push  v0 again
+//   1% push     v1 (its novel chunks only)         pull               v1, verified, to a file
+//   plain upload v0 with `curl -T` to a minimal HTTP sink (Node, fsync at the end): the whole-file
+//                upload a user would otherwise do, to the same machine
+// and the server's CPU seconds (utime + stime from /proc) during each push. Figures are medians.
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, createWriteStream, mkdirSync } from 'node:fs'
+import { createServer } from 'node:http'
+import os from 'node:os'
+
+const root = new URL('../../', import.meta.url).pathname
+const argv = process.argv.slice(2)
+const opt = (f, d) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : d)
+const quick = argv.includes('--quick')
+
+// `--sink DIR`: be the plain-upload baseline server (PUT body → DIR/upload, fsync, 201).
+if (argv.includes('--sink')) {
+  const dir = opt('--sink')
+  const srv = createServer((req, res) => {
+    const f = createWriteStream(`${dir}/upload`)
+    req.pipe(f)
+    f.on('finish', () => {
+      execFileSync('sync', [`${dir}/upload`])
+      res.writeHead(201).end()
+    })
+  })
+  srv.listen(0, '127.0.0.1', () => process.stdout.write(`sink on http://127.0.0.1:${srv.address().port}\n`))
+  await new Promise(() => {})
+}
+
+const cli = `${root}native/target/release/cutpoint`
+const size = opt('--size', quick ? '16m' : '1g')
+const reps = Number(opt('--reps', quick ? '1' : '3'))
+const log = (l) => process.stderr.write(`${l}\n`)
+const bytesOf = (s) => Number(s.replace(/[kmg]$/i, '')) * { k: 1024, m: 1 << 20, g: 1 << 30 }[s.slice(-1).toLowerCase()]
+const total = bytesOf(size)
+const mods = Math.round((total * 0.01) / 65536)
+const dataDir = `${root}bench/data/store-${size}-${mods}`
+if (!existsSync(`${dataDir}/v1.bin`)) {
+  log(`generating ${dataDir} (v0 ${size} random, v1 = ${mods} edits of 64 KiB)`)
+  execFileSync(cli, ['gen', '--out', dataDir, '--size', size, '--versions', '1', '--mods', String(mods), '--mod-size', '65536', '--seed', '9'], { stdio: ['ignore', 'ignore', 'inherit'] })
+}
+const v0 = `${dataDir}/v0.bin`
+const v1 = `${dataDir}/v1.bin`
+const clk = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
+const serverCpu = (pid) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(f[11]) + Number(f[12])) / clk // utime + stime
+}
+
+/** Starts a process and resolves with it and its first stdout line. */
+function startServer(cmd, args) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] })
+    let buf = ''
+    p.stdout.on('data', (d) => {
+      buf += d
+      const nl = buf.indexOf('\n')
+      if (nl >= 0 && !p.url) {
+        p.url = buf.slice(0, nl).match(/(http:\/\/\S+)/)?.[1]
+        resolve(p)
+      }
+    })
+    p.on('error', reject)
+    p.on('exit', (c) => (p.url ? null : reject(new Error(`${cmd} exited with ${c} before it listened`))))
+  })
+}
+const timed = (cmd, args) => {
+  const t0 = performance.now()
+  const out = execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'inherit'] })
+  return { s: (performance.now() - t0) / 1000, out }
+}
+
+const runs = []
+for (let r = 0; r < reps; r++) {
+  const dir = mkdtempSync(`${os.tmpdir()}/cutpoint-store-bench-`)
+  const srv = await startServer(cli, ['serve', '--data', `${dir}/store`, '--listen', '127.0.0.1:0'])
+  const store = ['--store', srv.url, '--json']
+  const run = {}
+  try {
+    run.chunk = timed(cli, ['stats', v0, '--json']).s
+    const push = (file, name) => {
+      const c0 = serverCpu(srv.pid)
+      const t = timed(cli, ['push', file, '--name', name, ...store])
+      return { s: t.s, server_cpu: serverCpu(srv.pid) - c0, ...JSON.parse(t.out) }
+    }
+    run.first = push(v0, 'f')
+    run.again = push(v0, 'f')
+    run.mod = push(v1, 'f')
+    const c0 = serverCpu(srv.pid)
+    const pulled = timed(cli, ['pull', 'f', '-o', `${dir}/pulled`, ...store])
+    run.pull = { s: pulled.s, server_cpu: serverCpu(srv.pid) - c0 }
+    if (statSync(`${dir}/pulled`).size !== statSync(v1).size) throw new Error('pulled size differs')
+    rmSync(`${dir}/pulled`)
+    mkdirSync(`${dir}/sink`)
+    const sink = await startServer(process.execPath, [new URL(import.meta.url).pathname, '--sink', `${dir}/sink`])
+    try {
+      run.plain = timed('curl', ['-sS', '-f', '-T', v0, `${sink.url}/upload`]).s
+    } finally {
+      sink.kill()
+    }
+  } finally {
+    srv.kill()
+    rmSync(dir, { recursive: true, force: true })
+  }
+  log(`rep ${r + 1}/${reps}: chunk+hash ${run.chunk.toFixed(2)} s, first push ${run.first.s.toFixed(2)} s, identical ${run.again.s.toFixed(2)} s, 1% ${run.mod.s.toFixed(2)} s, pull ${run.pull.s.toFixed(2)} s, plain upload ${run.plain.toFixed(2)} s`)
+  runs.push(run)
+}
+
+const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const gib = total / 2 ** 30
+const emit = (row) => process.stdout.write(`${JSON.stringify({ section: 'store', runtime: 'native', size, reps, ...row })}\n`)
+const chunkS = med(runs.map((x) => x.chunk))
+emit({ name: 'store/chunk+hash', what: 'cutpoint stats (chunk + BLAKE3), the push\'s own work', value: total / chunkS / 1e9, unit: 'GB/s', seconds: chunkS })
+for (const [k, what] of [['first', 'first push (empty store)'], ['again', 'identical re-push'], ['mod', '1%-modified re-push']]) {
+  const s = med(runs.map((x) => x[k].s))
+  const last = runs.at(-1)[k]
+  emit({
+    name: `store/push/${k}`,
+    what,
+    value: total / s / 1e9,
+    unit: 'GB/s',
+    seconds: s,
+    push_over_chunk: s / chunkS,
+    novel_bytes: last.novel_bytes,
+    sent_bytes: last.sent_bytes,
+    sent_over_novel: last.novel_bytes ? last.sent_bytes / last.novel_bytes : null,
+    server_cpu_s_per_gib: med(runs.map((x) => x[k].server_cpu)) / gib,
+    chunks: last.chunks,
+    novel_chunks: last.novel_chunks,
+  })
+}
+const pullS = med(runs.map((x) => x.pull.s))
+emit({ name: 'store/pull', what: 'pull of the 1%-modified version, verified, to a file', value: statSync(v1).size / pullS / 1e9, unit: 'GB/s', seconds: pullS, server_cpu_s_per_gib: med(runs.map((x) => x.pull.server_cpu)) / gib })
+const plainS = med(runs.map((x) => x.plain))
+emit({ name: 'store/plain-upload', what: 'curl -T of the whole file to a minimal HTTP sink on 127.0.0.1 (baseline)', value: total / plainS / 1e9, unit: 'GB/s', seconds: plainS })
