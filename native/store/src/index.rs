@@ -5,7 +5,7 @@
 //! recipes (`Store::reconcile`, at every start), so a lost or stale index loses nothing. That is
 //! why it runs with `synchronous = NORMAL` (WAL: a power cut may lose the last transactions,
 //! never corrupt the database; the start-up reconcile puts them back from the objects). Every statement binds
-//! the namespace: no query can cross one.
+//! the namespace's number: no query can cross one.
 
 use crate::error::{Result, StoreError};
 use cutpoint_core::protocol::pack::Frame;
@@ -42,20 +42,30 @@ pub struct Version {
 /// One process owns its index (`locking_mode = EXCLUSIVE`: no file lock taken and released per
 /// statement, and a second server on the same directory is refused at start); the page cache
 /// holds ~64 MiB of it.
-const SCHEMA: &str = "
+const PRAGMAS: &str = "
 PRAGMA locking_mode = EXCLUSIVE;
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
 PRAGMA cache_size = -65536;
-CREATE TABLE IF NOT EXISTS namespaces(ns TEXT PRIMARY KEY, hash TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS packs(ns TEXT NOT NULL, pack TEXT NOT NULL, bytes INTEGER NOT NULL,
-  created INTEGER NOT NULL, PRIMARY KEY(ns, pack)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS chunks(ns TEXT NOT NULL, id BLOB NOT NULL, pack TEXT NOT NULL,
-  off INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY(ns, id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS chunks_by_pack ON chunks(ns, pack);
-CREATE TABLE IF NOT EXISTS versions(ns TEXT NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL,
+";
+
+/// The schema's version (`PRAGMA user_version`). An index of another version is dropped and
+/// rebuilt from the objects (it is a cache).
+const SCHEMA_VERSION: i64 = 2;
+
+/// Namespaces and packs are small integers in the big table, so that a chunk row is ~50 bytes
+/// (id, pack number, offset, length) and an upload's random-keyed inserts dirty as few pages as
+/// they can.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS namespaces(nsid INTEGER PRIMARY KEY, ns TEXT NOT NULL UNIQUE, hash TEXT);
+CREATE TABLE IF NOT EXISTS packs(pid INTEGER PRIMARY KEY, nsid INTEGER NOT NULL, pack TEXT NOT NULL,
+  bytes INTEGER NOT NULL, created INTEGER NOT NULL, UNIQUE(nsid, pack));
+CREATE TABLE IF NOT EXISTS chunks(nsid INTEGER NOT NULL, id BLOB NOT NULL, pid INTEGER NOT NULL,
+  off INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY(nsid, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS chunks_by_pack ON chunks(pid);
+CREATE TABLE IF NOT EXISTS versions(nsid INTEGER NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL,
   bytes INTEGER NOT NULL, chunks INTEGER NOT NULL, digest TEXT NOT NULL, created INTEGER NOT NULL,
-  PRIMARY KEY(ns, name, version)) WITHOUT ROWID;
+  PRIMARY KEY(nsid, name, version)) WITHOUT ROWID;
 ";
 
 pub fn now() -> i64 {
@@ -65,24 +75,27 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
+fn busy(path: &Path, e: impl std::fmt::Display) -> StoreError {
+    StoreError::BadRequest(format!(
+        "{}: the index is in use by another process (is another `cutpoint serve` running on this directory?): {e}",
+        path.display()
+    ))
+}
+
 impl Index {
     pub fn open(path: &Path) -> Result<Index> {
         let conn = Connection::open(path)?;
-        conn.execute_batch(SCHEMA).map_err(|e| match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked) => StoreError::BadRequest(format!(
-                "{}: the index is in use by another process (is another `cutpoint serve` running on this directory?)",
-                path.display()
-            )),
-            _ => StoreError::from(e),
-        })?;
-        // The exclusive lock is taken by the first read; take it now, so that a second server
+        conn.execute_batch(PRAGMAS).map_err(|e| busy(path, e))?;
+        // The exclusive lock is taken by the first read: take it now, so that a second server
         // fails here and not at its first request.
-        conn.query_row("SELECT COUNT(*) FROM namespaces", [], |_| Ok(())).map_err(|e| {
-            StoreError::BadRequest(format!(
-                "{}: the index is in use by another process (is another `cutpoint serve` running on this directory?): {e}",
-                path.display()
-            ))
-        })?;
+        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| busy(path, e))?;
+        if v != SCHEMA_VERSION {
+            conn.execute_batch(
+                "DROP TABLE IF EXISTS chunks; DROP TABLE IF EXISTS packs; DROP TABLE IF EXISTS versions; DROP TABLE IF EXISTS namespaces;",
+            )?;
+        }
+        conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
         Ok(Index { conn: Mutex::new(conn) })
     }
 
@@ -90,19 +103,38 @@ impl Index {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The namespace's number, if it has one.
+    fn nsid(c: &Connection, ns: &str) -> Result<Option<i64>> {
+        let mut s = c.prepare_cached("SELECT nsid FROM namespaces WHERE ns = ?1")?;
+        Ok(s.query_row([ns], |r| r.get(0)).optional()?)
+    }
+
+    /// The namespace's number, made if it has none.
+    fn nsid_mut(c: &Connection, ns: &str) -> Result<i64> {
+        if let Some(id) = Self::nsid(c, ns)? {
+            return Ok(id);
+        }
+        c.execute("INSERT INTO namespaces(ns) VALUES (?1)", [ns])?;
+        Ok(c.last_insert_rowid())
+    }
+
+    fn pid(c: &Connection, nsid: i64, pack: &str) -> Result<Option<i64>> {
+        let mut s = c.prepare_cached("SELECT pid FROM packs WHERE nsid = ?1 AND pack = ?2")?;
+        Ok(s.query_row(params![nsid, pack], |r| r.get(0)).optional()?)
+    }
+
     pub fn ns_alg(&self, ns: &str) -> Result<Option<HashAlg>> {
-        let h: Option<String> = self
+        let h: Option<Option<String>> = self
             .c()
             .query_row("SELECT hash FROM namespaces WHERE ns = ?1", [ns], |r| r.get(0))
             .optional()?;
-        Ok(h.and_then(|h| HashAlg::parse(&h).ok()))
+        Ok(h.flatten().and_then(|h| HashAlg::parse(&h).ok()))
     }
 
     pub fn set_ns_alg(&self, ns: &str, alg: HashAlg) -> Result<()> {
-        self.c().execute(
-            "INSERT OR REPLACE INTO namespaces(ns, hash) VALUES (?1, ?2)",
-            params![ns, alg.name()],
-        )?;
+        let c = self.c();
+        let id = Self::nsid_mut(&c, ns)?;
+        c.execute("UPDATE namespaces SET hash = ?2 WHERE nsid = ?1", params![id, alg.name()])?;
         Ok(())
     }
 
@@ -116,11 +148,15 @@ impl Index {
     /// The ids among `ids` that the namespace lacks, in order (each once).
     pub fn missing(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Digest>> {
         let c = self.c();
-        let mut s = c.prepare_cached("SELECT 1 FROM chunks WHERE ns = ?1 AND id = ?2")?;
         let mut out = Vec::new();
         let mut seen = std::collections::HashSet::new();
+        let Some(nsid) = Self::nsid(&c, ns)? else {
+            out.extend(ids.iter().filter(|id| seen.insert(**id)));
+            return Ok(out);
+        };
+        let mut s = c.prepare_cached("SELECT 1 FROM chunks WHERE nsid = ?1 AND id = ?2")?;
         for id in ids {
-            if seen.insert(*id) && !s.exists(params![ns, &id[..]])? {
+            if seen.insert(*id) && !s.exists(params![nsid, &id[..]])? {
                 out.push(*id);
             }
         }
@@ -129,17 +165,21 @@ impl Index {
 
     pub fn contains(&self, ns: &str, id: &Digest) -> Result<bool> {
         let c = self.c();
-        let mut s = c.prepare_cached("SELECT 1 FROM chunks WHERE ns = ?1 AND id = ?2")?;
-        Ok(s.exists(params![ns, &id[..]])?)
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(false) };
+        let mut s = c.prepare_cached("SELECT 1 FROM chunks WHERE nsid = ?1 AND id = ?2")?;
+        Ok(s.exists(params![nsid, &id[..]])?)
     }
 
     pub fn lookup(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Option<Loc>>> {
         let c = self.c();
-        let mut s = c.prepare_cached("SELECT pack, off, len FROM chunks WHERE ns = ?1 AND id = ?2")?;
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(vec![None; ids.len()]) };
+        let mut s = c.prepare_cached(
+            "SELECT p.pack, c.off, c.len FROM chunks c JOIN packs p ON p.pid = c.pid WHERE c.nsid = ?1 AND c.id = ?2",
+        )?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             out.push(
-                s.query_row(params![ns, &id[..]], |r| {
+                s.query_row(params![nsid, &id[..]], |r| {
                     Ok(Loc {
                         pack: r.get(0)?,
                         offset: r.get::<_, i64>(1)? as u64,
@@ -152,38 +192,56 @@ impl Index {
         Ok(out)
     }
 
+    /// The stored length of each of `ids` (`None`: not in the namespace).
+    pub fn lengths(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Option<u32>>> {
+        let c = self.c();
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(vec![None; ids.len()]) };
+        let mut s = c.prepare_cached("SELECT len FROM chunks WHERE nsid = ?1 AND id = ?2")?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.push(s.query_row(params![nsid, &id[..]], |r| r.get::<_, i64>(0)).optional()?.map(|l| l as u32));
+        }
+        Ok(out)
+    }
+
     /// Indexes a durable pack's chunks (one transaction). A chunk already indexed keeps its
-    /// place. Returns how many rows were added.
-    pub fn add_pack(&self, ns: &str, pack: &str, bytes: u64, created: i64, frames: &[Frame]) -> Result<usize> {
+    /// place. Returns how many rows were added, and their bytes.
+    pub fn add_pack(&self, ns: &str, pack: &str, bytes: u64, created: i64, frames: &[Frame]) -> Result<(u64, u64)> {
         let mut c = self.c();
         let tx = c.transaction()?;
+        let nsid = Self::nsid_mut(&tx, ns)?;
         tx.execute(
-            "INSERT OR IGNORE INTO packs(ns, pack, bytes, created) VALUES (?1, ?2, ?3, ?4)",
-            params![ns, pack, bytes as i64, created],
+            "INSERT OR IGNORE INTO packs(nsid, pack, bytes, created) VALUES (?1, ?2, ?3, ?4)",
+            params![nsid, pack, bytes as i64, created],
         )?;
-        let mut added = 0;
+        let pid = Self::pid(&tx, nsid, pack)?.ok_or_else(|| StoreError::Internal(format!("pack {pack} vanished")))?;
+        let (mut added, mut added_bytes) = (0, 0);
         {
-            let mut s = tx.prepare_cached("INSERT OR IGNORE INTO chunks(ns, id, pack, off, len) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+            let mut s = tx.prepare_cached("INSERT OR IGNORE INTO chunks(nsid, id, pid, off, len) VALUES (?1, ?2, ?3, ?4, ?5)")?;
             for f in frames {
-                added += s.execute(params![ns, &f.id[..], pack, f.offset as i64, f.len as i64])?;
+                if s.execute(params![nsid, &f.id[..], pid, f.offset as i64, f.len as i64])? == 1 {
+                    added += 1;
+                    added_bytes += f.len as u64;
+                }
             }
         }
         tx.commit()?;
-        Ok(added)
+        Ok((added, added_bytes))
     }
 
     pub fn has_pack(&self, ns: &str, pack: &str) -> Result<bool> {
         let c = self.c();
-        let mut s = c.prepare_cached("SELECT 1 FROM packs WHERE ns = ?1 AND pack = ?2")?;
-        Ok(s.exists(params![ns, pack])?)
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(false) };
+        Ok(Self::pid(&c, nsid, pack)?.is_some())
     }
 
     /// (pack, bytes, created) of every pack of a namespace.
     pub fn packs(&self, ns: &str) -> Result<Vec<(String, u64, i64)>> {
         let c = self.c();
-        let mut s = c.prepare("SELECT pack, bytes, created FROM packs WHERE ns = ?1 ORDER BY pack")?;
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(Vec::new()) };
+        let mut s = c.prepare("SELECT pack, bytes, created FROM packs WHERE nsid = ?1 ORDER BY pack")?;
         let v = s
-            .query_map([ns], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?)))?
+            .query_map([nsid], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?)))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(v)
     }
@@ -191,9 +249,11 @@ impl Index {
     /// The chunks the index places in `pack`.
     pub fn pack_chunks(&self, ns: &str, pack: &str) -> Result<Vec<Frame>> {
         let c = self.c();
-        let mut s = c.prepare_cached("SELECT id, off, len FROM chunks WHERE ns = ?1 AND pack = ?2 ORDER BY off")?;
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(Vec::new()) };
+        let Some(pid) = Self::pid(&c, nsid, pack)? else { return Ok(Vec::new()) };
+        let mut s = c.prepare_cached("SELECT id, off, len FROM chunks WHERE pid = ?1 ORDER BY off")?;
         let v = s
-            .query_map(params![ns, pack], |r| {
+            .query_map(params![pid], |r| {
                 let id: Vec<u8> = r.get(0)?;
                 Ok(Frame {
                     id: id.try_into().unwrap_or([0; 32]),
@@ -207,17 +267,21 @@ impl Index {
 
     /// Number of chunk rows of a namespace.
     pub fn chunk_count(&self, ns: &str) -> Result<u64> {
-        Ok(self
-            .c()
-            .query_row("SELECT COUNT(*) FROM chunks WHERE ns = ?1", [ns], |r| r.get::<_, i64>(0))? as u64)
+        let c = self.c();
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(0) };
+        Ok(c.query_row("SELECT COUNT(*) FROM chunks WHERE nsid = ?1", [nsid], |r| r.get::<_, i64>(0))? as u64)
     }
 
     /// Drops a pack and the chunks the index places in it.
     pub fn remove_pack(&self, ns: &str, pack: &str) -> Result<()> {
         let mut c = self.c();
         let tx = c.transaction()?;
-        tx.execute("DELETE FROM chunks WHERE ns = ?1 AND pack = ?2", params![ns, pack])?;
-        tx.execute("DELETE FROM packs WHERE ns = ?1 AND pack = ?2", params![ns, pack])?;
+        if let Some(nsid) = Self::nsid(&tx, ns)? {
+            if let Some(pid) = Self::pid(&tx, nsid, pack)? {
+                tx.execute("DELETE FROM chunks WHERE pid = ?1", [pid])?;
+                tx.execute("DELETE FROM packs WHERE pid = ?1", [pid])?;
+            }
+        }
         tx.commit()?;
         Ok(())
     }
@@ -227,35 +291,45 @@ impl Index {
     pub fn replace_pack(&self, ns: &str, old_pack: &str, new_pack: &str, bytes: u64, frames: &[Frame]) -> Result<()> {
         let mut c = self.c();
         let tx = c.transaction()?;
+        let nsid = Self::nsid_mut(&tx, ns)?;
         tx.execute(
-            "INSERT OR IGNORE INTO packs(ns, pack, bytes, created) VALUES (?1, ?2, ?3, ?4)",
-            params![ns, new_pack, bytes as i64, now()],
+            "INSERT OR IGNORE INTO packs(nsid, pack, bytes, created) VALUES (?1, ?2, ?3, ?4)",
+            params![nsid, new_pack, bytes as i64, now()],
         )?;
+        let new_pid = Self::pid(&tx, nsid, new_pack)?.ok_or_else(|| StoreError::Internal(format!("pack {new_pack} vanished")))?;
         {
-            let mut s = tx.prepare_cached("UPDATE chunks SET pack = ?3, off = ?4 WHERE ns = ?1 AND id = ?2")?;
+            let mut s = tx.prepare_cached("UPDATE chunks SET pid = ?3, off = ?4 WHERE nsid = ?1 AND id = ?2")?;
             for f in frames {
-                s.execute(params![ns, &f.id[..], new_pack, f.offset as i64])?;
+                s.execute(params![nsid, &f.id[..], new_pid, f.offset as i64])?;
             }
         }
-        tx.execute("DELETE FROM chunks WHERE ns = ?1 AND pack = ?2", params![ns, old_pack])?;
-        tx.execute("DELETE FROM packs WHERE ns = ?1 AND pack = ?2", params![ns, old_pack])?;
+        if old_pack != new_pack {
+            if let Some(old) = Self::pid(&tx, nsid, old_pack)? {
+                tx.execute("DELETE FROM chunks WHERE pid = ?1", [old])?;
+                tx.execute("DELETE FROM packs WHERE pid = ?1", [old])?;
+            }
+        }
         tx.commit()?;
         Ok(())
     }
 
     pub fn max_version(&self, ns: &str, name: &str) -> Result<u64> {
-        let v: Option<i64> = self.c().query_row(
-            "SELECT MAX(version) FROM versions WHERE ns = ?1 AND name = ?2",
-            params![ns, name],
+        let c = self.c();
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(0) };
+        let v: Option<i64> = c.query_row(
+            "SELECT MAX(version) FROM versions WHERE nsid = ?1 AND name = ?2",
+            params![nsid, name],
             |r| r.get(0),
         )?;
         Ok(v.unwrap_or(0) as u64)
     }
 
     pub fn add_version(&self, ns: &str, v: &Version) -> Result<()> {
-        self.c().execute(
-            "INSERT OR REPLACE INTO versions(ns, name, version, bytes, chunks, digest, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![ns, v.name, v.version as i64, v.bytes as i64, v.chunks as i64, v.digest, v.created],
+        let c = self.c();
+        let nsid = Self::nsid_mut(&c, ns)?;
+        c.execute(
+            "INSERT OR REPLACE INTO versions(nsid, name, version, bytes, chunks, digest, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![nsid, v.name, v.version as i64, v.bytes as i64, v.chunks as i64, v.digest, v.created],
         )?;
         Ok(())
     }
@@ -274,13 +348,14 @@ impl Index {
     /// A version (`None`: the latest).
     pub fn version(&self, ns: &str, name: &str, version: Option<u64>) -> Result<Option<Version>> {
         let c = self.c();
-        let q = "SELECT name, version, bytes, chunks, digest, created FROM versions WHERE ns = ?1 AND name = ?2";
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(None) };
+        let q = "SELECT name, version, bytes, chunks, digest, created FROM versions WHERE nsid = ?1 AND name = ?2";
         Ok(match version {
             Some(v) => c
-                .query_row(&format!("{q} AND version = ?3"), params![ns, name, v as i64], Self::row)
+                .query_row(&format!("{q} AND version = ?3"), params![nsid, name, v as i64], Self::row)
                 .optional()?,
             None => c
-                .query_row(&format!("{q} ORDER BY version DESC LIMIT 1"), params![ns, name], Self::row)
+                .query_row(&format!("{q} ORDER BY version DESC LIMIT 1"), params![nsid, name], Self::row)
                 .optional()?,
         })
     }
@@ -288,16 +363,17 @@ impl Index {
     /// Every version of a namespace (of one name, with `name`), by name then version.
     pub fn versions(&self, ns: &str, name: Option<&str>) -> Result<Vec<Version>> {
         let c = self.c();
-        let q = "SELECT name, version, bytes, chunks, digest, created FROM versions WHERE ns = ?1";
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(Vec::new()) };
+        let q = "SELECT name, version, bytes, chunks, digest, created FROM versions WHERE nsid = ?1";
         let v = match name {
             Some(n) => {
                 let mut s = c.prepare(&format!("{q} AND name = ?2 ORDER BY version"))?;
-                let r = s.query_map(params![ns, n], Self::row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+                let r = s.query_map(params![nsid, n], Self::row)?.collect::<rusqlite::Result<Vec<_>>>()?;
                 r
             }
             None => {
                 let mut s = c.prepare(&format!("{q} ORDER BY name, version"))?;
-                let r = s.query_map(params![ns], Self::row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+                let r = s.query_map(params![nsid], Self::row)?.collect::<rusqlite::Result<Vec<_>>>()?;
                 r
             }
         };
@@ -305,9 +381,11 @@ impl Index {
     }
 
     pub fn delete_version(&self, ns: &str, name: &str, version: u64) -> Result<()> {
-        self.c().execute(
-            "DELETE FROM versions WHERE ns = ?1 AND name = ?2 AND version = ?3",
-            params![ns, name, version as i64],
+        let c = self.c();
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(()) };
+        c.execute(
+            "DELETE FROM versions WHERE nsid = ?1 AND name = ?2 AND version = ?3",
+            params![nsid, name, version as i64],
         )?;
         Ok(())
     }

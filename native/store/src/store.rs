@@ -410,7 +410,10 @@ impl Store {
                 }
             };
             rep.chunks += 1;
-            if !seen.insert(f.id) || self.index.contains(ns, &f.id)? {
+            // A chunk twice in one pack is written once. Whether the namespace already has it
+            // is decided when the pack is indexed (one probe per chunk, not two); a chunk it
+            // had is left unindexed in the new pack, which gc rewrites.
+            if !seen.insert(f.id) {
                 rep.duplicates += 1;
                 continue;
             }
@@ -420,13 +423,13 @@ impl Store {
                 offset: off,
                 len: f.len,
             });
-            rep.stored_bytes += f.len as u64;
         }
         drop(rd);
         if lim.over {
             return Err(too_large());
         }
         rep.stored = kept.len() as u64;
+        rep.stored_bytes = 0;
         if kept.is_empty() {
             return Ok(rep);
         }
@@ -437,10 +440,20 @@ impl Store {
         file.sync_all()?;
         drop(file);
         self.ensure_ns(ns, alg)?;
+        let existed = self.index.has_pack(ns, &id)?;
         failpoint("before-pack-put");
         self.objects.put_spooled(&pack_key(ns, &id), spool)?;
         failpoint("after-pack-put");
-        self.index.add_pack(ns, &id, size, now(), &kept)?;
+        let (added, added_bytes) = self.index.add_pack(ns, &id, size, now(), &kept)?;
+        rep.duplicates += rep.stored - added;
+        rep.stored = added;
+        rep.stored_bytes = added_bytes;
+        if added == 0 && !existed {
+            // Every chunk was there already: the new pack holds nothing the index names.
+            self.index.remove_pack(ns, &id)?;
+            self.objects.delete(&pack_key(ns, &id))?;
+            return Ok(rep);
+        }
         rep.pack = Some(id);
         Ok(rep)
     }
@@ -483,21 +496,21 @@ impl Store {
         }
         let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
         let ids: Vec<Digest> = recipe.entries.iter().map(|e| e.fp).collect();
-        let locs = self.index.lookup(ns, &ids)?;
+        let lens = self.index.lengths(ns, &ids)?;
         let mut missing = Vec::new();
         let mut seen = HashSet::new();
-        for (e, l) in recipe.entries.iter().zip(&locs) {
+        for (e, l) in recipe.entries.iter().zip(&lens) {
             match l {
                 None => {
                     if seen.insert(e.fp) {
                         missing.push(e.fp)
                     }
                 }
-                Some(l) if l.len != e.size => {
+                Some(l) if *l != e.size => {
                     return Err(StoreError::BadRequest(format!(
                         "recipe: chunk {} is {} bytes in the store, the recipe says {}",
                         hex(&e.fp),
-                        l.len,
+                        l,
                         e.size
                     )))
                 }
