@@ -500,6 +500,14 @@ impl HintTable {
         Ok(())
     }
 
+    /// The smallest bound [`HintTable::write_cache`] accepts: a cache with no entries (its
+    /// header, which holds the profile and fingerprint names, and its checksum). Callers check a
+    /// user's bound against it before any work.
+    pub fn cache_min_bytes(&self) -> u64 {
+        let header = 16 + 4 + 2 + self.profile.to_string().len() as u64 + 2 + self.hash.name().len() as u64 + 4 + 8;
+        header + 32
+    }
+
     /// Bytes one entry takes in a hint cache file.
     fn cache_entry_bytes(&self, b: usize) -> u64 {
         32 + 2 + 5 * meta_len(self.arena[b]) as u64
@@ -516,11 +524,17 @@ impl HintTable {
     /// marker; finally the BLAKE3 hash (32 bytes) of everything before it.
     pub fn write_cache<W: Write>(&self, w: W, max_bytes: Option<u64>) -> Result<usize, Error> {
         let profile = self.profile.to_string();
-        let header = 16 + 4 + 2 + profile.len() as u64 + 2 + self.hash.name().len() as u64 + 4 + 8;
-        let trailer = 32u64;
+        let least = self.cache_min_bytes();
+        if let Some(m) = max_bytes {
+            if least > m {
+                return Err(Error::config(format!(
+                    "hint cache bound {m} bytes is below its header size ({least} bytes for this profile and fingerprint)"
+                )));
+            }
+        }
         let all = self.entries_by_age();
         // Most recent first until the budget is spent.
-        let mut budget = max_bytes.map(|m| m.saturating_sub(header + trailer));
+        let mut budget = max_bytes.map(|m| m.saturating_sub(least));
         let mut first = all.len();
         for (i, &(_, e)) in all.iter().enumerate().rev() {
             let b = self.cache_entry_bytes(e);
@@ -531,13 +545,6 @@ impl HintTable {
                 *left -= b;
             }
             first = i;
-        }
-        if let Some(m) = max_bytes {
-            if header + trailer > m {
-                return Err(Error::config(format!(
-                    "hint cache bound {m} bytes is below its header size"
-                )));
-            }
         }
         let kept = &all[first..];
         let mut w = HashingWriter {
@@ -908,6 +915,14 @@ mod tests {
         v.read_cache(&small[..]).unwrap();
         assert!(v.is_known(&fp(49)) && !v.is_known(&fp(0)));
         assert_eq!(sizes(&v, &fp(49)), [4096 + 49]);
+        // The smallest bound is the empty cache: it is exactly that long; one byte less is
+        // refused (callers check a user's bound against cache_min_bytes() before any work).
+        let least = t.cache_min_bytes();
+        let mut empty = Vec::new();
+        assert_eq!(t.write_cache(&mut empty, Some(least)).unwrap(), 0);
+        assert_eq!(empty.len() as u64, least);
+        let e = t.write_cache(&mut Vec::new(), Some(least - 1)).unwrap_err().to_string();
+        assert!(e.contains("below its header size") && e.contains(&format!("({least} bytes")), "{e}");
     }
 
     #[test]
