@@ -579,19 +579,22 @@ impl HintTable {
         Ok(kept.len())
     }
 
-    /// Writes the hint cache to `path` atomically (a temporary file, then a rename).
+    /// Writes the hint cache to `path` atomically (a temporary file, then a rename). On an
+    /// error the temporary file is removed and `path` is left as it was.
     pub fn save_cache_file(&self, path: &Path, max_bytes: Option<u64>) -> Result<usize, Error> {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = std::path::PathBuf::from(tmp);
-        let n = {
-            let f = std::fs::File::create(&tmp)?;
-            let n = self.write_cache(&f, max_bytes)?;
-            f.sync_all()?;
-            n
-        };
-        std::fs::rename(&tmp, path)?;
-        Ok(n)
+        let f = std::fs::File::create(&tmp)?;
+        let r = self
+            .write_cache(&f, max_bytes)
+            .and_then(|n| f.sync_all().map(|_| n).map_err(Error::Io))
+            .and_then(|n| std::fs::rename(&tmp, path).map(|_| n).map_err(Error::Io));
+        if r.is_err() {
+            drop(f);
+            let _ = std::fs::remove_file(&tmp);
+        }
+        r
     }
 
     /// Merges a hint cache into this table. The cache's profile and fingerprint algorithm must
@@ -923,6 +926,15 @@ mod tests {
         assert_eq!(empty.len() as u64, least);
         let e = t.write_cache(&mut Vec::new(), Some(least - 1)).unwrap_err().to_string();
         assert!(e.contains("below its header size") && e.contains(&format!("({least} bytes")), "{e}");
+        // A failed save leaves no temporary file behind (it did: `CACHE.tmp`).
+        let dir = std::env::temp_dir().join(format!("cutpoint-table-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cache");
+        assert!(t.save_cache_file(&path, Some(least - 1)).is_err());
+        assert!(!path.exists() && !dir.join("cache.tmp").exists());
+        assert_eq!(t.save_cache_file(&path, None).unwrap(), 50);
+        assert!(path.exists() && !dir.join("cache.tmp").exists());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
