@@ -177,12 +177,12 @@ fn a_repeated_profile_key_is_refused() {
 #[test]
 fn naive_segments_have_a_minimum() {
     let f = tmpfile("naive.bin", &data(1 << 20, 4));
-    for seg in ["1", "16", "4095"] {
+    for seg in ["1", "16", "4095", "3k"] {
         let t = std::time::Instant::now();
         let out = bin().args(["stats", "--naive", seg, f.to_str().unwrap()]).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{seg}: {err}");
-        assert!(err.contains(&format!("--naive {seg} is below the smallest segment, 4k")), "{err}");
+        assert!(err.contains(&format!("--naive '{seg}' is below the smallest segment, 4k")), "{err}");
         assert!(out.stdout.is_empty());
         assert!(t.elapsed().as_secs_f64() < 5.0);
     }
