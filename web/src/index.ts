@@ -184,7 +184,12 @@ function need(): Wasm {
 export function parseProfile(profile: string): { canonical: string; window: number; min: number; avg: number; max: number; twoClasses: boolean } {
   const w = need()
   if (typeof profile !== 'string') throw new TypeError(`cutpoint: profile must be a string like 'gear:2k:8k:64k' (got ${shown(profile)})`)
-  const p = w.mod.parseProfile(profile)
+  let p: ReturnType<Wasm['mod']['parseProfile']>
+  try {
+    p = w.mod.parseProfile(profile)
+  } catch (e: any) {
+    throw new Error(`cutpoint: ${e?.message ?? e}`)
+  }
   try {
     return { canonical: p.canonical, window: p.window, min: p.min, avg: p.avg, max: p.max, twoClasses: p.twoClasses }
   } finally {
