@@ -419,7 +419,11 @@ impl RapidTable {
     /// chunk count.
     #[wasm_bindgen(js_name = addRecipe)]
     pub fn add_recipe(&mut self, bytes: &[u8]) -> Result<usize, JsError> {
-        let r = Recipe::read(bytes).map_err(err)?;
+        // Bytes in memory: a malformed recipe is "recipe line N: ...", not a "read error".
+        let r = Recipe::read(bytes).map_err(|e| match e {
+            cutpoint_core::Error::Io(e) => err(e),
+            other => err(other),
+        })?;
         self.table()?.add_recipe(&r).map_err(err)?;
         Ok(r.entries.len())
     }

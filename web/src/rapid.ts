@@ -13,6 +13,7 @@ import type { Pool } from './pool.js'
 import type { Stage1Res } from './protocol.js'
 import { hexDigests } from './hex.js'
 import { isDeno, isNode, type WasmModule, type WasmRapidRun, type WasmRapidTable } from './wasm.js'
+import { optBool, optFunction, optInt, optOneOf, shown } from './check.js'
 
 export type Criterion = 'ff' | 'ff+mt' | 'ff+rwt' | 'ff+rwt+fpt'
 export const CRITERIA: readonly Criterion[] = ['ff', 'ff+mt', 'ff+rwt', 'ff+rwt+fpt']
@@ -157,8 +158,7 @@ export interface TableOptions {
 }
 
 export function newTable(mod: WasmModule, o: TableOptions): HintTable {
-  const n = o.hintList ?? 2
-  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`cutpoint: rapid.hintList must be an integer in 1..64 (got ${n})`)
+  const n = optInt('rapid.hintList', o.hintList, 1, 64) ?? 2
   return new HintTable(wrap(() => new mod.RapidTable(o.profile, o.hash, n, o.maxEntries ?? 0)))
 }
 
@@ -194,17 +194,28 @@ export function nativeBlockSize(threads: number): number {
 const DEFAULT_CACHE_MAX = 64 * MiB
 
 function checkOptions(o: RapidOptions) {
-  if (!o || typeof o !== 'object') throw new TypeError('cutpoint: rapid must be an object like { criterion: "ff+rwt" }')
-  if (!CRITERIA.includes(o.criterion)) throw new Error(`cutpoint: unknown rapid.criterion '${o.criterion}' (known: ${CRITERIA.join(', ')})`)
-  if (o.blockSize !== undefined && (!Number.isInteger(o.blockSize) || o.blockSize < 64 || o.blockSize > 1 << 30)) {
-    throw new Error(`cutpoint: rapid.blockSize must be an integer in 64..1 GiB (got ${o.blockSize})`)
+  if (!o || typeof o !== 'object' || Array.isArray(o)) throw new TypeError(`cutpoint: rapid must be an object like { criterion: 'ff+rwt' } (got ${shown(o)})`)
+  if (o.criterion === undefined) throw new TypeError(`cutpoint: rapid.criterion is required (one of ${CRITERIA.join(', ')})`)
+  optOneOf('rapid.criterion', o.criterion, CRITERIA)
+  optInt('rapid.hintList', o.hintList, 1, 64)
+  optInt('rapid.blockSize', o.blockSize, 64, 1 << 30, '64..1 GiB')
+  optInt('rapid.workerBlock', o.workerBlock, 1, 2 ** 53, '1..2^53')
+  if (o.cacheMaxBytes !== undefined && (typeof o.cacheMaxBytes !== 'number' || !Number.isFinite(o.cacheMaxBytes) || o.cacheMaxBytes < 1024)) {
+    throw new TypeError(`cutpoint: rapid.cacheMaxBytes must be a number of bytes, at least 1024 (got ${shown(o.cacheMaxBytes)})`)
   }
-  if (o.workerBlock !== undefined && (!Number.isInteger(o.workerBlock) || o.workerBlock < 1)) {
-    throw new Error(`cutpoint: rapid.workerBlock must be a positive integer (got ${o.workerBlock})`)
+  if (o.cache !== undefined && o.cache !== false && o.cache !== true && typeof o.cache !== 'string') {
+    throw new TypeError(`cutpoint: rapid.cache must be a string (a file path; an IndexedDB name in browsers), true or false (got ${shown(o.cache)})`)
   }
-  if (o.cacheMaxBytes !== undefined && (!Number.isFinite(o.cacheMaxBytes) || o.cacheMaxBytes < 1024)) {
-    throw new Error(`cutpoint: rapid.cacheMaxBytes must be at least 1024 (got ${o.cacheMaxBytes})`)
+  const b = o.base as unknown
+  if (
+    b !== undefined &&
+    !(b instanceof Uint8Array || b instanceof ArrayBuffer || typeof b === 'string' || b instanceof URL || (typeof Blob !== 'undefined' && b instanceof Blob))
+  ) {
+    throw new TypeError(`cutpoint: rapid.base must be a Uint8Array, ArrayBuffer, Blob, URL or string (got ${shown(b)})`)
   }
+  if (o.table !== undefined && !(o.table instanceof HintTable)) throw new TypeError(`cutpoint: rapid.table must come from createHintTable() (got ${shown(o.table)})`)
+  optBool('rapid.recipe', o.recipe)
+  optFunction('rapid.onResult', o.onResult)
 }
 
 // ---- recipe and cache I/O -------------------------------------------------------------------
@@ -431,6 +442,7 @@ export class RapidSession {
     const key = `v${mod.hintCacheVersion()} ${profile} ${hash}`
     const store = o.cache ? cacheStore(o.cache, key, maxBytes) : undefined
     const recipe = o.base !== undefined ? await recipeBytes(o.base) : undefined
+    const baseName = typeof o.base === 'string' || o.base instanceof URL ? `the base recipe ${o.base}` : 'the base recipe'
     const cached = store ? await store.load() : undefined
     const ownTable = !o.table
     const table = o.table ?? newTable(mod, { profile, hash, hintList: o.hintList })
@@ -438,7 +450,7 @@ export class RapidSession {
       if (o.table && o.hintList !== undefined && o.hintList !== o.table.hintList) {
         throw new Error(`cutpoint: rapid.hintList ${o.hintList} differs from the table's (${o.table.hintList})`)
       }
-      const baseChunks = recipe ? wrapWhere('the base recipe', () => table.raw.addRecipe(recipe)) : 0
+      const baseChunks = recipe ? wrapWhere(baseName, () => table.raw.addRecipe(recipe)) : 0
       const hintsLoaded = cached ? wrapWhere(`the hint cache ${store!.where}`, () => table.raw.loadCache(cached)) : 0
       const s = new RapidSession(o, table, ownTable, store, { hintsLoaded, baseChunks, blockSize, maxBytes }, pool)
       const run = wrap(() => new mod.RapidRun(table.raw, profile, hash, o.criterion, blockSize, backend, !!o.recipe))

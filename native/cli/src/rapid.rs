@@ -8,8 +8,9 @@ use cutpoint_core::rapid::{Criterion, DedupCounter, HintTable, Rapid, RapidOptio
 use cutpoint_core::{Engine, Error, HashAlg, Options};
 use serde::Serialize;
 use std::collections::HashSet;
+use std::fs::File;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(Args, Clone, Default)]
@@ -116,14 +117,20 @@ fn core_fail(what: &str, e: Error) -> Fail {
     }
 }
 
-/// The hint table of a run: from `--base` and `--hints` (when the cache file exists).
+/// The hint table of a run: from `--base` and `--hints` (when the cache file exists); and the
+/// files the run writes at its end (`--hints`, `--save-recipe`), already created.
 struct Hints {
     table: HintTable,
     base_chunks: usize,
     hints_loaded: usize,
     hints_max: usize,
+    save_hints: Option<Output>,
+    save_recipe: Option<Output>,
 }
 
+/// Everything before the first input byte: every option checked (a bound too small for the
+/// cache's header included), the output files created, then the hints read. Nothing is
+/// chunked when any of it fails.
 fn hints(engine: &Engine, ra: &RapidArgs) -> Result<Hints, Fail> {
     let hints_max = cutpoint_core::profile::parse_size(&ra.hints_max).map_err(|_| {
         Fail::usage(format!(
@@ -133,9 +140,22 @@ fn hints(engine: &Engine, ra: &RapidArgs) -> Result<Hints, Fail> {
     })?;
     let mut table = HintTable::new(engine.profile(), engine.hash_alg(), ra.hint_list)
         .map_err(|e| Fail::usage(format!("--hint-list: {e}")))?;
+    if ra.hints.is_some() && (hints_max as u64) < table.cache_min_bytes() {
+        return Err(Fail::usage(format!(
+            "--hints-max '{}' is below the smallest hint cache ({} bytes: the header for this profile and fingerprint); use e.g. 16m",
+            ra.hints_max,
+            table.cache_min_bytes()
+        )));
+    }
+    let save_hints = ra.hints.as_deref().map(|p| Output::create("--hints", p)).transpose()?;
+    let save_recipe = ra.save_recipe.as_deref().map(|p| Output::create("--save-recipe", p)).transpose()?;
     let mut base_chunks = 0;
     if let Some(b) = &ra.base {
-        let recipe = Recipe::read_file(b).map_err(|e| core_fail(&b.display().to_string(), e))?;
+        // The core's messages name the file already: `--base r: recipe line 3: ...`.
+        let recipe = Recipe::read_file(b).map_err(|e| match e {
+            Error::Io(e) => Fail::io(format!("--base {e}")),
+            Error::Config(m) | Error::Profile(m) => Fail::usage(format!("--base {m}")),
+        })?;
         table
             .add_recipe(&recipe)
             .map_err(|e| core_fail(&format!("--base {}", b.display()), e))?;
@@ -152,7 +172,63 @@ fn hints(engine: &Engine, ra: &RapidArgs) -> Result<Hints, Fail> {
         base_chunks,
         hints_loaded,
         hints_max,
+        save_hints,
+        save_recipe,
     })
+}
+
+/// A file written after the work but created before it, so that a path that cannot be written
+/// fails before any input is read: `<path>.tmp` is created at once, filled at the end and renamed
+/// over `path` (an old file stays whole until then). Dropped unfinished, the temporary goes.
+struct Output {
+    flag: &'static str,
+    path: PathBuf,
+    tmp: PathBuf,
+    file: Option<File>,
+}
+
+impl Output {
+    fn create(flag: &'static str, path: &Path) -> Result<Output, Fail> {
+        let fail = |e: &dyn std::fmt::Display| Fail::io(format!("{flag} {}: {e}", path.display()));
+        if path.is_dir() {
+            return Err(fail(&"is a directory"));
+        }
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let file = File::create(&tmp).map_err(|e| fail(&format!("cannot be written: {e}")))?;
+        Ok(Output {
+            flag,
+            path: path.to_path_buf(),
+            tmp,
+            file: Some(file),
+        })
+    }
+
+    /// Writes the contents with `write`, syncs, and renames the file into place.
+    fn finish<T>(mut self, write: impl FnOnce(&File) -> Result<T, Error>) -> Result<T, Fail> {
+        let fail = |e: &dyn std::fmt::Display| Fail::io(format!("{} {}: {e}", self.flag, self.path.display()));
+        let file = self.file.take().expect("an output is finished once");
+        let r = write(&file).map_err(|e| match e {
+            Error::Io(e) => fail(&e),
+            other => Fail::usage(format!("{} {}: {other}", self.flag, self.path.display())),
+        });
+        let r = r.and_then(|v| file.sync_all().map(|_| v).map_err(|e| fail(&e)));
+        drop(file);
+        let r = r.and_then(|v| std::fs::rename(&self.tmp, &self.path).map(|_| v).map_err(|e| fail(&e)));
+        if r.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        r
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 /// `cutpoint chunk FILE --rapid CRITERION`: the RapidCDC chunks of one file, hints from
@@ -167,8 +243,15 @@ pub fn chunk_cmd(file: &PathBuf, args: &EngineArgs, jsonl: bool, ra: &RapidArgs)
             "--rapid needs chunk fingerprints: use --hash blake3 or sha256",
         ));
     }
-    let h = hints(&engine, ra)?;
-    let mut rapid = Rapid::new(&engine, h.table, RapidOptions::new(criterion)).map_err(|e| Fail::usage(e.to_string()))?;
+    let Hints {
+        table,
+        base_chunks,
+        hints_loaded,
+        hints_max,
+        save_hints,
+        save_recipe,
+    } = hints(&engine, ra)?;
+    let mut rapid = Rapid::new(&engine, table, RapidOptions::new(criterion)).map_err(|e| Fail::usage(e.to_string()))?;
     let (reader, _) = open(file)?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -188,15 +271,11 @@ pub fn chunk_cmd(file: &PathBuf, args: &EngineArgs, jsonl: bool, ra: &RapidArgs)
         }
     }
     out.flush().map_err(wr)?;
-    if let Some(p) = &ra.hints {
-        rapid
-            .table()
-            .save_cache_file(p, Some(h.hints_max as u64))
-            .map_err(|e| core_fail(&format!("--hints {}", p.display()), e))?;
+    if let Some(o) = save_hints {
+        o.finish(|f| rapid.table().write_cache(f, Some(hints_max as u64)))?;
     }
-    if let Some(p) = &ra.save_recipe {
-        let r = Recipe::from_chunks(engine.profile(), engine.hash_alg(), &recipe);
-        r.write_file(p).map_err(|e| core_fail(&p.display().to_string(), e))?;
+    if let Some(o) = save_recipe {
+        o.finish(|f| Recipe::from_chunks(engine.profile(), engine.hash_alg(), &recipe).write(f))?;
     }
     let st = rapid.stats();
     eprintln!(
@@ -209,8 +288,8 @@ pub fn chunk_cmd(file: &PathBuf, args: &EngineArgs, jsonl: bool, ra: &RapidArgs)
         st.hits,
         st.misses,
         st.fallbacks,
-        h.hints_loaded,
-        h.base_chunks
+        hints_loaded,
+        base_chunks
     );
     Ok(())
 }
@@ -244,6 +323,8 @@ pub fn cmd(
         base_chunks,
         hints_loaded,
         hints_max,
+        save_hints,
+        save_recipe,
     } = hints(&engine, ra)?;
 
     // Regular CDC on the same files: with fingerprints (dedup, chunk set), then chunking only.
@@ -339,16 +420,11 @@ pub fn cmd(
     let st = rapid.stats().clone();
 
     let mut hints_saved = None;
-    if let Some(h) = &ra.hints {
-        let n = rapid
-            .table()
-            .save_cache_file(h, Some(hints_max as u64))
-            .map_err(|e| core_fail(&format!("--hints {}", h.display()), e))?;
-        hints_saved = Some(n);
+    if let Some(o) = save_hints {
+        hints_saved = Some(o.finish(|f| rapid.table().write_cache(f, Some(hints_max as u64)))?);
     }
-    if let Some(p) = &ra.save_recipe {
-        let r = Recipe::from_chunks(engine.profile(), engine.hash_alg(), &last_recipe);
-        r.write_file(p).map_err(|e| core_fail(&p.display().to_string(), e))?;
+    if let Some(o) = save_recipe {
+        o.finish(|f| Recipe::from_chunks(engine.profile(), engine.hash_alg(), &last_recipe).write(f))?;
     }
 
     let comparison = regular.map(|(full, cut, rdedup, _, set, _)| {

@@ -133,3 +133,61 @@ fn tiny_and_empty_inputs() {
     let out = bin().args(["chunk", t.to_str().unwrap(), "--format", "jsonl", "--hash", "none"]).output().unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "{\"offset\":0,\"length\":1}\n");
 }
+
+/// Issue #19: an invalid CUTPOINT_BACKEND is named once, and `backends` still lists the
+/// backends (then says the variable is invalid, exit 2).
+#[test]
+fn a_bad_backend_variable_is_named_once_and_backends_still_lists() {
+    let f = tmpfile("env.bin", b"hello");
+    let out = bin().args(["chunk", f.to_str().unwrap()]).env("CUTPOINT_BACKEND", "nosuch").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("invalid option").count(), 1, "{err}");
+    assert!(err.contains("CUTPOINT_BACKEND: unknown backend 'nosuch' (known: scalar"), "{err}");
+    assert!(out.stdout.is_empty());
+
+    let out = bin().arg("backends").env("CUTPOINT_BACKEND", "nosuch").output().unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for b in cutpoint_core::backend::ALL {
+        assert!(listed.contains(b.name()), "{listed}");
+    }
+    assert_eq!(listed.matches('*').count(), 1, "{listed}");
+    assert!(err.contains("CUTPOINT_BACKEND: unknown backend 'nosuch'") && err.contains("corrected or unset"), "{err}");
+    // Without the variable: the same list, exit 0.
+    let out = bin().arg("backends").env_remove("CUTPOINT_BACKEND").output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), listed.lines().count());
+}
+
+/// Issue #19: a repeated profile key is refused (core parser), not last-wins.
+#[test]
+fn a_repeated_profile_key_is_refused() {
+    let f = tmpfile("twice.bin", &data(100_000, 3));
+    let out = bin().args(["chunk", f.to_str().unwrap(), "-p", "gear:2k:8k:64k:nc=2,nc=3"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("key 'nc' is given twice ('nc=2' and 'nc=3')"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+/// Issue #19: `stats --naive 1` ran at about 1 s per MiB (a chunk per byte); segments below 4k
+/// are refused before any file is read.
+#[test]
+fn naive_segments_have_a_minimum() {
+    let f = tmpfile("naive.bin", &data(1 << 20, 4));
+    for seg in ["1", "16", "4095", "3k"] {
+        let t = std::time::Instant::now();
+        let out = bin().args(["stats", "--naive", seg, f.to_str().unwrap()]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{seg}: {err}");
+        assert!(err.contains(&format!("--naive '{seg}' is below the smallest segment, 4k")), "{err}");
+        assert!(out.stdout.is_empty());
+        assert!(t.elapsed().as_secs_f64() < 5.0);
+    }
+    let out = bin().args(["stats", "--json", "--naive", "4k", f.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mode"], "naive:4k");
+}

@@ -205,3 +205,100 @@ fn chunk_rapid_prints_rapid_chunks() {
     assert!(std::fs::read_to_string(&rec2).unwrap().starts_with("cutpoint-recipe 1\n"));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Issue #19: a usage error is reported before any work: `--hints-max` below the cache's header
+/// used to print every chunk (or chunk every file) and only then fail; an unwritable
+/// `--save-recipe` / `--hints` path is found before the input is read too.
+#[test]
+fn options_are_checked_before_any_chunk() {
+    let (dir, files) = dataset("early");
+    let cache = dir.join("cache");
+    let cache_s = cache.to_str().unwrap();
+    for max in ["0", "1", "87"] {
+        for cmd in ["chunk", "stats"] {
+            let mut args = vec![cmd, "--rapid", "ff+rwt", "--hints", cache_s, "--hints-max", max, &files[0]];
+            if cmd == "stats" {
+                args.push(&files[1]);
+            }
+            let out = bin().args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("--hints-max '{max}' is below the smallest hint cache (88 bytes")),
+                "{args:?}: {err}"
+            );
+            assert!(out.stdout.is_empty(), "{args:?}: printed before the error");
+            assert!(!cache.exists() && !dir.join("cache.tmp").exists());
+        }
+    }
+    // The header's size is enough (a cache with no hints).
+    let out = bin()
+        .args(["chunk", "--rapid", "ff+rwt", "--hints", cache_s, "--hints-max", "88", &files[0]])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::metadata(&cache).unwrap().len(), 88);
+
+    let missing = dir.join("no-such-dir").join("r");
+    let missing_s = missing.to_str().unwrap();
+    let dir_s = dir.to_str().unwrap();
+    for (flag, path, want) in [
+        ("--save-recipe", missing_s, "cannot be written: No such file or directory"),
+        ("--save-recipe", dir_s, "is a directory"),
+        ("--hints", missing_s, "cannot be written: No such file or directory"),
+    ] {
+        for cmd in ["chunk", "stats"] {
+            let out = bin().args([cmd, "--rapid", "ff", flag, path, &files[0]]).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{cmd} {flag} {path}: {err}");
+            assert!(err.contains(&format!("{flag} {path}: {want}")), "{cmd}: {err}");
+            assert!(out.stdout.is_empty(), "{cmd} {flag}: printed before the error");
+        }
+    }
+    // A good --save-recipe leaves the recipe and no temporary file.
+    let r = dir.join("ok.recipe");
+    let out = bin()
+        .args(["chunk", "--rapid", "ff", "--save-recipe", r.to_str().unwrap(), &files[0]])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(&r).unwrap().starts_with("cutpoint-recipe 1\n"));
+    assert!(!dir.join("ok.recipe.tmp").exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Issue #19: a bad recipe's path is printed once ("cutpoint: r: r: recipe line ..." before),
+/// and a binary file is "not a cutpoint recipe" (was "stream did not contain valid UTF-8").
+#[test]
+fn bad_recipes_are_named_once() {
+    let (dir, files) = dataset("badrecipe");
+    let good = dir.join("good.recipe");
+    let out = bin()
+        .args(["chunk", "--rapid", "ff", "--save-recipe", good.to_str().unwrap(), &files[0]])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&good).unwrap();
+    let truncated = dir.join("truncated.recipe");
+    std::fs::write(&truncated, &text[..text.rfind("end ").unwrap()]).unwrap();
+    let binary = dir.join("binary.recipe");
+    std::fs::write(&binary, (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 11) as u8 | 0x80).collect::<Vec<u8>>()).unwrap();
+    let missing = dir.join("missing.recipe");
+    for (path, want) in [
+        (&truncated, "recipe truncated: expected more chunks or the 'end' line"),
+        (&binary, "recipe line 1: not a cutpoint recipe"),
+        (&missing, "No such file or directory"),
+    ] {
+        let p = path.to_str().unwrap();
+        for cmd in ["chunk", "stats"] {
+            let out = bin().args([cmd, "--rapid", "ff", "--base", p, &files[1]]).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{cmd} {p}: {err}");
+            assert!(err.starts_with(&format!("cutpoint: --base {p}: ")), "{err}");
+            assert_eq!(err.matches(p).count(), 1, "{err}");
+            assert!(err.contains(want), "{cmd} {p}: {err}");
+            assert!(out.stdout.is_empty());
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -149,14 +149,31 @@ pub fn detect() -> Result<Backend, Error> {
     detect_for(crate::profile::Profile::default_profile().family)
 }
 
-/// `CUTPOINT_BACKEND`, when set and not empty.
-fn forced() -> Option<Result<Backend, String>> {
-    match std::env::var("CUTPOINT_BACKEND") {
-        Ok(name) if !name.trim().is_empty() => {
-            Some(Backend::parse(&name).map_err(|e| format!("CUTPOINT_BACKEND: {e}")))
-        }
-        _ => None,
+/// `CUTPOINT_BACKEND`, when set and not empty: the backend it names, or why it is invalid (an
+/// unknown or unsupported name). The CLI's `backends` lists the backends even then.
+pub fn env_override() -> Option<Result<Backend, Error>> {
+    std::env::var("CUTPOINT_BACKEND").ok().and_then(|v| parse_override(&v))
+}
+
+/// The value of `CUTPOINT_BACKEND` parsed: `None` when empty; the error names the variable once
+/// (`invalid option: CUTPOINT_BACKEND: unknown backend 'x' (known: ...)`).
+pub fn parse_override(value: &str) -> Option<Result<Backend, Error>> {
+    if value.trim().is_empty() {
+        return None;
     }
+    Some(Backend::parse(value).map_err(|e| match e {
+        Error::Config(m) => Error::config(format!("CUTPOINT_BACKEND: {m}")),
+        other => other,
+    }))
+}
+
+fn forced() -> Option<Result<Backend, String>> {
+    env_override().map(|r| {
+        r.map_err(|e| match e {
+            Error::Config(m) => m,
+            other => other.to_string(),
+        })
+    })
 }
 
 /// The first supported backend of the family's preference list.
@@ -212,6 +229,19 @@ mod tests {
             assert!(fastest(f).is_supported());
             assert!(preference(f).iter().take_while(|b| **b != fastest(f)).all(|b| !b.is_supported()));
         }
+    }
+
+    #[test]
+    fn a_bad_override_names_the_variable_once() {
+        // Issue #19: the message read "invalid option: CUTPOINT_BACKEND: invalid option: ...".
+        let e = parse_override("nosuch").unwrap().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid option: CUTPOINT_BACKEND: unknown backend 'nosuch' (known: scalar, interleaved, avx2, avx512, simd128)"
+        );
+        assert_eq!(e.matches("invalid option").count(), 1, "{e}");
+        assert!(parse_override("  ").is_none());
+        assert_eq!(parse_override("Scalar").unwrap().unwrap(), Backend::Scalar);
     }
 
     #[test]

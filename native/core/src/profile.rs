@@ -251,10 +251,22 @@ impl FromStr for Profile {
             seed: DEFAULT_GEAR_SEED,
         };
         if parts.len() == 5 && !parts[4].is_empty() {
+            // Each key once: a repeated one (`nc=2,nc=3`) is an error, never last-wins.
+            let mut seen: Vec<(&str, &str)> = Vec::new();
             for kv in parts[4].split(',') {
                 let (k, v) = kv
                     .split_once('=')
                     .ok_or_else(|| Error::profile(format!("'{kv}' is not key=value")))?;
+                let canon = match k.trim() {
+                    "w" => "window",
+                    other => other,
+                };
+                if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canon) {
+                    return Err(Error::profile(format!(
+                        "key '{canon}' is given twice ('{first}' and '{kv}'): give each key once"
+                    )));
+                }
+                seen.push((canon, kv));
                 let num = |v: &str| -> Result<u64, Error> {
                     let v = v.trim();
                     let r = if let Some(h) = v.strip_prefix("0x") {
@@ -354,6 +366,11 @@ mod tests {
             ("gear:2k:8k:64k:window=32", "fixed 64-byte window"),
             ("crc32:0:8k:64k", "MIN must be at least 1"),
             ("crc32:2k:8k:2g", "larger than the limit"),
+            // A repeated key is an error, never last-wins (issue #19); `w` is `window`.
+            ("gear:2k:8k:64k:nc=2,nc=3", "key 'nc' is given twice ('nc=2' and 'nc=3')"),
+            ("gear:2k:8k:64k:nc=2,nc=2", "key 'nc' is given twice"),
+            ("crc32:2k:8k:64k:window=64,w=32", "key 'window' is given twice ('window=64' and 'w=32')"),
+            ("gear:2k:8k:64k:seed=1,nc=1,seed=2", "key 'seed' is given twice"),
         ];
         for (input, want) in cases {
             let err = input.parse::<Profile>().unwrap_err().to_string();

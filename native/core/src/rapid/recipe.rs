@@ -118,18 +118,25 @@ impl Recipe {
     /// Parses a recipe. Malformed or truncated input is an `InvalidData` I/O error naming the
     /// line; an unknown version is a configuration error.
     pub fn read<R: Read>(r: R) -> Result<Recipe, Error> {
-        let mut lines = BufReader::new(r).lines().enumerate();
+        let mut lines = Lines {
+            r: BufReader::new(r),
+            n: 0,
+            buf: Vec::new(),
+        };
+        // The header is checked as bytes: a binary file is "not a cutpoint recipe", not a
+        // UTF-8 error, and a long file without newlines is not read whole.
+        let first = lines.raw()?;
+        let v = match first.as_deref().map(|l| l.strip_prefix(b"cutpoint-recipe ")) {
+            Some(Some(v)) => std::str::from_utf8(v).map_err(|_| bad(1, "not a cutpoint recipe"))?.to_string(),
+            Some(None) => return Err(bad(1, "not a cutpoint recipe")),
+            None => return Err(bad(0, "truncated: expected the header (an empty file is not a cutpoint recipe)")),
+        };
         let mut next = |what: &str| -> Result<(usize, String), Error> {
-            match lines.next() {
-                Some((i, Ok(l))) => Ok((i + 1, l)),
-                Some((_, Err(e))) => Err(Error::Io(e)),
+            match lines.text()? {
+                Some(l) => Ok((lines.n, l)),
                 None => Err(bad(0, &format!("truncated: expected {what}"))),
             }
         };
-        let (n, l) = next("the header")?;
-        let v = l
-            .strip_prefix("cutpoint-recipe ")
-            .ok_or_else(|| bad(n, "not a cutpoint recipe"))?;
         if v != RECIPE_VERSION.to_string() {
             return Err(Error::config(format!(
                 "recipe format version {v}; this build reads version {RECIPE_VERSION}"
@@ -190,8 +197,8 @@ impl Recipe {
                 regular,
             });
         }
-        if let Some((n, _)) = lines.next() {
-            return Err(bad(n + 1, "text after the 'end' line"));
+        if lines.raw()?.is_some() {
+            return Err(bad(lines.n, "text after the 'end' line"));
         }
         Ok(Recipe {
             profile: profile.to_string(),
@@ -201,13 +208,51 @@ impl Recipe {
         })
     }
 
+    /// Reads the recipe at `path`; every error message names the path once.
     pub fn read_file(path: &Path) -> Result<Recipe, Error> {
-        let f = std::fs::File::open(path)?;
-        Recipe::read(f).map_err(|e| match e {
+        std::fs::File::open(path).map_err(Error::Io).and_then(Recipe::read).map_err(|e| match e {
             Error::Io(io) => Error::Io(io::Error::new(io.kind(), format!("{}: {io}", path.display()))),
             Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
             Error::Profile(m) => Error::Profile(format!("{}: {m}", path.display())),
         })
+    }
+}
+
+/// Longest line read: recipe lines are under 100 bytes but for the profile's.
+const MAX_LINE: usize = 4096;
+
+/// The lines of a recipe, numbered from 1, each at most [`MAX_LINE`] bytes, without the `\n`.
+struct Lines<R: BufRead> {
+    r: R,
+    /// Number of the line last read.
+    n: usize,
+    buf: Vec<u8>,
+}
+
+impl<R: BufRead> Lines<R> {
+    /// The next line as bytes, `None` at the end.
+    fn raw(&mut self) -> Result<Option<Vec<u8>>, Error> {
+        self.buf.clear();
+        let got = (&mut self.r).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut self.buf)?;
+        if got == 0 {
+            return Ok(None);
+        }
+        self.n += 1;
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+        } else if self.buf.len() > MAX_LINE {
+            let msg = if self.n == 1 { "not a cutpoint recipe" } else { "line too long" };
+            return Err(bad(self.n, msg));
+        }
+        Ok(Some(std::mem::take(&mut self.buf)))
+    }
+
+    /// The next line as text.
+    fn text(&mut self) -> Result<Option<String>, Error> {
+        match self.raw()? {
+            Some(b) => String::from_utf8(b).map(Some).map_err(|_| bad(self.n, "not UTF-8 text")),
+            None => Ok(None),
+        }
     }
 }
 
@@ -305,5 +350,55 @@ mod tests {
             .to_string()
             .contains("version 2"));
         assert!(Recipe::read(&b"hello\n"[..]).is_err());
+    }
+
+    #[test]
+    fn not_a_recipe_says_so() {
+        // Issue #19: a binary file said "stream did not contain valid UTF-8".
+        let binary: Vec<u8> = (0..300u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 | 0x80).collect();
+        let long = vec![b'x'; 100_000]; // no newline at all: not read whole
+        for (what, bytes) in [
+            ("binary", &binary[..]),
+            ("text", &b"hello\nworld\n"[..]),
+            ("no newline", &long[..]),
+            ("binary after a good prefix", &b"cutpoint-recipe \xff\xfe\n"[..]),
+        ] {
+            let e = Recipe::read(bytes).unwrap_err().to_string();
+            assert!(e.ends_with("recipe line 1: not a cutpoint recipe"), "{what}: {e}");
+        }
+        let e = Recipe::read(&b""[..]).unwrap_err().to_string();
+        assert!(e.contains("truncated") && e.contains("not a cutpoint recipe"), "{e}");
+        // A later line that is not text names its line.
+        let mut buf = Vec::new();
+        sample().write(&mut buf).unwrap();
+        let mut t = buf.clone();
+        let at = t.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let at = at + t[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
+        let at = at + t[at..].iter().position(|&b| b == b'\n').unwrap() + 1; // line 4
+        t[at] = 0xff;
+        let e = Recipe::read(&t[..]).unwrap_err().to_string();
+        assert!(e.ends_with("recipe line 4: not UTF-8 text"), "{e}");
+        // The undamaged recipe still reads.
+        assert_eq!(Recipe::read(&buf[..]).unwrap(), sample());
+    }
+
+    #[test]
+    fn read_file_names_the_path_once() {
+        // Issue #19: the CLI printed "cutpoint: r: r: recipe line 903: ...".
+        let dir = std::env::temp_dir().join(format!("cutpoint-recipe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("r");
+        let mut buf = Vec::new();
+        sample().write(&mut buf).unwrap();
+        let end = buf.windows(4).rposition(|w| w == b"end ").unwrap();
+        std::fs::write(&p, &buf[..end]).unwrap();
+        let e = Recipe::read_file(&p).unwrap_err().to_string();
+        let shown = p.display().to_string();
+        assert_eq!(e.matches(&shown).count(), 1, "{e}");
+        assert!(e.contains("truncated"), "{e}");
+        let missing = dir.join("missing");
+        let e = Recipe::read_file(&missing).unwrap_err().to_string();
+        assert_eq!(e.matches(&missing.display().to_string()).count(), 1, "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

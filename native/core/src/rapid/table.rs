@@ -500,6 +500,14 @@ impl HintTable {
         Ok(())
     }
 
+    /// The smallest bound [`HintTable::write_cache`] accepts: a cache with no entries (its
+    /// header, which holds the profile and fingerprint names, and its checksum). Callers check a
+    /// user's bound against it before any work.
+    pub fn cache_min_bytes(&self) -> u64 {
+        let header = 16 + 4 + 2 + self.profile.to_string().len() as u64 + 2 + self.hash.name().len() as u64 + 4 + 8;
+        header + 32
+    }
+
     /// Bytes one entry takes in a hint cache file.
     fn cache_entry_bytes(&self, b: usize) -> u64 {
         32 + 2 + 5 * meta_len(self.arena[b]) as u64
@@ -516,11 +524,17 @@ impl HintTable {
     /// marker; finally the BLAKE3 hash (32 bytes) of everything before it.
     pub fn write_cache<W: Write>(&self, w: W, max_bytes: Option<u64>) -> Result<usize, Error> {
         let profile = self.profile.to_string();
-        let header = 16 + 4 + 2 + profile.len() as u64 + 2 + self.hash.name().len() as u64 + 4 + 8;
-        let trailer = 32u64;
+        let least = self.cache_min_bytes();
+        if let Some(m) = max_bytes {
+            if least > m {
+                return Err(Error::config(format!(
+                    "hint cache bound {m} bytes is below its header size ({least} bytes for this profile and fingerprint)"
+                )));
+            }
+        }
         let all = self.entries_by_age();
         // Most recent first until the budget is spent.
-        let mut budget = max_bytes.map(|m| m.saturating_sub(header + trailer));
+        let mut budget = max_bytes.map(|m| m.saturating_sub(least));
         let mut first = all.len();
         for (i, &(_, e)) in all.iter().enumerate().rev() {
             let b = self.cache_entry_bytes(e);
@@ -531,13 +545,6 @@ impl HintTable {
                 *left -= b;
             }
             first = i;
-        }
-        if let Some(m) = max_bytes {
-            if header + trailer > m {
-                return Err(Error::config(format!(
-                    "hint cache bound {m} bytes is below its header size"
-                )));
-            }
         }
         let kept = &all[first..];
         let mut w = HashingWriter {
@@ -572,19 +579,22 @@ impl HintTable {
         Ok(kept.len())
     }
 
-    /// Writes the hint cache to `path` atomically (a temporary file, then a rename).
+    /// Writes the hint cache to `path` atomically (a temporary file, then a rename). On an
+    /// error the temporary file is removed and `path` is left as it was.
     pub fn save_cache_file(&self, path: &Path, max_bytes: Option<u64>) -> Result<usize, Error> {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = std::path::PathBuf::from(tmp);
-        let n = {
-            let f = std::fs::File::create(&tmp)?;
-            let n = self.write_cache(&f, max_bytes)?;
-            f.sync_all()?;
-            n
-        };
-        std::fs::rename(&tmp, path)?;
-        Ok(n)
+        let f = std::fs::File::create(&tmp)?;
+        let r = self
+            .write_cache(&f, max_bytes)
+            .and_then(|n| f.sync_all().map(|_| n).map_err(Error::Io))
+            .and_then(|n| std::fs::rename(&tmp, path).map(|_| n).map_err(Error::Io));
+        if r.is_err() {
+            drop(f);
+            let _ = std::fs::remove_file(&tmp);
+        }
+        r
     }
 
     /// Merges a hint cache into this table. The cache's profile and fingerprint algorithm must
@@ -908,6 +918,23 @@ mod tests {
         v.read_cache(&small[..]).unwrap();
         assert!(v.is_known(&fp(49)) && !v.is_known(&fp(0)));
         assert_eq!(sizes(&v, &fp(49)), [4096 + 49]);
+        // The smallest bound is the empty cache: it is exactly that long; one byte less is
+        // refused (callers check a user's bound against cache_min_bytes() before any work).
+        let least = t.cache_min_bytes();
+        let mut empty = Vec::new();
+        assert_eq!(t.write_cache(&mut empty, Some(least)).unwrap(), 0);
+        assert_eq!(empty.len() as u64, least);
+        let e = t.write_cache(&mut Vec::new(), Some(least - 1)).unwrap_err().to_string();
+        assert!(e.contains("below its header size") && e.contains(&format!("({least} bytes")), "{e}");
+        // A failed save leaves no temporary file behind (it did: `CACHE.tmp`).
+        let dir = std::env::temp_dir().join(format!("cutpoint-table-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cache");
+        assert!(t.save_cache_file(&path, Some(least - 1)).is_err());
+        assert!(!path.exists() && !dir.join("cache.tmp").exists());
+        assert_eq!(t.save_cache_file(&path, None).unwrap(), 50);
+        assert!(path.exists() && !dir.join("cache.tmp").exists());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
