@@ -4,6 +4,7 @@
 
 use cutpoint_core::protocol::pack::PackWriter;
 use cutpoint_core::protocol::query::encode_ids;
+use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::rapid::{Recipe, RecipeEntry};
 use cutpoint_core::{Digest, HashAlg};
 use serde_json::Value;
@@ -177,13 +178,13 @@ fn pack(chunks: &[(Digest, Vec<u8>)]) -> Vec<u8> {
 }
 
 fn recipe_text(chunks: &[(Digest, Vec<u8>)]) -> Vec<u8> {
-    let all: Vec<u8> = chunks.iter().flat_map(|c| c.1.clone()).collect();
-    let r = Recipe {
+    let mut r = Recipe {
         profile: "gear:2k:8k:64k".into(),
         hash: HashAlg::Blake3,
-        digest: HashAlg::Blake3.digest(&all),
+        digest: None,
         entries: chunks.iter().map(|(id, c)| RecipeEntry { fp: *id, size: c.len() as u32, last: None, regular: true }).collect(),
     };
+    r.digest = FileDigest::of(&r);
     let mut t = Vec::new();
     r.write(&mut t).unwrap();
     t
@@ -365,6 +366,11 @@ fn bad_requests_get_their_4xx_and_store_nothing() {
     let v = expect(http("PUT", &u("a/files/x"), Some(&wa), &[], Some(&recipe_text(&ch))), 409, "nothing was committed");
     let missing: Vec<&str> = v["missing"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
     assert_eq!(missing, ids.iter().map(cutpoint_core::hex).collect::<Vec<_>>());
+    // A recipe whose digest line is not its chunk list's.
+    let bad_digest = String::from_utf8(recipe_text(&ch)).unwrap();
+    let d = FileDigest::of(&Recipe::read(bad_digest.as_bytes()).unwrap()).unwrap();
+    let bad_digest = bad_digest.replace(&cutpoint_core::hex(&d), &"0".repeat(64));
+    expect(http("PUT", &u("a/files/x"), Some(&wa), &[], Some(bad_digest.as_bytes())), 400, "digest");
     // Malformed recipes, queries and names.
     expect(http("PUT", &u("a/files/x"), Some(&wa), &[], Some(b"hello")), 400, "recipe");
     expect(http("PUT", &u("a/files/x"), Some(&wa), &[], Some(&[0xff; 40])), 400, "recipe");

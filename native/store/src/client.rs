@@ -9,8 +9,8 @@
 
 use crate::index::Version;
 use crate::store::{CheckReport, GcReport, PackReport};
-use cutpoint_core::fingerprint::StreamHasher;
 use cutpoint_core::protocol::delta;
+use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{validate_name, validate_namespace};
 use cutpoint_core::protocol::pack::PackWriter;
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
@@ -22,7 +22,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
@@ -385,19 +385,6 @@ struct Item {
     hinted: bool,
 }
 
-struct HashingReader<Rd> {
-    r: Rd,
-    h: Arc<Mutex<StreamHasher>>,
-}
-
-impl<Rd: Read> Read for HashingReader<Rd> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.r.read(buf)?;
-        self.h.lock().unwrap_or_else(|p| p.into_inner()).update(&buf[..n]);
-        Ok(n)
-    }
-}
-
 const BATCH: usize = 2048;
 
 /// Pushes one file as the next version of `name`: only the chunks the store lacks travel.
@@ -444,7 +431,6 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         }
         abort.store(true, Ordering::Relaxed);
     };
-    let hasher = Arc::new(Mutex::new(StreamHasher::new(alg)));
     let sent = AtomicU64::new(0);
     let pack_bytes = AtomicU64::new(0);
     let packs = AtomicU64::new(0);
@@ -461,12 +447,11 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     std::thread::scope(|s| {
         // Stage 1: chunk + fingerprint.
         let engine = &engine;
-        let hasher2 = hasher.clone();
         let fail = &fail;
         let abort = &abort;
         let table = table;
         s.spawn(move || {
-            let rd = HashingReader { r: file, h: hasher2 };
+            let rd = file;
             let mut batch = Vec::with_capacity(BATCH);
             let send = |batch: &mut Vec<Item>| -> bool {
                 let b = std::mem::replace(batch, Vec::with_capacity(BATCH));
@@ -646,17 +631,22 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
             path.display()
         )));
     }
-    let digest = Arc::try_unwrap(hasher)
-        .ok()
-        .and_then(|m| m.into_inner().ok())
-        .and_then(|h| h.finish())
-        .ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
-    let recipe = Recipe {
+    let mut recipe = Recipe {
         profile: engine.profile().to_string(),
         hash: alg,
-        digest: Some(digest),
+        digest: None,
         entries,
     };
+    if recipe.total_bytes() != meta.len() {
+        return Err(ClientError::Io(format!(
+            "{}: chunked {} bytes of a {}-byte file; nothing was committed",
+            path.display(),
+            recipe.total_bytes(),
+            meta.len()
+        )));
+    }
+    let digest = FileDigest::of(&recipe).ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
+    recipe.digest = Some(digest);
     let full = || -> R<Vec<u8>> {
         let mut text = Vec::new();
         recipe.write(&mut text).map_err(|e| ClientError::Io(e.to_string()))?;
@@ -764,7 +754,11 @@ pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Wri
     })?;
     progress.total.store(recipe.total_bytes(), Ordering::Relaxed);
     let mut body = client.download(name, v)?;
-    let mut whole = StreamHasher::new(recipe.hash);
+    // Verified chunks in recipe order are the file once the recipe's digest is its chunk list's.
+    let got = FileDigest::of(&recipe);
+    if got.is_none() || got != recipe.digest {
+        return Err(ClientError::Verify(format!("the store's recipe of '{name}' does not match its digest")));
+    }
     let mut buf = Vec::new();
     let mut pos = 0u64;
     for (i, e) in recipe.entries.iter().enumerate() {
@@ -778,7 +772,6 @@ pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Wri
         if recipe.hash.digest(&buf) != Some(e.fp) {
             return Err(ClientError::Verify(format!("chunk {i} at byte {pos} does not match its fingerprint {}", hex(&e.fp))));
         }
-        whole.update(&buf);
         out.write_all(&buf).map_err(|err| ClientError::Io(format!("writing the output: {err}")))?;
         pos += e.size as u64;
         progress.processed.store(pos, Ordering::Relaxed);
@@ -788,14 +781,6 @@ pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Wri
         Ok(0) => {}
         Ok(_) => return Err(ClientError::Verify("the store sent more bytes than the recipe holds".into())),
         Err(e) => return Err(ClientError::Verify(format!("the store's answer failed at its end: {e}"))),
-    }
-    let got = whole.finish();
-    if got != recipe.digest {
-        return Err(ClientError::Verify(format!(
-            "the restored file's digest {} is not the recipe's {}",
-            got.map(|d| hex(&d)).unwrap_or_default(),
-            recipe.digest.map(|d| hex(&d)).unwrap_or_default()
-        )));
     }
     out.flush().map_err(|err| ClientError::Io(format!("writing the output: {err}")))?;
     Ok(PullReport {
