@@ -3,6 +3,14 @@
 //! path for crc32 and rabin), so one chain leaves most of the core idle; independent chains
 //! fill it. The two-stage split is what makes this legal: stage 1 has no MIN skip, so every
 //! segment's work is known up front.
+//!
+//! gear has its own loop ([`gear`]): its step is a shift and an add with the table load off
+//! the chain, so what limits it is instructions per byte, not latency. `GEAR_CHAINS` chains
+//! advance two bytes per step with unchecked reads of the two bytes and the table; the check
+//! is one `test`+branch per position and a match goes to a cold function. Measured on AMD
+//! EPYC (Zen 3, family 25 model 1, 2 vCPUs, busy machine; stand-alone copy of the loop, CPU
+//! time, 32 MiB, GB/s): chains 1 / 2 / 3 / 4 / 6 / 8 = 1.4 / 2.35 / 2.6 / 2.85 / 2.37 / 2.2,
+//! against 0.49 for the generic eight-chain loop below.
 
 use super::mark;
 use super::scalar::{scan_from, warm};
@@ -18,14 +26,13 @@ pub const LANES: usize = 8;
 pub unsafe fn stage1(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
     super::check_args(t, data, segs, origin, strict, loose);
     match t.family {
+        Family::Gear if t.magic == 0 => gear(t, data, segs, origin, strict, loose, |h| h & t.mask_loose == 0),
+        Family::Gear => gear(t, data, segs, origin, strict, loose, |h| h & t.mask_loose == t.magic),
         Family::Crc32 => run(t, data, segs, origin, strict, loose, |h, o, i| {
             crc_add(&t.crct, h as u32 ^ t.crcu[o as usize], i) as u64
         }),
         Family::Rabin => run(t, data, segs, origin, strict, loose, |h, o, i| {
             rabin_add(&t.rabin_t, h ^ t.rabin_u[o as usize], i)
-        }),
-        Family::Gear => run(t, data, segs, origin, strict, loose, |h, _o, i| {
-            (h << 1).wrapping_add(t.gear[i as usize])
         }),
     }
 }
@@ -87,6 +94,120 @@ fn run<F: Fn(u64, u8, u8) -> u64 + Copy>(
     }
 }
 
+/// Chains of the gear loop (see the module comment for the measurements).
+pub const GEAR_CHAINS: usize = 4;
+
+/// gear over groups of `GEAR_CHAINS` segments; `hit(h)` is the loose-class test.
+#[inline(always)]
+fn gear<M: Fn(u64) -> bool + Copy>(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64], hit: M) {
+    const K: usize = GEAR_CHAINS;
+    let w = t.window;
+    let roll = |h: u64, _o: u8, i: u8| (h << 1).wrapping_add(t.gear[i as usize]);
+    let segs: Vec<Range<usize>> = segs.iter().filter(|s| !s.is_empty()).cloned().collect();
+    let total: usize = segs.iter().map(|s| s.len()).sum();
+    // Fewer segments than chains (or unequal ones): re-cut into K equal pieces when there is
+    // enough work, so every chain has some.
+    let segs = if segs.len() % K != 0 && total >= K * 4 * w.max(64) { split(&segs, K) } else { segs };
+    for group in segs.chunks(K) {
+        if group.len() < K {
+            for s in group {
+                let h = warm(data, s.start, w, &roll);
+                scan_from(t, data, s.clone(), origin, strict, loose, h, &roll);
+            }
+            continue;
+        }
+        let mut h = [0u64; K];
+        let mut a = [0usize; K];
+        for k in 0..K {
+            a[k] = group[k].start;
+            h[k] = warm(data, a[k], w, &roll);
+        }
+        let common = group.iter().map(|s| s.len()).min().unwrap();
+        // Lockstep, two positions per step: check a+i, roll in data[a+i], check a+i+1, roll
+        // in data[a+i+1]. Reads stay below a + common - 1 < end <= data.len(). The hot loop
+        // stops before a step with a match (rare); that step is redone here with the marks.
+        // It addresses chain k at `a[0] + k * stride` (one base register for all chains), so
+        // groups whose starts are not equally spaced take the one-chain loop instead.
+        let steps = (common - 1) / 2;
+        let stride = a[1] - a[0];
+        if (1..K).any(|k| a[k] != a[0] + k * stride) {
+            for k in 0..K {
+                scan_from(t, data, group[k].clone(), origin, strict, loose, h[k], &roll);
+            }
+            continue;
+        }
+        let base = data[a[0]..].as_ptr();
+        let mut j = 0;
+        loop {
+            // SAFETY: chain k reads base + k * stride + i for i < 2 * steps <= common - 1,
+            // i.e. data[a[k] + i] inside group[k], which lies inside `data`.
+            j = unsafe { gear_steps(&t.gear, base, stride, &mut h, j, steps, hit) };
+            if j >= steps {
+                break;
+            }
+            let i = 2 * j;
+            for k in 0..K {
+                let (x, y) = (t.gear[data[a[k] + i] as usize], t.gear[data[a[k] + i + 1] as usize]);
+                if hit(h[k]) {
+                    mark(t, h[k], a[k] + i - origin, strict, loose);
+                }
+                let h1 = (h[k] << 1).wrapping_add(x);
+                if hit(h1) {
+                    mark(t, h1, a[k] + i + 1 - origin, strict, loose);
+                }
+                h[k] = (h1 << 1).wrapping_add(y);
+            }
+            j += 1;
+        }
+        // Each chain finishes its own segment from position a + 2 * steps.
+        for k in 0..K {
+            let s = a[k] + 2 * steps..group[k].end;
+            scan_from(t, data, s, origin, strict, loose, h[k], &roll);
+        }
+    }
+}
+
+/// The gear hot loop: steps `j..steps` of `K` chains (chain k's bytes at
+/// `base + k * stride`), two positions each, with no marks; it returns the first step in which
+/// some position matches, with `h` as it was before that step (or `steps` with `h` after the
+/// last). Kept free of calls so the chains stay in registers.
+///
+/// # Safety
+/// `base + k * stride + 2 * steps` must stay inside the chain's bytes for every `k < K`.
+#[inline(always)]
+unsafe fn gear_steps<const K: usize, M: Fn(u64) -> bool>(
+    g: &[u64; 256],
+    base: *const u8,
+    stride: usize,
+    h: &mut [u64; K],
+    j: usize,
+    steps: usize,
+    hit: M,
+) -> usize {
+    let mut hh = *h;
+    let mut i = 2 * j;
+    while i < 2 * steps {
+        let mut nh = [0u64; K];
+        for k in 0..K {
+            // SAFETY: i + 1 < 2 * steps (caller's contract); a byte indexes 256 entries.
+            let (x, y) = unsafe {
+                let q = base.add(k * stride + i);
+                (*g.get_unchecked(*q as usize), *g.get_unchecked(*q.add(1) as usize))
+            };
+            let h1 = (hh[k] << 1).wrapping_add(x);
+            if hit(hh[k]) || hit(h1) {
+                *h = hh;
+                return i / 2;
+            }
+            nh[k] = (h1 << 1).wrapping_add(y);
+        }
+        hh = nh;
+        i += 2;
+    }
+    *h = hh;
+    steps
+}
+
 /// Splits the union of `group` (disjoint ranges) into up to `n` pieces of near-equal length.
 /// Also used by the simd128 kernel.
 pub(crate) fn split(group: &[Range<usize>], n: usize) -> Vec<Range<usize>> {
@@ -102,4 +223,14 @@ pub(crate) fn split(group: &[Range<usize>], n: usize) -> Vec<Range<usize>> {
         }
     }
     out
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    /// The interleaved kernel (the generic chains and the gear loop) against the scalar one,
+    /// over the shared kernel-test profiles and segment layouts; needs no special ISA.
+    #[test]
+    fn interleaved_equals_scalar() {
+        super::super::avx2::tests::compare("interleaved", super::stage1);
+    }
 }
