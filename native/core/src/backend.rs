@@ -269,9 +269,16 @@ fn calibrate(family: Family) -> Calibration {
 /// ¹ with two scalar chains beside the gather lanes (1.74–1.98 and 2.2–2.55 without).
 ///
 /// `avx512` runs the byte-sliced GF(2)-affine kernel for crc32 and rabin where the CPU has GFNI
-/// and VBMI (gathers otherwise) and gathers for gear, so it leads every family. For gear the
-/// one-chain scalar loop beats the interleaved one (its step is a shift and an add; eight
-/// chains only add bookkeeping), so scalar comes before interleaved there.
+/// and VBMI (gathers otherwise) and gathers for gear. (These Intel figures predate the
+/// four-chain gear loop of the interleaved kernel.)
+///
+/// On AMD EPYC Zen 3 (family 25 model 1, AVX2, no AVX-512; 2 vCPUs shared with other
+/// builds), the calibration measured (GB/s, best of 5 × 192 KiB, three runs of `cutpoint
+/// backends` / `speed`): gear avx2 0.81–1.47, scalar 0.40–1.02, interleaved 1.24–2.34 →
+/// interleaved; crc32 avx2 0.43–0.45, interleaved 0.32–0.34, scalar 0.31 → avx2; rabin avx2
+/// 0.37–0.38, interleaved 0.32–0.34, scalar 0.31–0.37 → avx2. The AMD EPYC of issue #15
+/// (AVX-512) measured gear avx512 1.37 and avx2 1.72: the order below would have picked avx512
+/// there, which is why the order is only a tie-break now and the choice is measured.
 pub fn preference(family: Family) -> &'static [Backend] {
     match family {
         Family::Crc32 => &CRC32_PREFERENCE,

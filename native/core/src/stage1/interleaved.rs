@@ -5,12 +5,19 @@
 //! segment's work is known up front.
 //!
 //! gear has its own loop ([`gear`]): its step is a shift and an add with the table load off
-//! the chain, so what limits it is instructions per byte, not latency. `GEAR_CHAINS` chains
-//! advance two bytes per step with unchecked reads of the two bytes and the table; the check
-//! is one `test`+branch per position and a match goes to a cold function. Measured on AMD
-//! EPYC (Zen 3, family 25 model 1, 2 vCPUs, busy machine; stand-alone copy of the loop, CPU
-//! time, 32 MiB, GB/s): chains 1 / 2 / 3 / 4 / 6 / 8 = 1.4 / 2.35 / 2.6 / 2.85 / 2.37 / 2.2,
-//! against 0.49 for the generic eight-chain loop below.
+//! the chain, so one chain is latency-bound (2 cycles a byte) and several chains are bound by
+//! instructions per byte. `GEAR_CHAINS` chains advance two bytes per step with unchecked reads
+//! of the two bytes and the table; the check is one compare+branch per position; the hot loop
+//! ([`gear_steps`]) is a function of its own with no calls in it, so the chains stay in
+//! registers, and it returns at a match, which the caller marks. Measured on AMD EPYC (Zen 3,
+//! family 25 model 1, 2 vCPUs shared with other tenants' builds):
+//! * a stand-alone copy of the loop (CPU time, 32 MiB, 5 runs, GB/s), chains 1 / 2 / 3 / 4 /
+//!   6 / 8: 1.4 / 2.35 / 2.6 / 2.85 / 2.37 / 2.2; the four-chain copy runs 5.4 instructions a
+//!   byte (callgrind) at about 1.0 cycle a byte (at ~2.9 GHz), IPC about 5;
+//! * this kernel: 6.0 instructions a byte in the hot loop (objdump: 48 per 8 bytes), 7.3 a
+//!   byte for the whole stage 1 (callgrind, 16 MiB); `speed` stage1/interleaved/gear 1.4–2.3
+//!   GB/s CPU time depending on the neighbours, against 0.5–0.8 for avx2 (gathers) and
+//!   0.4–1.0 for scalar in the same runs; the generic eight-chain loop gave 0.49.
 
 use super::mark;
 use super::scalar::{scan_from, warm};
@@ -26,7 +33,12 @@ pub const LANES: usize = 8;
 pub unsafe fn stage1(t: &Tables, data: &[u8], segs: &[Range<usize>], origin: usize, strict: &mut [u64], loose: &mut [u64]) {
     super::check_args(t, data, segs, origin, strict, loose);
     match t.family {
-        Family::Gear if t.magic == 0 => gear(t, data, segs, origin, strict, loose, |h| h & t.mask_loose == 0),
+        // gear's masks are top bits and its magic 0: `h & mask == 0` is `h <= !mask`, a compare
+        // that leaves `h` in place (the `and` form costs a register copy per check).
+        Family::Gear if t.magic == 0 && (!t.mask_loose).leading_zeros() + (!t.mask_loose).count_ones() == 64 => {
+            let lim = !t.mask_loose;
+            gear(t, data, segs, origin, strict, loose, move |h| h <= lim)
+        }
         Family::Gear => gear(t, data, segs, origin, strict, loose, |h| h & t.mask_loose == t.magic),
         Family::Crc32 => run(t, data, segs, origin, strict, loose, |h, o, i| {
             crc_add(&t.crct, h as u32 ^ t.crcu[o as usize], i) as u64
@@ -137,16 +149,17 @@ fn gear<M: Fn(u64) -> bool + Copy>(t: &Tables, data: &[u8], segs: &[Range<usize>
             continue;
         }
         let base = data[a[0]..].as_ptr();
-        let mut j = 0;
+        let mut i = 0;
         loop {
-            // SAFETY: chain k reads base + k * stride + i for i < 2 * steps <= common - 1,
-            // i.e. data[a[k] + i] inside group[k], which lies inside `data`.
-            j = unsafe { gear_steps(&t.gear, base, stride, &mut h, j, steps, hit) };
-            if j >= steps {
+            // SAFETY: chain k reads base + k * stride + i + {0, 1} for i + 1 < 2 * steps <=
+            // common - 1, i.e. data[a[k] + i + {0, 1}] inside group[k], inside `data`.
+            let (at, first) = unsafe { gear_steps(&t.gear, base, stride, &mut h, i, 2 * steps, hit) };
+            if at >= 2 * steps {
                 break;
             }
-            let i = 2 * j;
-            for k in 0..K {
+            // Chains `first..K` have not rolled over offset `at` yet; one of them matches.
+            i = at;
+            for k in first..K {
                 let (x, y) = (t.gear[data[a[k] + i] as usize], t.gear[data[a[k] + i + 1] as usize]);
                 if hit(h[k]) {
                     mark(t, h[k], a[k] + i - origin, strict, loose);
@@ -157,7 +170,7 @@ fn gear<M: Fn(u64) -> bool + Copy>(t: &Tables, data: &[u8], segs: &[Range<usize>
                 }
                 h[k] = (h1 << 1).wrapping_add(y);
             }
-            j += 1;
+            i += 2;
         }
         // Each chain finishes its own segment from position a + 2 * steps.
         for k in 0..K {
@@ -167,29 +180,32 @@ fn gear<M: Fn(u64) -> bool + Copy>(t: &Tables, data: &[u8], segs: &[Range<usize>
     }
 }
 
-/// The gear hot loop: steps `j..steps` of `K` chains (chain k's bytes at
-/// `base + k * stride`), two positions each, with no marks; it returns the first step in which
-/// some position matches, with `h` as it was before that step (or `steps` with `h` after the
-/// last). Kept free of calls so the chains stay in registers.
+/// The gear hot loop over offsets `i, i + 2, .. < end` of `K` chains (chain k's bytes at
+/// `base + k * stride`), two positions per step, with no marks and no calls (so the chains
+/// stay in registers). At the first chain `k` whose position matches at offset `at` it
+/// returns `(at, k)`, chains before `k` having rolled over `at` and the others not; or
+/// `(end, 0)` when nothing matched.
+///
+/// Not inlined: a function of its own gets the registers to itself (inlined into the kernel,
+/// the chains' pointers and the limit were spilled to the stack); it is called once per
+/// match.
 ///
 /// # Safety
-/// `base + k * stride + 2 * steps` must stay inside the chain's bytes for every `k < K`.
-#[inline(always)]
+/// `base + k * stride + end` must stay inside the chain's bytes for every `k < K`.
+#[inline(never)]
 unsafe fn gear_steps<const K: usize, M: Fn(u64) -> bool>(
     g: &[u64; 256],
     base: *const u8,
     stride: usize,
     h: &mut [u64; K],
-    j: usize,
-    steps: usize,
+    mut i: usize,
+    end: usize,
     hit: M,
-) -> usize {
+) -> (usize, usize) {
     let mut hh = *h;
-    let mut i = 2 * j;
-    while i < 2 * steps {
-        let mut nh = [0u64; K];
+    while i < end {
         for k in 0..K {
-            // SAFETY: i + 1 < 2 * steps (caller's contract); a byte indexes 256 entries.
+            // SAFETY: i + 1 < end (caller's contract); a byte indexes 256 entries.
             let (x, y) = unsafe {
                 let q = base.add(k * stride + i);
                 (*g.get_unchecked(*q as usize), *g.get_unchecked(*q.add(1) as usize))
@@ -197,15 +213,14 @@ unsafe fn gear_steps<const K: usize, M: Fn(u64) -> bool>(
             let h1 = (hh[k] << 1).wrapping_add(x);
             if hit(hh[k]) || hit(h1) {
                 *h = hh;
-                return i / 2;
+                return (i, k);
             }
-            nh[k] = (h1 << 1).wrapping_add(y);
+            hh[k] = (h1 << 1).wrapping_add(y);
         }
-        hh = nh;
         i += 2;
     }
     *h = hh;
-    steps
+    (end, 0)
 }
 
 /// Splits the union of `group` (disjoint ranges) into up to `n` pieces of near-equal length.
