@@ -214,6 +214,7 @@ fn calibrate(family: Family) -> Calibration {
     };
     let supported: Vec<Backend> = preference(family).iter().copied().filter(|b| b.is_supported()).collect();
     let first = supported.first().copied().unwrap_or(Backend::Scalar);
+    #[cfg_attr(target_arch = "wasm32", allow(unused_mut))] // filled in by the timing below
     let mut cal = Calibration { family, profile, bytes: CALIBRATION_BYTES, runs: CALIBRATION_RUNS, figures: Vec::new(), chosen: first };
     #[cfg(not(target_arch = "wasm32"))]
     {
