@@ -14,10 +14,11 @@
 //! * a stand-alone copy of the loop (CPU time, 32 MiB, 5 runs, GB/s), chains 1 / 2 / 3 / 4 /
 //!   6 / 8: 1.4 / 2.35 / 2.6 / 2.85 / 2.37 / 2.2; the four-chain copy runs 5.4 instructions a
 //!   byte (callgrind) at about 1.0 cycle a byte (at ~2.9 GHz), IPC about 5;
-//! * this kernel: 6.0 instructions a byte in the hot loop (objdump: 48 per 8 bytes), 7.3 a
-//!   byte for the whole stage 1 (callgrind, 16 MiB); `speed` stage1/interleaved/gear 1.4–2.3
-//!   GB/s CPU time depending on the neighbours, against 0.5–0.8 for avx2 (gathers) and
-//!   0.4–1.0 for scalar in the same runs; the generic eight-chain loop gave 0.49.
+//! * this kernel: 5.9 instructions a byte in the hot loop and 6.2 for the whole stage 1
+//!   (callgrind, 16 MiB; 46 instructions per 8 bytes in objdump, of which four materialise
+//!   the chain number for the early return); `speed` stage1/interleaved/gear 1.4–2.3 GB/s CPU
+//!   time depending on the neighbours, against 0.5–1.1 for avx2 (gathers) and 0.4–1.0 for
+//!   scalar in the same runs; the generic eight-chain loop gave 0.49.
 
 use super::mark;
 use super::scalar::{scan_from, warm};
@@ -135,42 +136,50 @@ fn gear<M: Fn(u64) -> bool + Copy>(t: &Tables, data: &[u8], segs: &[Range<usize>
             h[k] = warm(data, a[k], w, &roll);
         }
         let common = group.iter().map(|s| s.len()).min().unwrap();
-        // Lockstep, two positions per step: check a+i, roll in data[a+i], check a+i+1, roll
-        // in data[a+i+1]. Reads stay below a + common - 1 < end <= data.len(). The hot loop
-        // stops before a step with a match (rare); that step is redone here with the marks.
-        // It addresses chain k at `a[0] + k * stride` (one base register for all chains), so
-        // groups whose starts are not equally spaced take the one-chain loop instead.
+        // Lockstep, two bytes per step: from the hash at a+i (already checked), roll in
+        // data[a+i] and check a+i+1, roll in data[a+i+1] and check a+i+2. Reads stay below
+        // a + 2 * steps <= a + common - 1 < end <= data.len(). The hot loop returns at a match
+        // (rare); the rest of that step is done here with the marks.
         let steps = (common - 1) / 2;
-        let stride = a[1] - a[0];
-        if (1..K).any(|k| a[k] != a[0] + k * stride) {
-            for k in 0..K {
-                scan_from(t, data, group[k].clone(), origin, strict, loose, h[k], &roll);
+        let end = 2 * steps;
+        for k in 0..K {
+            if hit(h[k]) {
+                mark(t, h[k], a[k] - origin, strict, loose);
             }
-            continue;
         }
-        let base = data[a[0]..].as_ptr();
+        let ptr: [*const u8; K] = std::array::from_fn(|k| data[a[k]..].as_ptr());
+        let step = |k: usize, i: usize, from_second: bool, h: &mut [u64; K], strict: &mut [u64], loose: &mut [u64]| {
+            if !from_second {
+                h[k] = (h[k] << 1).wrapping_add(t.gear[data[a[k] + i] as usize]);
+                if hit(h[k]) {
+                    mark(t, h[k], a[k] + i + 1 - origin, strict, loose);
+                }
+            }
+            h[k] = (h[k] << 1).wrapping_add(t.gear[data[a[k] + i + 1] as usize]);
+            if hit(h[k]) {
+                mark(t, h[k], a[k] + i + 2 - origin, strict, loose);
+            }
+        };
         let mut i = 0;
         loop {
-            // SAFETY: chain k reads base + k * stride + i + {0, 1} for i + 1 < 2 * steps <=
-            // common - 1, i.e. data[a[k] + i + {0, 1}] inside group[k], inside `data`.
-            let (at, first) = unsafe { gear_steps(&t.gear, base, stride, &mut h, i, 2 * steps, hit) };
-            if at >= 2 * steps {
+            // SAFETY: chain k reads ptr[k] + i + {0, 1} for i + 1 < end <= common - 1, i.e.
+            // data[a[k] + i + {0, 1}] inside group[k], inside `data`.
+            let (at, k, second) = unsafe { gear_steps(&t.gear, &ptr, &mut h, i, end, hit) };
+            if at >= end {
                 break;
             }
-            // Chains `first..K` have not rolled over offset `at` yet; one of them matches.
-            i = at;
-            for k in first..K {
-                let (x, y) = (t.gear[data[a[k] + i] as usize], t.gear[data[a[k] + i + 1] as usize]);
-                if hit(h[k]) {
-                    mark(t, h[k], a[k] + i - origin, strict, loose);
-                }
-                let h1 = (h[k] << 1).wrapping_add(x);
-                if hit(h1) {
-                    mark(t, h1, a[k] + i + 1 - origin, strict, loose);
-                }
-                h[k] = (h1 << 1).wrapping_add(y);
+            if second {
+                // Chain k is at a+at+2, which matched.
+                mark(t, h[k], a[k] + at + 2 - origin, strict, loose);
+            } else {
+                // Chain k is at a+at+1, which matched; it still has data[a+at+1] to roll in.
+                mark(t, h[k], a[k] + at + 1 - origin, strict, loose);
+                step(k, at, true, &mut h, strict, loose);
             }
-            i += 2;
+            for kk in k + 1..K {
+                step(kk, at, false, &mut h, strict, loose);
+            }
+            i = at + 2;
         }
         // Each chain finishes its own segment from position a + 2 * steps.
         for k in 0..K {
@@ -181,46 +190,50 @@ fn gear<M: Fn(u64) -> bool + Copy>(t: &Tables, data: &[u8], segs: &[Range<usize>
 }
 
 /// The gear hot loop over offsets `i, i + 2, .. < end` of `K` chains (chain k's bytes at
-/// `base + k * stride`), two positions per step, with no marks and no calls (so the chains
-/// stay in registers). At the first chain `k` whose position matches at offset `at` it
-/// returns `(at, k)`, chains before `k` having rolled over `at` and the others not; or
-/// `(end, 0)` when nothing matched.
+/// `ptr[k]`), two bytes per step, with no marks and no calls (so the chains stay in
+/// registers): `h[k]`, the hash at offset `i`, rolls in the byte at `i` and is checked (offset
+/// `i + 1`), rolls in the byte at `i + 1` and is checked (offset `i + 2`). At the first match
+/// it returns `(i, k, second)`: chains before `k` have done step `i`, chain `k` stopped at the
+/// matching offset (`i + 2` if `second`, else `i + 1`), the others have not started it; or
+/// `(end, 0, false)` when nothing matched.
 ///
 /// Not inlined: a function of its own gets the registers to itself (inlined into the kernel,
 /// the chains' pointers and the limit were spilled to the stack); it is called once per
-/// match.
+/// match. Updating each chain in place (rather than returning before a matching step) keeps
+/// it at nine instructions per chain per step.
 ///
 /// # Safety
-/// `base + k * stride + end` must stay inside the chain's bytes for every `k < K`.
+/// `ptr[k] + end` must stay inside the chain's bytes for every `k < K`.
 #[inline(never)]
 unsafe fn gear_steps<const K: usize, M: Fn(u64) -> bool>(
     g: &[u64; 256],
-    base: *const u8,
-    stride: usize,
+    ptr: &[*const u8; K],
     h: &mut [u64; K],
     mut i: usize,
     end: usize,
     hit: M,
-) -> (usize, usize) {
+) -> (usize, usize, bool) {
+    let p = *ptr;
     let mut hh = *h;
     while i < end {
         for k in 0..K {
             // SAFETY: i + 1 < end (caller's contract); a byte indexes 256 entries.
-            let (x, y) = unsafe {
-                let q = base.add(k * stride + i);
-                (*g.get_unchecked(*q as usize), *g.get_unchecked(*q.add(1) as usize))
-            };
-            let h1 = (hh[k] << 1).wrapping_add(x);
-            if hit(hh[k]) || hit(h1) {
+            let (x, y) = unsafe { (*g.get_unchecked(*p[k].add(i) as usize), *g.get_unchecked(*p[k].add(i + 1) as usize)) };
+            hh[k] = (hh[k] << 1).wrapping_add(x);
+            if hit(hh[k]) {
                 *h = hh;
-                return (i, k);
+                return (i, k, false);
             }
-            hh[k] = (h1 << 1).wrapping_add(y);
+            hh[k] = (hh[k] << 1).wrapping_add(y);
+            if hit(hh[k]) {
+                *h = hh;
+                return (i, k, true);
+            }
         }
         i += 2;
     }
     *h = hh;
-    (end, 0)
+    (end, 0, false)
 }
 
 /// Splits the union of `group` (disjoint ranges) into up to `n` pieces of near-equal length.
