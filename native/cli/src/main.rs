@@ -540,10 +540,28 @@ fn cmd_backends() -> Result<(), Fail> {
         let status = if b.is_supported() { "available" } else { "not supported on this CPU" };
         println!("{mark} {:<12} {status}", b.name());
     }
-    match bad_env {
-        Some(e) => Err(Fail::usage(format!(
+    if let Some(e) = bad_env {
+        return Err(Fail::usage(format!(
             "{e}; every other command refuses to run until it is corrected or unset (* marks the default without it)"
-        ))),
-        None => Ok(()),
+        )));
     }
+    // Per family: what dispatch uses and why (forced, or the figures it measured).
+    let forced = std::env::var("CUTPOINT_BACKEND").ok().filter(|v| !v.trim().is_empty());
+    println!("per family (stage-1 GB/s measured at first use, best of runs; * = chosen):");
+    for f in [cutpoint_core::Family::Crc32, cutpoint_core::Family::Rabin, cutpoint_core::Family::Gear] {
+        let used = backend::detect_for(f).map_err(|e| Fail::usage(e.to_string()))?;
+        if let Some(v) = &forced {
+            println!("  {:<6} {:<12} forced by CUTPOINT_BACKEND={v}", f.name(), used.name());
+            continue;
+        }
+        let c = backend::calibration(f);
+        let figs: Vec<String> = c
+            .figures
+            .iter()
+            .map(|(b, g)| format!("{}{} {g:.2}", if *b == used { "*" } else { "" }, b.name()))
+            .collect();
+        let why = if figs.is_empty() { "preference order (nothing timed here)".to_string() } else { figs.join(", ") };
+        println!("  {:<6} {:<12} {why}  [{}, {} KiB x {}]", f.name(), used.name(), c.profile, c.bytes >> 10, c.runs);
+    }
+    Ok(())
 }

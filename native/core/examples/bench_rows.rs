@@ -305,27 +305,27 @@ fn peers(a: &Args, data: &[u8]) {
     for avg in [8usize << 10, 16 << 10, 64 << 10] {
         let (mn, mx) = (avg / 4, avg * 8);
         let size = format!("{}:{}:{}", profile::fmt_size(mn), profile::fmt_size(avg), profile::fmt_size(mx));
-        let c = fastcdc::v2020::FastCDC::new(data, mn as u32, avg as u32, mx as u32).count();
+        let c = fastcdc::v2020::FastCDC::new(data, mn, avg, mx).count();
         let t = time(a.reps, || {
-            black_box(fastcdc::v2020::FastCDC::new(black_box(data), mn as u32, avg as u32, mx as u32).count());
+            black_box(fastcdc::v2020::FastCDC::new(black_box(data), mn, avg, mx).count());
         });
         speed(
             "peers",
             &format!("peer/native/fastcdc-v2020/{size}"),
             n,
             t,
-            json!({"peer": "fastcdc v2020", "version": "3.2.1", "avg": avg, "chunks": c}),
+            json!({"peer": "fastcdc v2020", "version": "5.0.0", "avg": avg, "chunks": c}),
         );
-        let c = fastcdc::v2016::FastCDC::new(data, mn as u32, avg as u32, mx as u32).count();
+        let c = fastcdc::v2016::FastCDC::new(data, mn, avg, mx).count();
         let t = time(a.reps, || {
-            black_box(fastcdc::v2016::FastCDC::new(black_box(data), mn as u32, avg as u32, mx as u32).count());
+            black_box(fastcdc::v2016::FastCDC::new(black_box(data), mn, avg, mx).count());
         });
         speed(
             "peers",
             &format!("peer/native/fastcdc-v2016/{size}"),
             n,
             t,
-            json!({"peer": "fastcdc v2016", "version": "3.2.1", "avg": avg, "chunks": c}),
+            json!({"peer": "fastcdc v2016", "version": "5.0.0", "avg": avg, "chunks": c}),
         );
     }
 }
@@ -404,7 +404,7 @@ fn dedup(a: &Args) {
         for avg in [8usize << 10, 16 << 10, 64 << 10] {
             let (mn, mx) = (avg / 4, avg * 8);
             let (r, c) = dedup_of(&files, |d| {
-                let mut v: Vec<usize> = fastcdc::v2020::FastCDC::new(d, mn as u32, avg as u32, mx as u32)
+                let mut v: Vec<usize> = fastcdc3::v2020::FastCDC::new(d, mn as u32, avg as u32, mx as u32)
                     .map(|c| c.offset + c.length)
                     .collect();
                 if d.is_empty() {
@@ -420,7 +420,7 @@ fn dedup(a: &Args) {
                 json!({"engine": "fastcdc-v2020", "avg": avg, "family": "fastcdc-v2020"}),
             );
             let (r, c) = dedup_of(&files, |d| {
-                fastcdc::v2016::FastCDC::new(d, mn as u32, avg as u32, mx as u32).map(|c| c.offset + c.length).collect()
+                fastcdc3::v2016::FastCDC::new(d, mn as u32, avg as u32, mx as u32).map(|c| c.offset + c.length).collect()
             });
             row(
                 format!("dedup/{set}/fastcdc-v2016/{avg}"),

@@ -4,8 +4,9 @@
 //!
 //! `cargo run --release --example speed` prints stage-1 throughput per kernel and family, the
 //! kernel dispatch picks, and the ratios the issue asks for: SS-CDC / sequential CDC
-//! (`crc32:2k:16k:64k`, one thread), default profile / fastcdc v2020, each versus memcpy, and
-//! two-thread efficiency.
+//! (`crc32:2k:16k:64k`, one thread), default profile / fastcdc v2020 (the newest `fastcdc`
+//! crate, 5.x; 3.x as an extra row), each versus memcpy, and two-thread efficiency. The first
+//! lines name the CPU (model and vendor from /proc/cpuinfo) and what dispatch measured.
 
 use cutpoint_core::hash::Tables;
 use cutpoint_core::stage1::{self, Stage1Fn};
@@ -51,6 +52,27 @@ fn median<F: FnMut()>(reps: usize, mut f: F) -> (f64, f64) {
     (wall[reps / 2], cpu[reps / 2])
 }
 
+/// "model name (vendor, family f model m)" from /proc/cpuinfo, or what is known elsewhere.
+fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |k: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().is_some_and(|n| n.trim() == k))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_else(|| "?".into())
+    };
+    let cpus = info.lines().filter(|l| l.starts_with("processor")).count();
+    format!(
+        "{} ({}, family {} model {}, {cpus} logical CPUs, {})",
+        field("model name"),
+        field("vendor_id"),
+        field("cpu family"),
+        field("model"),
+        std::env::consts::ARCH
+    )
+}
+
 fn main() {
     let reps = env("CUTPOINT_REPS", 7);
     // CUTPOINT_ONLY=substring: run only the stage-1 rows whose name contains it (for profiling);
@@ -63,6 +85,12 @@ fn main() {
         println!("{name:<34} {:>8.2} {:>8.2}  {note}", gbs(w), gbs(c));
     };
     println!("cutpoint speed: {} MiB seeded random bytes, median of {reps} runs", n >> 20);
+    println!("cpu: {}", cpu_model());
+    for f in [Family::Crc32, Family::Rabin, Family::Gear] {
+        let c = backend::calibration(f);
+        let figs: Vec<String> = c.figures.iter().map(|(b, g)| format!("{} {g:.2}", b.name())).collect();
+        println!("dispatch calibration {:<5} (GB/s, best of {} x {} KiB): {} -> {}", f.name(), c.runs, c.bytes >> 10, figs.join(", "), c.chosen.name());
+    }
     println!("{:<34} {:>8} {:>8}", "", "wall", "cpu");
     println!("{:<34} {:>8} {:>8}", "", "GB/s", "GB/s");
     let mut dst = vec![0u8; n];
@@ -140,18 +168,23 @@ fn main() {
     let fc = median(reps, || {
         black_box(fastcdc::v2020::FastCDC::new(black_box(&data), 2048, 8192, 65536).count());
     });
+    let fc3 = median(reps, || {
+        black_box(fastcdc3::v2020::FastCDC::new(black_box(&data), 2048, 8192, 65536).count());
+    });
     let d2s = median(reps, || {
         black_box(d2.cuts(black_box(&data)));
     });
     row(&format!("sscdc/{def}/1t"), dss, d1.backend().name());
-    row("fastcdc-v2020/2k:8k:64k", fc, "");
+    row("fastcdc-v2020/2k:8k:64k", fc, "fastcdc 5.x (newest)");
+    row("fastcdc3-v2020/2k:8k:64k", fc3, "fastcdc 3.x");
     row(&format!("sscdc/{def}/2t"), d2s, "(cpu column = both threads' CPU time)");
 
     println!("\nratios (same run, medians; wall / cpu-time based):");
     println!("  SS-CDC / sequential (crc32:2k:16k:64k, 1 thread): {:.2}x / {:.2}x", seq.0 / ss.0, seq.1 / ss.1);
-    println!("  default profile / fastcdc v2020 (1 thread):       {:.2}x / {:.2}x", fc.0 / dss.0, fc.1 / dss.1);
+    println!("  default profile / fastcdc 5 v2020 (1 thread):     {:.2}x / {:.2}x", fc.0 / dss.0, fc.1 / dss.1);
+    println!("  default profile / fastcdc 3 v2020 (1 thread):     {:.2}x / {:.2}x", fc3.0 / dss.0, fc3.1 / dss.1);
     println!("  default profile 1 thread vs memcpy:               {:.2} / {:.2}", mcp.0 / dss.0, mcp.1 / dss.1);
-    println!("  fastcdc v2020 vs memcpy:                           {:.2} / {:.2}", mcp.0 / fc.0, mcp.1 / fc.1);
+    println!("  fastcdc 5 v2020 vs memcpy:                           {:.2} / {:.2}", mcp.0 / fc.0, mcp.1 / fc.1);
     println!("  2-thread parallel efficiency (default, wall):      {:.2}", dss.0 / d2s.0 / 2.0);
 
     // The same ratios from interleaved pairs (A then B, `reps` times; the ratio of each pair,
@@ -179,7 +212,7 @@ fn main() {
         &mut || timed(&d1),
     );
     println!("\npaired ratios (median of {pairs} interleaved pairs [min..max]):");
-    println!("  default profile / fastcdc v2020 (1 thread):       {m:.2}x [{lo:.2}..{hi:.2}]");
+    println!("  default profile / fastcdc 5 v2020 (1 thread):     {m:.2}x [{lo:.2}..{hi:.2}]");
     // Right after the one-thread run the second core has been idle for its whole length (a
     // virtual machine's idle vCPU is halted and takes a while to wake)...
     let (m, lo, hi) = paired(&mut || timed(&d1), &mut || timed(&d2));
