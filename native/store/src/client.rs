@@ -738,8 +738,8 @@ pub struct PullReport {
     pub seconds: f64,
 }
 
-/// Restores a version into `out`, verifying every chunk against the recipe and the whole file
-/// against its digest. On a mismatch it stops with [`ClientError::Verify`] (the caller then
+/// Restores a version into `out`, verifying the recipe against its digest and every chunk
+/// against the recipe. On a mismatch it stops with [`ClientError::Verify`] (the caller then
 /// discards what was written).
 pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Write, progress: &Progress) -> R<PullReport> {
     validate_name(name).map_err(|e| ClientError::Usage(e.to_string()))?;

@@ -8,7 +8,7 @@
 //! base <version>
 //! profile <canonical profile>
 //! hash <blake3|sha256>
-//! digest <64 hex digits>                 (the whole file's fingerprint: required)
+//! digest <64 hex digits>                 (the file digest, `FileDigest`: required)
 //! = <start> <count>                      base entries start..start+count, in order
 //! <64 hex> <size> <last byte|-> <r|h>    a chunk line, as in a recipe
 //! ...

@@ -7,7 +7,7 @@
 //! cutpoint-recipe 1
 //! profile gear:2k:8k:64k
 //! hash blake3
-//! digest <64 hex digits>          (optional: the whole file's fingerprint, same algorithm)
+//! digest <64 hex digits>          (optional: the file digest, `protocol::FileDigest`)
 //! <64 hex digits> <size> <last byte as 2 hex digits, or -> <r|h>
 //! ...
 //! end <chunk count> <total bytes>
@@ -44,7 +44,7 @@ pub struct Recipe {
     /// Canonical profile string.
     pub profile: String,
     pub hash: HashAlg,
-    /// The whole file's fingerprint with [`Recipe::hash`] (a store's file recipe carries it;
+    /// The file digest (`crate::protocol::FileDigest`, with [`Recipe::hash`]; a store's recipe carries it;
     /// a recipe saved for RapidCDC hints may not).
     pub digest: Option<Digest>,
     pub entries: Vec<RecipeEntry>,
