@@ -8,12 +8,12 @@
 //   chunk+hash  `cutpoint stats v0 --json` (read, SS-CDC, BLAKE3 per chunk: the push's own work)
 //   first push  v0 into the empty store            identical re-push  v0 again
 //   1% push     v1 (its novel chunks only)         pull               v1, verified, to a file
-//   plain upload v0 with `curl -T` to a minimal HTTP sink (Node, fsync at the end): the whole-file
+//   plain upload v0 PUT (streamed, Node's http client) to a minimal HTTP sink (Node, fsync at the end): the whole-file
 //                upload a user would otherwise do, to the same machine
 // and the server's CPU seconds (utime + stime from /proc) during each push. Figures are medians.
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, createWriteStream, mkdirSync } from 'node:fs'
-import { createServer } from 'node:http'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, createReadStream, createWriteStream, mkdirSync } from 'node:fs'
+import { createServer, request } from 'node:http'
 import os from 'node:os'
 
 const root = new URL('../../', import.meta.url).pathname
@@ -79,6 +79,19 @@ const timed = (cmd, args) => {
   return { s: (performance.now() - t0) / 1000, out }
 }
 
+/** PUT a file's bytes, streamed (Node's http client): the seconds until the sink answered. */
+function plainUpload(file, url) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now()
+    const req = request(url, { method: 'PUT', headers: { 'content-length': statSync(file).size } }, (res) => {
+      res.resume()
+      res.on('end', () => (res.statusCode === 201 ? resolve((performance.now() - t0) / 1000) : reject(new Error(`sink answered ${res.statusCode}`))))
+    })
+    req.on('error', reject)
+    createReadStream(file, { highWaterMark: 1 << 20 }).pipe(req)
+  })
+}
+
 const runs = []
 for (let r = 0; r < reps; r++) {
   const dir = mkdtempSync(`${os.tmpdir()}/cutpoint-store-bench-`)
@@ -103,7 +116,7 @@ for (let r = 0; r < reps; r++) {
     mkdirSync(`${dir}/sink`)
     const sink = await startServer(process.execPath, [new URL(import.meta.url).pathname, '--sink', `${dir}/sink`])
     try {
-      run.plain = timed('curl', ['-sS', '-f', '-T', v0, `${sink.url}/upload`]).s
+      run.plain = await plainUpload(v0, `${sink.url}/upload`)
     } finally {
       sink.kill()
     }
@@ -141,4 +154,4 @@ for (const [k, what] of [['first', 'first push (empty store)'], ['again', 'ident
 const pullS = med(runs.map((x) => x.pull.s))
 emit({ name: 'store/pull', what: 'pull of the 1%-modified version, verified, to a file', value: statSync(v1).size / pullS / 1e9, unit: 'GB/s', seconds: pullS, server_cpu_s_per_gib: med(runs.map((x) => x.pull.server_cpu)) / gib })
 const plainS = med(runs.map((x) => x.plain))
-emit({ name: 'store/plain-upload', what: 'curl -T of the whole file to a minimal HTTP sink on 127.0.0.1 (baseline)', value: total / plainS / 1e9, unit: 'GB/s', seconds: plainS })
+emit({ name: 'store/plain-upload', what: 'plain upload: the whole file PUT to a minimal HTTP sink on 127.0.0.1 (baseline)', value: total / plainS / 1e9, unit: 'GB/s', seconds: plainS })

@@ -53,14 +53,17 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
     expect(res.rows.length).toBeGreaterThan(50)
     for (const row of res.rows) {
       expect(typeof row.name).toBe('string')
-      expect(['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory']).toContain(row.section)
+      expect(['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory', 'store']).toContain(row.section)
       expect(['native', 'node', 'deno', 'chromium']).toContain(row.runtime)
       expect(['GB/s', 'ratio', 'MiB']).toContain(row.unit)
       expect(Number.isFinite(row.value), row.name).toBe(true)
     }
     const has = (pred: (r: any) => boolean) => res.rows.some(pred)
     const rowOrSkip = (frag: string) => res.rows.some((r: any) => r.name.includes(frag)) || res.skipped.some((s: any) => s.name.includes(frag) || s.reason.includes(frag))
-    for (const sec of ['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory']) expect(has((r) => r.section === sec), sec).toBe(true)
+    for (const sec of ['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory', 'store']) expect(has((r) => r.section === sec), sec).toBe(true)
+    // The store rows: pushes, a pull and the plain-upload baseline, with what they sent.
+    for (const n of ['store/chunk+hash', 'store/push/first', 'store/push/again', 'store/push/mod', 'store/pull', 'store/plain-upload']) expect(has((r) => r.name === n), n).toBe(true)
+    expect(has((r) => r.name === 'store/push/again' && r.novel_bytes === 0 && r.sent_bytes > 0)).toBe(true)
     expect(has((r) => r.name === 'limits/native/memcpy')).toBe(true)
     expect(has((r) => r.name.startsWith('chunk/native/sequential/'))).toBe(true)
     expect(has((r) => r.name.startsWith('chunk/native/reference/'))).toBe(true)

@@ -11,7 +11,7 @@ use crate::index::Version;
 use crate::store::{CheckReport, GcReport, PackReport};
 use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::FileDigest;
-use cutpoint_core::protocol::name::{validate_name, validate_namespace};
+use cutpoint_core::protocol::name::{encode_segment, validate_name, validate_namespace};
 use cutpoint_core::protocol::pack::PackWriter;
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
 use cutpoint_core::rapid::{Criterion, HintTable, Rapid, RapidOptions, Recipe, RecipeEntry};
@@ -70,17 +70,6 @@ pub struct Client {
     pub retries: u32,
 }
 
-fn percent_segment(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
 
 impl Client {
     pub fn new(store: &str, ns: &str, token: Option<String>) -> R<Client> {
@@ -112,7 +101,7 @@ impl Client {
     }
 
     fn file_url(&self, what: &str, name: &str, version: Option<u64>) -> String {
-        let mut u = self.url(&format!("{what}/{}", percent_segment(name)));
+        let mut u = self.url(&format!("{what}/{}", encode_segment(name)));
         if let Some(v) = version {
             u.push_str(&format!("?version={v}"));
         }

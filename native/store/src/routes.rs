@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use bytes::Bytes;
+use cutpoint_core::protocol::name::encode_segment;
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
@@ -225,7 +226,7 @@ async fn restore(
         .header("x-cutpoint-version", row.version)
         .header(
             header::CONTENT_DISPOSITION,
-            format!("attachment; filename*=UTF-8''{}", percent(&leaf)),
+            format!("attachment; filename*=UTF-8''{}", encode_segment(&leaf)),
         );
     if status == StatusCode::PARTIAL_CONTENT {
         resp = resp.header(header::CONTENT_RANGE, format!("bytes {}-{}/{len}", rg.start, rg.end - 1));
@@ -242,17 +243,6 @@ async fn restore(
     resp.body(Body::from_stream(stream)).map_err(StoreError::internal)
 }
 
-fn percent(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
 
 async fn gc(
     State(st): St,

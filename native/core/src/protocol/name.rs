@@ -45,6 +45,20 @@ pub fn validate_name(name: &str) -> Result<(), WireError> {
     }
 }
 
+/// A name (or any text) as one URL path segment: every byte but `A-Z a-z 0-9 - . _ ~`
+/// percent-encoded, `/` included (RFC 3986 unreserved characters), as clients send names.
+pub fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// Lower-case hex of a name's bytes (how the store keys it).
 pub fn name_key(name: &str) -> String {
     name.bytes().map(|b| format!("{b:02x}")).collect()
@@ -81,5 +95,6 @@ mod tests {
             assert!(validate_namespace(bad).is_err(), "{bad:?}");
         }
         assert_eq!(name_from_key("zz"), None);
+        assert_eq!(encode_segment("dir/a b~ü"), "dir%2Fa%20b~%C3%BC");
     }
 }
