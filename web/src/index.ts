@@ -6,11 +6,12 @@
 // slices' candidates to the core's stage 2 in file order and emits chunks in file order
 // (P-Dedupe's ordered parallel fingerprinting). The main thread never holds a whole Blob/file.
 
-import { Pool } from './pool.js'
+import { Handler } from '../../worker/handler.js'
+import { Pool, type InThread } from './pool.js'
 import { hex, hexDigests } from './hex.js'
-import type { HashRes, SourceDesc, Stage1Res } from './protocol.js'
+import { stage1Job, type HashRes, type SourceDesc, type Stage1Res } from '../../common/protocol.js'
 import { HintTable, RapidSession, newTable, type RapidOptions, type RapidResult } from './rapid.js'
-import { isDeno, isNode, loadWasm, resolveFlavor, simdSupported, type Flavor, type Wasm, type WasmStage2 } from './wasm.js'
+import { isDeno, isNode, loadWasm, resolveFlavor, simdSupported, type Flavor, type Wasm, type WasmStage2 } from '../../common/wasm.js'
 import { optBool, optInt, optOneOf, options, optString, shown } from './check.js'
 
 export { simdSupported, type Flavor }
@@ -73,6 +74,9 @@ export interface WorkerPool {
 
 const pools = new WeakMap<WorkerPool, Pool>()
 
+/** What `workers: 0` runs in this thread. */
+const inThread: InThread = () => new Handler()
+
 /**
  * Starts workers once for many calls (`chunk(x, { pool })`): each call otherwise starts its own
  * (tens of milliseconds: threads, wasm instances). Idle, the pool does not keep Node running
@@ -83,7 +87,7 @@ export async function createPool(opts: { workers?: number; wasm?: Flavor | 'auto
   opts = options('createPool options', opts)
   const workers = optInt('workers', opts.workers, 0, 256) ?? (await defaultWorkers())
   const flavor = opts.wasm !== undefined ? resolveFlavor(optWasm(opts.wasm)) : w.flavor
-  const pool = await Pool.keep(workers)
+  const pool = await Pool.keep(workers, inThread)
   const handle: WorkerPool = { workers, flavor, close: () => pool.terminate() }
   pools.set(handle, pool)
   return handle
@@ -384,8 +388,8 @@ class Emitter {
    */
   flush(at?: number, slice?: number) {
     if (!this.lens.length) {
-      if (at !== undefined && this.r.hash !== 'none') {
-        this.pool.runAt({ type: 'cutpoint:release', slice } as any, [], at).catch(() => {})
+      if (at !== undefined && slice !== undefined && this.r.hash !== 'none') {
+        this.pool.runAt({ type: 'cutpoint:release', slice }, [], at).catch(() => {})
       }
       return
     }
@@ -395,7 +399,7 @@ class Emitter {
     const bytes = at === undefined ? this.bytesFor(start, start + this.batchBytes) : undefined
     const transfer = [lengths.buffer as ArrayBuffer]
     if (bytes) transfer.push(bytes.buffer as ArrayBuffer)
-    const p = this.pool.runAt<HashRes>({ type: 'cutpoint:hash', start, lengths, bytes, slice } as any, transfer, at).then((r) => r.res)
+    const p = this.pool.runAt<HashRes>({ type: 'cutpoint:hash', start, lengths, bytes, slice }, transfer, at).then((r) => r.res)
     const item = { start, lens, p, done: false }
     item.p.then(
       () => (item.done = true),
@@ -475,7 +479,7 @@ async function startPool(r: Resolved, source: SourceDesc): Promise<Pool> {
     capacity: Math.min(r.segment, 1 << 30) + r.profile.window,
     source,
   }
-  return r.pool ? r.pool.take(init) : Pool.create(r.workers, init)
+  return r.pool ? r.pool.take(init) : Pool.create(r.workers, init, inThread)
 }
 
 /**
@@ -645,10 +649,8 @@ async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: ChunkOptions
       const i = launched++
       const a = i * r.segment
       const b = Math.min(a + r.segment, size)
-      const start = Math.max(0, a - W)
-      const bytes = src.bytesFor?.(start, b)
-      const msg = { type: 'cutpoint:stage1', start, a, b, lane: r.lane, bytes, retain: readOnce ? i : undefined }
-      jobs[i] = pool.runAt<Stage1Res>(msg as any, bytes ? [bytes.buffer as ArrayBuffer] : [])
+      const { msg, transfer } = stage1Job(a, b, W, r.lane, src.bytesFor, readOnce ? i : undefined)
+      jobs[i] = pool.runAt<Stage1Res>(msg, transfer)
       jobs[i].catch(() => {})
     }
     for (let i = 0; i < nseg; i++) {
@@ -749,9 +751,8 @@ export async function createChunker(opts: ChunkOptions = {}): Promise<Chunker> {
 
   const launch = (b: number) => {
     const a = nextA
-    const start = Math.max(0, a - W)
-    const bytes = held.slice(start - base, b - base)
-    const job = { a, b, p: pool.run<Stage1Res>({ type: 'cutpoint:stage1', start, a, b, lane: r.lane, bytes } as any, [bytes.buffer as ArrayBuffer]), done: false }
+    const { msg, transfer } = stage1Job(a, b, W, r.lane, (s, e) => held.slice(s - base, e - base))
+    const job = { a, b, p: pool.run<Stage1Res>(msg, transfer), done: false }
     job.p.then(
       () => (job.done = true),
       () => (job.done = true),
@@ -822,7 +823,7 @@ export async function createChunker(opts: ChunkOptions = {}): Promise<Chunker> {
   }
 }
 
-/** Test hooks (not part of the API). */
+/** @internal Test hooks, not part of the API: they may change or go without notice. */
 export const __test = {
   /**
    * Sets the smallest stage-1 job (default MIN_SEGMENT_SIZE) and returns the previous one: tests
@@ -837,7 +838,7 @@ export const __test = {
     const r = await resolve(opts)
     const pool = await startPool(r, { kind: 'message' })
     try {
-      await Promise.all([pool.crashOne(), pool.run({ type: 'cutpoint:stage1', start: 0, a: 0, b: 0, lane: 0, bytes: new Uint8Array(0) } as any)])
+      await Promise.all([pool.crashOne(), pool.run(stage1Job(0, 0, 0, 0, () => new Uint8Array(0)).msg)])
     } finally {
       pool.finish()
     }
