@@ -53,7 +53,7 @@ pub struct RapidOptions {
     /// novel the next block is as large once more, then blocks double, up to `max_block`.
     pub first_block: usize,
     /// Largest fallback block in positions; 0 = the engine's block size
-    /// ([`Engine::block_size`]). The boundaries of ff, ff+mt and ff+rwt depend on the block
+    /// ([`Engine::block_size`](crate::Engine::block_size)). The boundaries of ff, ff+mt and ff+rwt depend on the block
     /// schedule, so runs that must agree (native and wasm) use the same value.
     pub max_block: usize,
 }

@@ -79,7 +79,7 @@ impl<R: Read> Source for ReadSource<R> {
     }
 }
 
-/// A [`Source`] whose bytes are pushed by the caller (see [`Rapid::feed`]). Holds the bytes from
+/// A [`Source`] whose bytes are pushed by the caller (see [`Rapid::feed`](super::Rapid::feed)). Holds the bytes from
 /// the oldest one the chunker may still read (about one fallback block plus MAX behind the
 /// newest), never the whole input.
 #[derive(Default)]

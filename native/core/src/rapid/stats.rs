@@ -4,7 +4,7 @@
 use super::table;
 use crate::fingerprint::Digest;
 
-/// Counters of a RapidCDC run (summed over files until [`Rapid::reset_stats`]).
+/// Counters of a RapidCDC run (summed over files until [`Rapid::reset_stats`](super::Rapid::reset_stats)).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RapidStats {
     /// Input bytes.
