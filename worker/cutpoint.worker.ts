@@ -1,7 +1,7 @@
 // Worker entry for browsers (Web Worker), Deno (Web Worker) and Node (worker_threads).
 // Handles one message at a time, in order; reads ahead for a message that waits behind another.
 import { Handler } from './handler.js'
-import type { Request, Response } from '../web/src/protocol.js'
+import type { Request, Response } from '../common/protocol.js'
 
 const g = globalThis as any
 const handler = new Handler()

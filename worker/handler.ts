@@ -1,19 +1,14 @@
 // What a worker does: loads the wasm once, reads its own slices of the source straight into
 // wasm memory, runs the core's stage 1 or fingerprints, and answers with compact typed arrays.
 // Also runs in the coordinator's thread when `workers: 0` is asked for.
-import { loadWasm, isDeno, type Wasm, type WasmHasher, type WasmStage1 } from '../web/src/wasm.js'
-import type { InitMsg, Request, Response, SourceDesc } from '../web/src/protocol.js'
-
-export interface Answer {
-  res: Response
-  transfer: ArrayBuffer[]
-}
+import { loadWasm, isDeno, type Wasm, type WasmHasher, type WasmStage1 } from '../common/wasm.js'
+import type { Answer, InitMsg, Request, RequestHandler, SourceDesc } from '../common/protocol.js'
 
 type Reader = (start: number, end: number, into: () => Uint8Array) => Promise<void>
 /** Bytes [start, end) in a fresh buffer. */
 type Fetcher = (start: number, end: number) => Promise<Uint8Array>
 
-export class Handler {
+export class Handler implements RequestHandler {
   private wasm?: Wasm
   private st1?: WasmStage1
   private hasher?: WasmHasher
@@ -97,7 +92,7 @@ export class Handler {
         })
         return new Promise(() => {})
       default:
-        throw new Error(`unknown message ${(msg as any)?.type}`)
+        throw new Error(`unknown message ${(msg as { type?: unknown } | undefined)?.type}`)
     }
   }
 

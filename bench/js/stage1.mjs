@@ -3,7 +3,8 @@
 //   node --experimental-wasm-relaxed-simd bench/js/stage1.mjs ...   (adds the simd128-relaxed build on Node 20)
 // Each row gives MB/s by wall time and, in brackets, by CPU time of the process (user + system):
 // on a machine shared with other work the CPU-time figure is the one to compare.
-// Names follow CONVENTIONS 16: stage1/<runtime>-<build>/<backend>/<family>/<size>; MB/s min/median/max.
+// Names say what ran, so rows from different runs and machines line up:
+// stage1/<runtime>-<build>/<backend>/<family>/<size>; MB/s min/median/max.
 // Every wasm build and backend must find the same candidates (strict and loose) as the first one
 // run for the profile: a difference is reported and the exit status is 1.
 //   node bench/js/stage1.mjs diff [CASES=300]

@@ -190,7 +190,7 @@ describe('RapidCDC edge lengths', () => {
 describe('RapidCDC memory', () => {
   it('a 160 MiB stream: the wasm memory stays bounded (about one block plus MAX and a piece)', async () => {
     // @ts-ignore — the loader behind '@cutpoint/web' (same module instance: the memory in use)
-    const { loadWasm } = await import('../../web/dist/web/src/wasm.js')
+    const { loadWasm } = await import('../../web/dist/common/wasm.js')
     const w = await loadWasm()
     const before = w.memory.buffer.byteLength
     const piece = new Uint8Array(readFileSync(d.v0)) // 6 MiB of random bytes, repeated

@@ -1,6 +1,7 @@
 //! WebAssembly bindings over `cutpoint-core`: no chunking logic of its own.
 //!
-//! The boundary is narrow (CONVENTIONS 11): each object owns one preallocated input buffer in
+//! The boundary is narrow, so that a call costs no more than a copy and no object per chunk
+//! crosses it: each object owns one preallocated input buffer in
 //! wasm memory; JavaScript copies (or reads a file straight) into the view at `inputPtr()` and
 //! calls a method with lengths; results come back as typed arrays (`Uint32Array` candidate
 //! offsets, `Float64Array` cut offsets, a `Uint8Array` of concatenated digests).

@@ -1,8 +1,7 @@
 // A pool of workers (Web Workers, worker_threads on Node, Deno workers), up to DEPTH jobs per
 // worker at a time, FIFO. Any worker error or crash fails every pending job and terminates the pool.
-import { Handler } from '../../worker/handler.js'
-import type { InitMsg, ReadyRes, Request, Response } from './protocol.js'
-import { isNode } from './wasm.js'
+import type { InitMsg, Job as Message, ReadyRes, Request, RequestHandler, Response } from '../../common/protocol.js'
+import { isNode } from '../../common/wasm.js'
 
 interface Port {
   post(msg: Request, transfer: ArrayBuffer[]): void
@@ -44,9 +43,8 @@ async function spawn(l: Listener): Promise<Port> {
   return { post: (m, t) => w.postMessage(m, t), terminate: () => w.terminate() }
 }
 
-/** The coordinator's thread as a "worker" (workers: 0). */
-function inline(l: Listener): Port {
-  const h = new Handler()
+/** The coordinator's thread as a "worker" (workers: 0), running the handler it is given. */
+function inline(l: Listener, h: RequestHandler): Port {
   let chain = Promise.resolve()
   let stopped = false
   return {
@@ -74,6 +72,12 @@ interface Job {
   resolve(r: any): void
   reject(e: Error): void
 }
+
+/** What `init` carries besides its type and id. */
+export type InitOptions = Omit<InitMsg, 'type' | 'id'>
+
+/** The handler that `workers: 0` runs in this thread (worker/handler.ts `Handler`, given by the caller). */
+export type InThread = () => RequestHandler
 
 interface Slot {
   port?: Port
@@ -104,8 +108,8 @@ export class Pool {
   private constructor(readonly size: number) {}
 
   /** Starts `n` workers (0: run in this thread) and sends each `init`. */
-  static async create(n: number, init: Omit<InitMsg, 'type' | 'id'>): Promise<Pool> {
-    const pool = await Pool.spawn(n)
+  static async create(n: number, init: InitOptions, inThread: InThread): Promise<Pool> {
+    const pool = await Pool.spawn(n, inThread)
     try {
       await pool.init(init)
     } catch (e) {
@@ -119,15 +123,15 @@ export class Pool {
    * Starts `n` workers that stay up across calls: each call `take`s the pool with its own
    * `init` (profile, source, hash) and `finish`es it. Idle, they do not keep Node running.
    */
-  static async keep(n: number): Promise<Pool> {
-    const pool = await Pool.spawn(n)
+  static async keep(n: number, inThread: InThread): Promise<Pool> {
+    const pool = await Pool.spawn(n, inThread)
     pool.kept = true
     pool.hold(false)
     return pool
   }
 
   /** A kept pool for one call: re-initialises every worker for it. */
-  async take(init: Omit<InitMsg, 'type' | 'id'>): Promise<Pool> {
+  async take(init: InitOptions): Promise<Pool> {
     if (this.failed || this.closed) throw new Error(`cutpoint: the worker pool is closed${this.failed ? ` (${this.failed.message})` : ''}`)
     if (this.busy) throw new Error('cutpoint: the worker pool is in use by another call; use one pool per concurrent call')
     this.busy = true
@@ -157,12 +161,12 @@ export class Pool {
     if (!this.closed) for (const s of this.slots) s.port?.hold?.(on)
   }
 
-  private async init(init: Omit<InitMsg, 'type' | 'id'>) {
-    const ready: ReadyRes[] = await Promise.all(this.slots.map((slot) => this.runOn<ReadyRes>(slot, { type: 'cutpoint:init', ...init } as InitMsg, [])))
+  private async init(init: InitOptions) {
+    const ready: ReadyRes[] = await Promise.all(this.slots.map((slot) => this.runOn<ReadyRes>(slot, { type: 'cutpoint:init', id: 0, ...init }, [])))
     Object.assign(this.info, { buildId: ready[0].buildId, backend: ready[0].backend })
   }
 
-  private static async spawn(n: number): Promise<Pool> {
+  private static async spawn(n: number, inThread: InThread): Promise<Pool> {
     const pool = new Pool(Math.max(1, n))
     const listeners = (slot: Slot): Listener => ({
       message: (r) => pool.onMessage(slot, r),
@@ -175,7 +179,7 @@ export class Pool {
     try {
       await Promise.all(
         pool.slots.map(async (slot) => {
-          slot.port = n === 0 ? inline(listeners(slot)) : await spawn(listeners(slot))
+          slot.port = n === 0 ? inline(listeners(slot), inThread()) : await spawn(listeners(slot))
         }),
       )
     } catch (e) {
@@ -186,15 +190,15 @@ export class Pool {
   }
 
   /** Runs a job on the next free worker. */
-  run<T extends Response>(msg: Omit<Request, 'id'>, transfer: ArrayBuffer[] = []): Promise<T> {
+  run<T extends Response>(msg: Message, transfer: ArrayBuffer[] = []): Promise<T> {
     return this.runAt<T>(msg, transfer).then((r) => r.res)
   }
 
   /** Runs a job on the next free worker (or on worker `at`); also says which worker ran it. */
-  runAt<T extends Response>(msg: Omit<Request, 'id'>, transfer: ArrayBuffer[] = [], at?: number): Promise<{ res: T; worker: number }> {
+  runAt<T extends Response>(msg: Message, transfer: ArrayBuffer[] = [], at?: number): Promise<{ res: T; worker: number }> {
     return new Promise((resolve, reject) => {
       if (this.failed || this.closed) return reject(this.failed ?? new Error('cutpoint: the worker pool is closed'))
-      const job: Job = { msg: { ...msg, id: this.nextId++ } as Request, transfer, resolve, reject }
+      const job: Job = { msg: { ...msg, id: this.nextId++ }, transfer, resolve, reject }
       if (at !== undefined) {
         const slot = this.slots[at]
         if (slot.sent.length < DEPTH && !slot.own.length) this.start(slot, job)
@@ -267,8 +271,8 @@ export class Pool {
     for (const j of this.queue.splice(0)) j.reject(this.failed ?? new Error('cutpoint: the worker pool was closed'))
   }
 
-  /** Test hook: makes one worker crash. */
+  /** @internal Test hook: makes one worker crash. */
   crashOne(): Promise<unknown> {
-    return this.run({ type: 'cutpoint:crash' } as any)
+    return this.run({ type: 'cutpoint:crash' })
   }
 }

@@ -10,9 +10,9 @@
 // core's run (`RapidRun.supplyCandidates`): the same chunks as in one thread. See web/README.md.
 
 import type { Pool } from './pool.js'
-import type { Stage1Res } from './protocol.js'
+import { stage1Job, type Stage1Res } from '../../common/protocol.js'
 import { hexDigests } from './hex.js'
-import { isDeno, isNode, type WasmModule, type WasmRapidRun, type WasmRapidTable } from './wasm.js'
+import { isDeno, isNode, type WasmModule, type WasmRapidRun, type WasmRapidTable } from '../../common/wasm.js'
 import { optBool, optFunction, optInt, optOneOf, shown } from './check.js'
 
 export type Criterion = 'ff' | 'ff+mt' | 'ff+rwt' | 'ff+rwt+fpt'
@@ -179,7 +179,7 @@ export interface RapidWorkers {
   view(ptr: number, len: number): Uint8Array
 }
 
-/** Test hooks (not part of the API): faults injected into the next fallback block's stage 1. */
+/** @internal Test hooks, not part of the API: faults injected into the next fallback block's stage 1. */
 export const __rapidFaults: { stage1?: 'crash' | 'bad-offsets' } = {}
 
 /**
@@ -592,9 +592,8 @@ export class RapidSession {
     const jobs: { x: number; y: number; p: Promise<Stage1Res> }[] = []
     for (let x = a + here; x < q; x += per) {
       const y = Math.min(x + per, q)
-      const start = Math.max(0, x - w.window)
-      const bytes = w.view(wrap(() => run.bytesPtr(start, y)), y - start).slice()
-      const p = pool.run<Stage1Res>({ type: 'cutpoint:stage1', start, a: x, b: y, lane: w.lane, bytes } as any, [bytes.buffer as ArrayBuffer])
+      const { msg, transfer } = stage1Job(x, y, w.window, w.lane, (start, end) => w.view(wrap(() => run.bytesPtr(start, end)), end - start).slice())
+      const p = pool.run<Stage1Res>(msg, transfer)
       p.catch(() => {})
       jobs.push({ x, y, p })
     }

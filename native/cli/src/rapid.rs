@@ -1,8 +1,8 @@
 //! `cutpoint stats --rapid CRITERION`: RapidCDC over the files in order (each deduplicated
 //! against the ones before it, as in the paper's experiments), compared with regular CDC on the
-//! same files.
+//! same files; and `cutpoint chunk --rapid CRITERION`, the chunks of one file.
 
-use super::{name, open, EngineArgs, Fail};
+use super::common::{dedup_ratio, name, open, EngineArgs, Fail};
 use clap::Args;
 use cutpoint_core::rapid::{Criterion, DedupCounter, HintTable, Rapid, RapidOptions, RapidStats, Recipe};
 use cutpoint_core::{Engine, Error, HashAlg, Options};
@@ -294,6 +294,100 @@ pub fn chunk_cmd(file: &PathBuf, args: &EngineArgs, jsonl: bool, ra: &RapidArgs)
     Ok(())
 }
 
+/// Regular CDC over the same files, for the comparison: with fingerprints, then chunking only.
+struct Regular {
+    /// Seconds with fingerprints.
+    full: f64,
+    /// Seconds of chunking only.
+    cut: f64,
+    dedup_ratio: f64,
+    /// Each file's dedup ratio given the files before it.
+    file_ratio: Vec<Option<f64>>,
+    /// Every chunk fingerprint.
+    set: HashSet<[u8; 32]>,
+    /// Each file's chunk ends.
+    ends: Vec<Vec<u64>>,
+}
+
+fn regular_pass(files: &[PathBuf], args: &EngineArgs, engine: &Engine) -> Result<Regular, Fail> {
+    let mut dedup = DedupCounter::new();
+    let mut file_ratio = Vec::new();
+    let mut set = HashSet::new();
+    let mut ends = Vec::new();
+    let t = Instant::now();
+    for f in files {
+        let (reader, _) = open(f)?;
+        let (b0, u0) = (dedup.bytes, dedup.unique_bytes);
+        let mut fe = Vec::new();
+        for c in engine.stream(reader) {
+            let c = c.map_err(|e| core_fail(&name(f), e))?;
+            let h = c.hash.unwrap_or_default();
+            dedup.add(&h, c.length);
+            set.insert(h);
+            fe.push(c.offset + c.length as u64);
+        }
+        ends.push(fe);
+        let (b, u) = (dedup.bytes - b0, dedup.unique_bytes - u0);
+        file_ratio.push(dedup_ratio(b, u));
+    }
+    let full = t.elapsed().as_secs_f64();
+    let opts = Options {
+        hash: HashAlg::None,
+        ..args.options(None)?
+    };
+    let cut_engine = Engine::new(engine.profile().clone(), opts).map_err(|e| Fail::usage(e.to_string()))?;
+    let t = Instant::now();
+    for f in files {
+        let (reader, _) = open(f)?;
+        for c in cut_engine.stream(reader) {
+            c.map_err(|e| core_fail(&name(f), e))?;
+        }
+    }
+    let cut = t.elapsed().as_secs_f64();
+    Ok(Regular { full, cut, dedup_ratio: dedup.ratio(), file_ratio, set, ends })
+}
+
+/// RapidCDC's run against regular CDC's on the same files.
+fn compare(regular: Regular, rapid_set: &HashSet<[u8; 32]>, same: bool, seconds: f64, chunking_seconds: f64, dedup_ratio: f64) -> Comparison {
+    let Regular { full, cut, dedup_ratio: rdedup, set, .. } = regular;
+    let overlap = if rapid_set.is_empty() {
+        1.0
+    } else {
+        rapid_set.iter().filter(|h| set.contains(*h)).count() as f64 / rapid_set.len() as f64
+    };
+    Comparison {
+        regular_chunking_seconds: cut,
+        regular_seconds: full,
+        regular_dedup_ratio: rdedup,
+        chunking_speedup: if chunking_seconds > 0.0 {
+            cut / chunking_seconds
+        } else {
+            f64::INFINITY
+        },
+        total_speedup: if seconds > 0.0 { full / seconds } else { f64::INFINITY },
+        dedup_ratio_vs_regular: dedup_ratio / rdedup,
+        same_boundaries: same,
+        chunk_overlap: overlap,
+    }
+}
+
+impl From<&RapidStats> for StatsOut {
+    fn from(st: &RapidStats) -> StatsOut {
+        StatsOut {
+            rolled_positions: st.scanned_positions,
+            skipped_positions: st.skipped_positions(),
+            window_tests: st.window_tests,
+            window_bytes: st.window_bytes,
+            fpt_wasted: st.fpt_wasted,
+            fpt_wasted_bytes: st.fpt_wasted_bytes,
+            hits: st.hits.clone(),
+            misses: st.misses.clone(),
+            fallbacks: st.fallbacks,
+            fallback_blocks: st.blocks,
+        }
+    }
+}
+
 pub fn cmd(
     files: &[PathBuf],
     args: &EngineArgs,
@@ -328,44 +422,7 @@ pub fn cmd(
     } = hints(&engine, ra)?;
 
     // Regular CDC on the same files: with fingerprints (dedup, chunk set), then chunking only.
-    let mut regular = None;
-    if !ra.no_compare {
-        let mut dedup = DedupCounter::new();
-        let mut file_ratio = Vec::new();
-        let mut set = HashSet::new();
-        let mut ends = Vec::new();
-        let t = Instant::now();
-        for f in files {
-            let (reader, _) = open(f)?;
-            let (b0, u0) = (dedup.bytes, dedup.unique_bytes);
-            let mut fe = Vec::new();
-            for c in engine.stream(reader) {
-                let c = c.map_err(|e| core_fail(&name(f), e))?;
-                let h = c.hash.unwrap_or_default();
-                dedup.add(&h, c.length);
-                set.insert(h);
-                fe.push(c.offset + c.length as u64);
-            }
-            ends.push(fe);
-            let (b, u) = (dedup.bytes - b0, dedup.unique_bytes - u0);
-            file_ratio.push((u > 0).then(|| b as f64 / u as f64));
-        }
-        let full = t.elapsed().as_secs_f64();
-        let opts = Options {
-            hash: HashAlg::None,
-            ..args.options(None)?
-        };
-        let cut_engine = Engine::new(engine.profile().clone(), opts).map_err(|e| Fail::usage(e.to_string()))?;
-        let t = Instant::now();
-        for f in files {
-            let (reader, _) = open(f)?;
-            for c in cut_engine.stream(reader) {
-                c.map_err(|e| core_fail(&name(f), e))?;
-            }
-        }
-        let cut = t.elapsed().as_secs_f64();
-        regular = Some((full, cut, dedup.ratio(), file_ratio, set, ends));
-    }
+    let regular = if ra.no_compare { None } else { Some(regular_pass(files, args, &engine)?) };
 
     let mut rapid = Rapid::new(&engine, table, RapidOptions::new(criterion)).map_err(|e| Fail::usage(e.to_string()))?;
     let mut dedup = DedupCounter::new();
@@ -384,7 +441,7 @@ pub fn cmd(
         for c in rapid.stream(reader) {
             let c = c.map_err(|e| core_fail(&name(f), e))?;
             dedup.add(&c.hash, c.length);
-            if let Some((_, _, _, _, _, ends)) = &regular {
+            if let Some(Regular { ends, .. }) = &regular {
                 same &= ends[i].get(k) == Some(&(c.offset + c.length as u64));
                 rapid_set.insert(c.hash);
             }
@@ -394,7 +451,7 @@ pub fn cmd(
             }
         }
         let secs = t.elapsed().as_secs_f64();
-        if let Some((_, _, _, _, _, ends)) = &regular {
+        if let Some(Regular { ends, .. }) = &regular {
             same &= ends[i].len() == k;
         }
         let st = rapid.stats();
@@ -410,8 +467,8 @@ pub fn cmd(
             } else {
                 (st.scanned_positions - before.scanned_positions) as f64 / bytes as f64
             },
-            dedup_ratio: (u > 0).then(|| b as f64 / u as f64),
-            regular_dedup_ratio: regular.as_ref().and_then(|r| r.3[i]),
+            dedup_ratio: dedup_ratio(b, u),
+            regular_dedup_ratio: regular.as_ref().and_then(|r| r.file_ratio[i]),
             seconds: secs,
         });
     }
@@ -427,27 +484,7 @@ pub fn cmd(
         o.finish(|f| Recipe::from_chunks(engine.profile(), engine.hash_alg(), &last_recipe).write(f))?;
     }
 
-    let comparison = regular.map(|(full, cut, rdedup, _, set, _)| {
-        let overlap = if rapid_set.is_empty() {
-            1.0
-        } else {
-            rapid_set.iter().filter(|h| set.contains(*h)).count() as f64 / rapid_set.len() as f64
-        };
-        Comparison {
-            regular_chunking_seconds: cut,
-            regular_seconds: full,
-            regular_dedup_ratio: rdedup,
-            chunking_speedup: if chunking_seconds > 0.0 {
-                cut / chunking_seconds
-            } else {
-                f64::INFINITY
-            },
-            total_speedup: if seconds > 0.0 { full / seconds } else { f64::INFINITY },
-            dedup_ratio_vs_regular: dedup.ratio() / rdedup,
-            same_boundaries: same,
-            chunk_overlap: overlap,
-        }
-    });
+    let comparison = regular.map(|r| compare(r, &rapid_set, same, seconds, chunking_seconds, dedup.ratio()));
     let report = Report {
         profile: engine.profile().to_string(),
         criterion: criterion.name(),
@@ -464,18 +501,7 @@ pub fn cmd(
         chunking_seconds,
         dedup_ratio: dedup.ratio(),
         hit_ratio_by_position: (0..ra.hint_list).map(|k| st.hit_ratio(k)).collect(),
-        stats: StatsOut {
-            rolled_positions: st.scanned_positions,
-            skipped_positions: st.skipped_positions(),
-            window_tests: st.window_tests,
-            window_bytes: st.window_bytes,
-            fpt_wasted: st.fpt_wasted,
-            fpt_wasted_bytes: st.fpt_wasted_bytes,
-            hits: st.hits.clone(),
-            misses: st.misses.clone(),
-            fallbacks: st.fallbacks,
-            fallback_blocks: st.blocks,
-        },
+        stats: StatsOut::from(&st),
         hints_saved,
         comparison,
     };

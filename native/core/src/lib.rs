@@ -10,6 +10,19 @@
 //!
 //! Every engine yields the reference's boundaries for the same profile, whatever the backend,
 //! threads, segment size or read sizes.
+//!
+//! Two modules are not part of the SS-CDC / RapidCDC product and say here why they are in it:
+//! * [`mtfbc`] — TTTD and frequency-based chunking (MT-FBC), an alternative chunker measured
+//!   against SS-CDC (`examples/mtfbc_bench.rs`, `tests/mtfbc.rs`). It runs on the core's
+//!   rolling hashes ([`hash::Tables`]), profile limits and `parallel` feature (rayon), so that
+//!   the comparison measures the chunking rule and not a different hash or thread pool. It
+//!   uses only public items and nothing in the crate depends on it: it could move to a crate
+//!   of its own, which would change the public path `cutpoint_core::mtfbc`, so it stays here.
+//!   It takes no part in the boundary invariance above (its boundaries are its own).
+//! * [`datagen`] — deterministic test data (random bytes, the RapidCDC paper's versioned
+//!   datasets). Public because the CLI's `cutpoint gen`, the benchmarks and the tests of the
+//!   core and the CLI generate the same inputs from one seed; pure functions of
+//!   the seed and its parameters, with no dependency beyond `std` and [`Error`].
 
 pub mod backend;
 pub mod datagen;

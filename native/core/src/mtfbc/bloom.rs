@@ -6,7 +6,7 @@
 //! probes directly: filter `i` is probed at `h1 + i * h2` (double hashing), reduced to the
 //! filter's size by a multiply-shift.
 
-use super::fbc::Key;
+use super::key::Key;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct BloomFilters {

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::bloom::BloomFilters;
+use super::key::Key;
 use super::tttd::{rolling_tables, Divisor, Tttd, TttdParams};
 use crate::error::Error;
 use crate::hash::Tables;
@@ -166,32 +167,6 @@ pub struct FbcChunk {
     /// Whether this chunk is a frequent sub-chunk cut out by pass 2 (its length is then
     /// `sub_size`).
     pub frequent: bool,
-}
-
-/// A sub-chunk candidate's identity: 128 bits of its BLAKE3 digest name it in the counting
-/// table; the other 128 bits give the Bloom filter probes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Key {
-    pub(crate) id: u128,
-    pub(crate) h1: u64,
-    pub(crate) h2: u64,
-}
-
-impl Key {
-    fn rolling(a: u64, b: u64) -> Key {
-        let mix = |mut z: u64| {
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        Key { id: (a as u128) | ((b as u128) << 64), h1: mix(a ^ b.rotate_left(29)), h2: mix(b ^ a.rotate_left(17) ^ 0x9E37_79B9_7F4A_7C15) }
-    }
-    fn blake3(bytes: &[u8]) -> Key {
-        let d = blake3::hash(bytes);
-        let d = d.as_bytes();
-        let w = |i: usize| u64::from_le_bytes(d[i..i + 8].try_into().unwrap_or([0; 8]));
-        Key { id: (w(0) as u128) | ((w(8) as u128) << 64), h1: w(16), h2: w(24) }
-    }
 }
 
 /// A sampled candidate: its end offset in the input and its key.

@@ -67,6 +67,7 @@
 
 mod bloom;
 pub mod fbc;
+mod key;
 pub mod tttd;
 
 pub use fbc::{CandidateKey, Fbc, FbcChunk, FbcParams, FrequencyState, RunStats, Workers};

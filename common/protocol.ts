@@ -1,4 +1,6 @@
-// Messages between the coordinator and the workers. Every type is prefixed `cutpoint:`.
+// Messages between the coordinator (web/src) and the workers (worker/). Every type is prefixed
+// `cutpoint:`. This directory (common/) holds what both sides use: this protocol and the wasm
+// loader; web/src and worker/ import it, and neither imports the other's files.
 import type { Flavor } from './wasm.js'
 
 /** Where a worker reads its slices from. */
@@ -60,13 +62,38 @@ export interface ReleaseMsg {
   slice: number
 }
 
-/** Test hook: the worker dies (uncaught error) while handling this. */
+/** @internal Test hook, not part of the API: the worker dies (uncaught error) while handling this. */
 export interface CrashMsg {
   type: 'cutpoint:crash'
   id: number
 }
 
 export type Request = InitMsg | Stage1Msg | HashMsg | ReleaseMsg | CrashMsg
+
+/** `Omit` over each member of a union (the plain `Omit` of a union keeps only the common keys). */
+export type OmitEach<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
+/** A request before the pool numbers it. */
+export type Job = OmitEach<Request, 'id'>
+
+/**
+ * The stage-1 job over the positions `[a, b)` of a slice read from `start = max(0, a - window)`:
+ * with `bytes` (the slice, moved to the worker) or without (the worker reads its source);
+ * `retain`: the worker keeps the bytes under this key for a later hash job.
+ */
+export function stage1Job(
+  a: number,
+  b: number,
+  window: number,
+  lane: number,
+  bytesOf?: (start: number, end: number) => Uint8Array | undefined,
+  retain?: number,
+): { msg: OmitEach<Stage1Msg, 'id'>; transfer: ArrayBuffer[] } {
+  const start = Math.max(0, a - window)
+  const bytes = bytesOf?.(start, b)
+  const msg: OmitEach<Stage1Msg, 'id'> = { type: 'cutpoint:stage1', start, a, b, lane, bytes }
+  if (retain !== undefined) msg.retain = retain
+  return { msg, transfer: bytes ? [bytes.buffer as ArrayBuffer] : [] }
+}
 
 export interface ReadyRes {
   type: 'cutpoint:ready'
@@ -95,3 +122,15 @@ export interface ReleasedRes {
   id: number
 }
 export type Response = ReadyRes | Stage1Res | HashRes | ReleasedRes | ErrorRes
+
+/** A worker's answer to one request, with the buffers it moves back. */
+export interface Answer {
+  res: Response
+  transfer: ArrayBuffer[]
+}
+
+/** What a worker does with the requests (worker/handler.ts); the pool runs one in its own thread for `workers: 0`. */
+export interface RequestHandler {
+  handle(msg: Request): Promise<Answer>
+  close(): Promise<void>
+}

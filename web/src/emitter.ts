@@ -1,0 +1,188 @@
+// The emitter: chunks in file order, in batches, fingerprinted by hash jobs in the pool; and the
+// iterable `chunk()` returns over them.
+import type { HashRes } from '../../common/protocol.js'
+import { isDeno, isNode } from '../../common/wasm.js'
+import { hexDigests } from './hex.js'
+import type { Resolved } from './options.js'
+import type { Pool } from './pool.js'
+import type { RapidResult } from './rapid.js'
+
+/** What `chunk()` returns: the chunks, and with `rapid` its result once the input is done (statistics so far before). */
+export interface ChunkIterable extends AsyncIterable<Chunk> {
+  readonly rapid?: RapidResult
+  /**
+   * The same chunks in arrays, in order, as they are decided: one await per batch instead of
+   * per chunk. Iterate either this or the chunks, once.
+   */
+  batches(): AsyncIterable<Chunk[]>
+}
+
+/** A ChunkIterable over a generator of batches (the empty ones skipped here, once for all). */
+export function iterable(gen: AsyncGenerator<Chunk[]>, rapid?: () => RapidResult | undefined): ChunkIterable {
+  let used = false
+  const once = () => {
+    if (used) throw new Error('cutpoint: a chunk() result can be iterated once')
+    used = true
+  }
+  const it: ChunkIterable = {
+    get rapid() {
+      return rapid?.()
+    },
+    batches() {
+      once()
+      return (async function* () {
+        for await (const b of gen) if (b.length) yield b
+      })()
+    },
+    [Symbol.asyncIterator]() {
+      once()
+      let buf: Chunk[] = []
+      let i = 0
+      const flat: AsyncIterableIterator<Chunk> = {
+        next(): Promise<IteratorResult<Chunk>> {
+          if (i < buf.length) return Promise.resolve({ value: buf[i++], done: false })
+          return gen.next().then((r) => {
+            if (r.done) return { value: undefined, done: true }
+            buf = r.value
+            i = 0
+            return flat.next()
+          })
+        },
+        async return(v?: any): Promise<IteratorResult<Chunk>> {
+          buf = []
+          await gen.return(undefined as any)
+          return { value: v, done: true }
+        },
+        [Symbol.asyncIterator]() {
+          return flat
+        },
+      }
+      return flat
+    },
+  }
+  return it
+}
+
+export interface Chunk {
+  offset: number
+  length: number
+  /** Lower-case hex digest; absent with `hash: 'none'`. */
+  hash?: string
+}
+
+/** A macrotask: lets the event loop run (rendering, input) between batches of chunks. */
+let port: MessagePort | undefined
+const waiting: (() => void)[] = []
+function macrotask(): Promise<void> {
+  const g = globalThis as any
+  if (isNode && typeof g.setImmediate === 'function') return new Promise((r) => g.setImmediate(r))
+  if (isDeno || typeof MessageChannel === 'undefined') return new Promise((r) => setTimeout(r, 0))
+  if (!port) {
+    const ch = new MessageChannel()
+    ch.port1.onmessage = () => waiting.shift()?.()
+    port = ch.port2
+  }
+  return new Promise((r) => {
+    waiting.push(r)
+    port!.postMessage(0)
+  })
+}
+
+/**
+ * Yields to the event loop when the coordinator (and the consumer's loop body, which runs
+ * between our resumptions) has held the thread for more than ~8 ms: results that arrived
+ * together would otherwise be processed in one long task and stall the page.
+ */
+export class Breather {
+  private last = performance.now()
+  async maybe() {
+    if (performance.now() - this.last > 8) {
+      await macrotask()
+      this.last = performance.now()
+    }
+  }
+}
+
+/** Chunks decided but not yet fingerprinted, batched into hash jobs; emitted in order. */
+export class Emitter {
+  private lastCut = 0
+  private batchStart = 0
+  private lens: number[] = []
+  private batchBytes = 0
+  private queue: { start: number; lens: number[]; p: Promise<HashRes>; done: boolean }[] = []
+  private plain: Chunk[] = []
+  private breather = new Breather()
+
+  constructor(
+    private pool: Pool,
+    private r: Resolved,
+    private bytesFor: (start: number, end: number) => Uint8Array | undefined,
+  ) {}
+
+  /** Earliest byte offset a future hash job needs. */
+  get needFrom(): number {
+    return this.lens.length ? this.batchStart : this.lastCut
+  }
+
+  /** Adds cuts; with `auto`, flushes a batch whenever it reaches the batch size. */
+  add(cuts: Float64Array, auto = true) {
+    for (const c of cuts) {
+      const len = c - this.lastCut
+      if (this.r.hash === 'none') {
+        this.plain.push({ offset: this.lastCut, length: len })
+      } else {
+        if (!this.lens.length) this.batchStart = this.lastCut
+        this.lens.push(len)
+        this.batchBytes += len
+        if (auto && this.batchBytes >= this.r.hashBatch) this.flush()
+      }
+      this.lastCut = c
+    }
+  }
+
+  /**
+   * Sends the batch as a hash job; with `at`, to that worker, which retained the slice `slice`
+   * (its stage-1 bytes) and reads only what lies before it: each byte is read once.
+   */
+  flush(at?: number, slice?: number) {
+    if (!this.lens.length) {
+      if (at !== undefined && slice !== undefined && this.r.hash !== 'none') {
+        this.pool.runAt({ type: 'cutpoint:release', slice }, [], at).catch(() => {})
+      }
+      return
+    }
+    const start = this.batchStart
+    const lens = this.lens
+    const lengths = Uint32Array.from(lens)
+    const bytes = at === undefined ? this.bytesFor(start, start + this.batchBytes) : undefined
+    const transfer = [lengths.buffer as ArrayBuffer]
+    if (bytes) transfer.push(bytes.buffer as ArrayBuffer)
+    const p = this.pool.runAt<HashRes>({ type: 'cutpoint:hash', start, lengths, bytes, slice }, transfer, at).then((r) => r.res)
+    const item = { start, lens, p, done: false }
+    item.p.then(
+      () => (item.done = true),
+      () => (item.done = true),
+    )
+    this.queue.push(item)
+    this.lens = []
+    this.batchBytes = 0
+  }
+
+  /** Chunks ready in order; waits for the oldest hash job while more than `maxPending` are out. */
+  async take(maxPending: number): Promise<Chunk[]> {
+    await this.breather.maybe()
+    const out = this.plain
+    this.plain = []
+    while (this.queue.length && (this.queue[0].done || this.queue.length > maxPending)) {
+      const item = this.queue.shift()!
+      const res = await item.p
+      const hashes = hexDigests(res.digests, item.lens.length)
+      let off = item.start
+      item.lens.forEach((len, i) => {
+        out.push({ offset: off, length: len, hash: hashes[i] })
+        off += len
+      })
+    }
+    return out
+  }
+}

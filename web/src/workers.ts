@@ -1,0 +1,64 @@
+// Worker pools: one per call, or one kept across calls (`createPool`). The pool runs
+// worker/handler.ts's Handler in this thread when asked for no workers.
+import { Handler } from '../../worker/handler.js'
+import type { SourceDesc } from '../../common/protocol.js'
+import { isDeno, isNode, loadWasm, resolveFlavor, type Flavor } from '../../common/wasm.js'
+import { optInt, options } from './check.js'
+import { Pool, type InThread } from './pool.js'
+import type { Resolved } from './options.js'
+import { need, optWasm } from './runtime.js'
+
+/** What `workers: 0` runs in this thread. */
+const inThread: InThread = () => new Handler()
+
+/** Workers that stay up across `chunk()` / `createChunker()` calls (see `createPool`). */
+export interface WorkerPool {
+  readonly workers: number
+  readonly flavor: Flavor
+  /** Stops the workers. Calls still running fail. */
+  close(): void
+}
+
+export const pools = new WeakMap<WorkerPool, Pool>()
+
+/**
+ * Starts workers once for many calls (`chunk(x, { pool })`): each call otherwise starts its own
+ * (tens of milliseconds: threads, wasm instances). Idle, the pool does not keep Node running
+ * (Deno keeps running while it is open); `close()` it when done.
+ */
+export async function createPool(opts: { workers?: number; wasm?: Flavor | 'auto' } = {}): Promise<WorkerPool> {
+  const w = need()
+  opts = options('createPool options', opts)
+  const workers = optInt('workers', opts.workers, 0, 256) ?? (await defaultWorkers())
+  const flavor = opts.wasm !== undefined ? resolveFlavor(optWasm(opts.wasm)) : w.flavor
+  const pool = await Pool.keep(workers, inThread)
+  const handle: WorkerPool = { workers, flavor, close: () => pool.terminate() }
+  pools.set(handle, pool)
+  return handle
+}
+
+export async function defaultWorkers(): Promise<number> {
+  const g = globalThis as any
+  if (isNode) {
+    const osName = 'node:os'
+    const os = await import(/* @vite-ignore */ osName)
+    return os.availableParallelism?.() ?? os.cpus().length
+  }
+  return g.navigator?.hardwareConcurrency || 1
+}
+
+/** Workers for one call, initialised for it (a kept pool's or new ones); `finish()` them after. */
+export async function startPool(r: Resolved, source: SourceDesc): Promise<Pool> {
+  const module = isDeno ? undefined : (await loadWasm(r.flavor)).module
+  const init = {
+    flavor: r.flavor,
+    module,
+    profile: r.profile.canonical,
+    backend: r.backend,
+    hash: r.hash,
+    hashImpl: r.hashImpl,
+    capacity: Math.min(r.segment, 1 << 30) + r.profile.window,
+    source,
+  }
+  return r.pool ? r.pool.take(init) : Pool.create(r.workers, init, inThread)
+}
