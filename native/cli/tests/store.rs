@@ -540,3 +540,32 @@ fn gc_removes_only_what_no_version_references() {
     assert_eq!(srv.pull("a", None, &[]), a);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One server per directory: a second one, with or without `--reindex`, is refused and the
+/// first keeps its index, its uploads and its versions; `--reindex` alone rebuilds the index.
+#[test]
+fn a_second_server_on_one_directory_is_refused_and_reindex_rebuilds() {
+    let dir = tmpdir("second");
+    let store = dir.join("store");
+    let a = data(300_000, 51);
+    let fa = write(&dir, "a", &a);
+    let mut srv = Server::start(&store, &[], &[]);
+    srv.push(&fa, "a", &[]);
+    for extra in [&[][..], &["--reindex"][..]] {
+        let out = bin()
+            .args(["serve", "--data", store.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("in use by another process"), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(srv.pull("a", None, &[]), a);
+    srv.check(&[]);
+    srv.kill();
+    let srv = Server::start(&store, &["--reindex"], &[]);
+    assert_eq!(srv.pull("a", None, &[]), a, "the index rebuilt from the objects");
+    assert_eq!(srv.push(&fa, "a", &[])["novel_bytes"].as_u64(), Some(0));
+    srv.check(&[]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -83,13 +83,16 @@ fn busy(path: &Path, e: impl std::fmt::Display) -> StoreError {
 }
 
 impl Index {
-    pub fn open(path: &Path) -> Result<Index> {
+    /// Opens (or makes) the index; `reset` empties it first, under its lock (`--reindex`: the
+    /// reconcile at start then rebuilds it from the objects). A server already running on it
+    /// keeps it, and this one is refused.
+    pub fn open(path: &Path, reset: bool) -> Result<Index> {
         let conn = Connection::open(path)?;
         conn.execute_batch(PRAGMAS).map_err(|e| busy(path, e))?;
         // The exclusive lock is taken by the first read: take it now, so that a second server
         // fails here and not at its first request.
         let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| busy(path, e))?;
-        if v != SCHEMA_VERSION {
+        if v != SCHEMA_VERSION || reset {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS chunks; DROP TABLE IF EXISTS packs; DROP TABLE IF EXISTS versions; DROP TABLE IF EXISTS namespaces;",
             )?;

@@ -195,19 +195,10 @@ impl Store {
     /// A store over `objects` with its index at `index_path` and spool files in `tmp`
     /// (emptied: what is there is left from a crash). Reconciles the index with the objects.
     pub fn open(objects: Objects, index_path: &Path, tmp: &Path, limits: Limits, reindex: bool) -> Result<(Store, ReconcileReport)> {
-        if reindex {
-            for suffix in ["", "-wal", "-shm"] {
-                let mut p = index_path.as_os_str().to_owned();
-                p.push(suffix);
-                let _ = std::fs::remove_file(PathBuf::from(p));
-            }
-        }
         if let Some(d) = index_path.parent() {
             std::fs::create_dir_all(d)?;
         }
-        // The index first: its lock says no other server uses this directory; then the spool
-        // files left by a crash can go.
-        let index = Index::open(index_path)?;
+        let index = Index::open(index_path, reindex)?;
         let _ = std::fs::remove_dir_all(tmp);
         std::fs::create_dir_all(tmp)?;
         let store = Store {
