@@ -25,7 +25,7 @@ export interface InitMsg {
   hash: string
   /** How SHA-256 is computed: 'auto' (WebCrypto where the worker has it, else wasm), 'wasm', 'webcrypto'. */
   hashImpl: 'auto' | 'wasm' | 'webcrypto'
-  /** Largest stage-1 slice in bytes (segment + window). */
+  /** Largest stage-1 slice in bytes (span + window). */
   capacity: number
   source: SourceDesc
 }
@@ -37,7 +37,7 @@ export interface Stage1Msg {
   start: number
   a: number
   b: number
-  /** Kernel segment size within the slice (0: the kernel splits by its lanes). */
+  /** Lane segment within the slice (0: the kernel splits it over its lanes). */
   lane: number
   bytes?: Uint8Array
   /** Keep the slice's bytes under this key for a later hash job on the same worker (read once). */

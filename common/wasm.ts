@@ -12,7 +12,7 @@ export type Flavor = 'simd128' | 'plain'
 export interface WasmModule {
   buildId(): string
   backends(): string[]
-  defaultBackend(): string
+  defaultBackend(profile?: string | null): string
   parseProfile(profile: string): {
     canonical: string
     family: string
@@ -77,7 +77,7 @@ export interface WasmStage1 {
   readonly backend: string
   readonly capacity: number
   inputPtr(): number
-  scan(len: number, p: number, q: number, segment: number): void
+  scan(len: number, p: number, q: number, laneSegment: number): void
   strictOffsets(): Uint32Array
   looseOffsets(): Uint32Array
   free(): void

@@ -4,7 +4,7 @@ import { generate, diff } from '/tests/js/vectors.mjs'
 
 // The configs check that odd, tiny stage-1 jobs give the same chunks: keep their sizes (the
 // library raises a segmentSize below 64 KiB to 64 KiB otherwise).
-cp.__test.minSegment(1)
+cp.__test.minSpan(1)
 
 const vectors = new Map()
 async function vector(name) {

@@ -11,7 +11,7 @@ names.sort()
 const info = await cp.init()
 // The configs check that odd, tiny stage-1 jobs give the same chunks: keep their sizes (the
 // library raises a segmentSize below 64 KiB to 64 KiB otherwise).
-cp.__test.minSegment(1)
+cp.__test.minSpan(1)
 console.log(`deno ${Deno.version.deno}, ${info.buildId}, vectors: ${names.length} files`)
 
 const configs = [

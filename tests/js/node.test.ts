@@ -14,7 +14,7 @@ beforeAll(async () => {
   await cp.init()
   // These tests check that odd, tiny stage-1 jobs give the same chunks: keep their sizes (the
   // library raises a segmentSize below 64 KiB to 64 KiB otherwise; see 'issue #19' below).
-  cp.__test.minSegment(1)
+  cp.__test.minSpan(1)
 })
 
 describe('shared vectors', () => {
@@ -26,20 +26,20 @@ describe('shared vectors', () => {
       for (const [i, c] of vf.cases.entries()) {
         const data: Uint8Array = generate(c.input)
         const wasm = i % 2 ? 'plain' : 'simd128'
-        const got = await cp.chunkAll(data, { profile: vf.profile, workers: 2, segmentSize: 4099 + 2 * i, wasm })
+        const got = await cp.chunkAll(data, { profile: vf.profile, workers: 2, span: 4099 + 2 * i, wasm })
         expect(diff(got, c), `${c.note} (${wasm})`).toBeNull()
         const sha = await cp.chunkAll(data, { profile: vf.profile, workers: 0, segmentSize: 65537, hash: 'sha256', hashImpl: i % 2 ? 'wasm' : 'webcrypto' })
         expect(diff(sha, c, 'sha256'), `${c.note} sha256`).toBeNull()
       }
     })
-    it(`${vf.name}: largest case, workers 1/2/4 x segment sizes x builds x backends`, async () => {
+    it(`${vf.name}: largest case, workers 1/2/4 x spans x builds x backends`, async () => {
       const c: Case = vf.cases.reduce((a, b) => (b.input.length > a.input.length ? b : a))
       const data: Uint8Array = generate(c.input)
       for (const workers of [1, 2, 4])
-        for (const segmentSize of [1021, 65537, 1 << 20])
+        for (const span of [1021, 65537, 1 << 20])
           for (const [wasm, backend] of [['simd128', 'simd128'], ['simd128', 'scalar'], ['plain', 'interleaved']] as const) {
-            const got = await cp.chunkAll(data, { profile: vf.profile, workers, segmentSize, wasm, backend, hash: workers === 2 ? 'blake3' : 'none' })
-            expect(diff(got, c, workers === 2 ? 'blake3' : 'none'), `${c.note} w=${workers} seg=${segmentSize} ${wasm}/${backend}`).toBeNull()
+            const got = await cp.chunkAll(data, { profile: vf.profile, workers, span, wasm, backend, hash: workers === 2 ? 'blake3' : 'none' })
+            expect(diff(got, c, workers === 2 ? 'blake3' : 'none'), `${c.note} w=${workers} span=${span} ${wasm}/${backend}`).toBeNull()
           }
     })
   }
@@ -72,7 +72,7 @@ describe('inputs', () => {
         ctl.close()
       },
     })
-    expect(diff(await cp.chunkAll(stream, { profile: vf.profile, workers: 2, segmentSize: 65537 }), c)).toBeNull()
+    expect(diff(await cp.chunkAll(stream, { profile: vf.profile, workers: 2, span: 65537 }), c)).toBeNull()
   })
 
   it('a path: workers read their own slices of the file', async () => {

@@ -45,6 +45,9 @@ describe('options are type-checked before they reach WebAssembly', () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ workers: '4' }, "workers must be an integer in 0..256 (got the string '4')"],
       [{ workers: 2.5 }, 'workers must be an integer in 0..256 (got the number 2.5)'],
+      [{ span: '1m' }, "span must be an integer in 1..1 GiB (got the string '1m')"],
+      [{ span: 0 }, 'span must be an integer in 1..1 GiB (got the number 0)'],
+      [{ span: 65536, segmentSize: 131072 }, 'span (65536) and its old name segmentSize (131072) differ: give one'],
       [{ segmentSize: '1m' }, "segmentSize must be an integer in 1..1 GiB (got the string '1m')"],
       [{ segmentSize: 0 }, 'segmentSize must be an integer in 1..1 GiB (got the number 0)'],
       [{ laneSegment: -1 }, 'laneSegment must be an integer in 0..1 GiB (got the number -1)'],
@@ -108,12 +111,13 @@ describe('a tiny segmentSize is bounded', () => {
       expect(got).toEqual(want)
       expect(performance.now() - t).toBeLessThan(5000)
     }
-    // RapidCDC reads its input in pieces of segmentSize: bounded too.
+    // RapidCDC reads its input in pieces of the span: bounded too.
     const t = performance.now()
     const r = await cp.chunkAll(data, { workers: 0, segmentSize: 1, rapid: { criterion: 'ff+rwt+fpt' } })
     expect(r).toEqual(want)
     expect(performance.now() - t).toBeLessThan(5000)
-    expect(cp.MIN_SEGMENT_SIZE).toBe(64 << 10)
+    expect(cp.MIN_SPAN).toBe(64 << 10)
+    expect(cp.MIN_SEGMENT_SIZE).toBe(cp.MIN_SPAN)
   })
 })
 

@@ -15,8 +15,10 @@
 //! * [`RapidTable`] / [`RapidRun`] — the core's RapidCDC: hint table (recipes and hint-cache
 //!   bytes in the native formats) and a run over one input pushed in pieces.
 
-use cutpoint_core::hash::Tables;
-use cutpoint_core::stage1::{self, Stage1Fn};
+use cutpoint_core::rolling::Tables;
+use cutpoint_core::backend::{self, Backend};
+use cutpoint_core::profile::Family;
+use cutpoint_core::stage1::Stage1Fn;
 use cutpoint_core::stage2::{bits_from_offsets, Bits, Selector};
 use cutpoint_core::{HashAlg, Profile};
 use std::fmt::Display;
@@ -34,33 +36,40 @@ pub fn build_id() -> String {
     format!("cutpoint-wasm/{}/{}", env!("CARGO_PKG_VERSION"), if SIMD { "simd128" } else { "plain" })
 }
 
-/// Stage-1 backends of this build, lowest tier first.
+/// Stage-1 backends of this build, lowest tier first: the core's registry
+/// (`cutpoint_core::backend`), filtered to what this module can run.
 #[wasm_bindgen]
 pub fn backends() -> Vec<String> {
-    let mut v = vec!["scalar".to_string(), "interleaved".to_string()];
-    if SIMD {
-        v.push("simd128".into());
-    }
-    v
+    backend::available().iter().map(|b| b.name().to_string()).collect()
 }
 
-/// The backend used when none is asked for: the fastest this build has.
+/// The backend used when none is asked for, for `profile`'s family (default: the default
+/// profile's, gear): the core's choice (`backend::fastest`), which on wasm, where nothing can
+/// be timed, is the first of the core's preference order that this build has.
 #[wasm_bindgen(js_name = defaultBackend)]
-pub fn default_backend() -> String {
-    if SIMD { "simd128" } else { "interleaved" }.to_string()
+pub fn default_backend(profile: Option<String>) -> Result<String, JsError> {
+    let family = match profile {
+        Some(p) if !p.trim().is_empty() => parse(&p)?.family,
+        _ => Family::Gear,
+    };
+    Ok(backend::fastest(family).name().to_string())
 }
 
-fn kernel(name: &str) -> Result<(Stage1Fn, &'static str), JsError> {
+fn kernel(name: &str, family: Family) -> Result<(Stage1Fn, &'static str), JsError> {
     let name = name.trim().to_ascii_lowercase();
-    let name = if name.is_empty() || name == "auto" { default_backend() } else { name };
-    match name.as_str() {
-        "scalar" => Ok((stage1::scalar::stage1 as Stage1Fn, "scalar")),
-        "interleaved" => Ok((stage1::interleaved::stage1 as Stage1Fn, "interleaved")),
-        #[cfg(target_feature = "simd128")]
-        "simd128" => Ok((stage1::simd128::stage1 as Stage1Fn, "simd128")),
-        #[cfg(not(target_feature = "simd128"))]
-        "simd128" => Err(err("backend 'simd128' is not in this build (plain wasm); load the simd128 build")),
-        other => Err(err(format!("unknown backend '{other}' (known: {})", backends().join(", ")))),
+    if name.is_empty() || name == "auto" {
+        let b = backend::fastest(family);
+        return Ok((b.stage1_kernel().ok_or_else(|| err(format!("backend '{b}' cannot run here")))?, b.name()));
+    }
+    match backend::ALL.iter().copied().find(|b| b.name() == name) {
+        Some(b) => match b.stage1_kernel() {
+            Some(k) => Ok((k, b.name())),
+            None if b == Backend::Simd128 => {
+                Err(err("backend 'simd128' is not in this build (plain wasm); load the simd128 build"))
+            }
+            None => Err(err(format!("backend '{name}' is native only (this build has: {})", backends().join(", ")))),
+        },
+        None => Err(err(format!("unknown backend '{name}' (known: {})", backends().join(", ")))),
     }
 }
 
@@ -131,7 +140,7 @@ impl Stage1 {
     #[wasm_bindgen(constructor)]
     pub fn new(profile: &str, backend: &str, capacity: usize) -> Result<Stage1, JsError> {
         let p = parse(profile)?;
-        let (kernel, backend) = kernel(backend)?;
+        let (kernel, backend) = kernel(backend, p.family)?;
         Ok(Stage1 {
             tables: Tables::new(&p),
             kernel,
@@ -161,10 +170,10 @@ impl Stage1 {
     }
 
     /// `input[..len]` holds the file bytes `[s, s + len)`. Finds the candidates of the positions
-    /// `[s + p, s + q)` (`q <= len`), cutting them into segments of `segment` bytes for the
-    /// kernel's lanes (0: let the kernel split). `p` must be at least the window unless `s` is
+    /// `[s + p, s + q)` (`q <= len`), cutting them into lane segments of `lane_segment`
+    /// bytes for the kernel's lanes (0: let the kernel split). `p` must be at least the window unless `s` is
     /// the start of the file (positions before the window are never candidates).
-    pub fn scan(&mut self, len: usize, p: usize, q: usize, segment: usize) -> Result<(), JsError> {
+    pub fn scan(&mut self, len: usize, p: usize, q: usize, lane_segment: usize) -> Result<(), JsError> {
         let w = self.tables.window;
         if len > self.input.len() || p > q || q > len {
             return Err(err(format!("stage 1: bad slice (len {len}, positions {p}..{q}, capacity {})", self.input.len())));
@@ -181,7 +190,7 @@ impl Stage1 {
         let lo = p.max(w);
         if lo < q {
             let mut segs = Vec::new();
-            let seg = if segment == 0 { q - lo } else { segment };
+            let seg = if lane_segment == 0 { q - lo } else { lane_segment };
             let mut a = lo;
             while a < q {
                 let b = (a + seg).min(q);
@@ -361,7 +370,7 @@ pub fn reference_cuts(profile: &str, bytes: &[u8]) -> Result<Vec<f64>, JsError> 
 // engine, one thread, this build's kernel) and fingerprints all run in this wasm instance.
 
 use cutpoint_core::rapid::{Criterion, FeedSource, HintTable, Rapid, RapidChunker, RapidOptions, RapidStats, Recipe};
-use cutpoint_core::{Backend, Engine, Options};
+use cutpoint_core::{Engine, Options};
 
 fn rapid_alg(name: &str) -> Result<HashAlg, JsError> {
     let a = alg(name)?;
@@ -503,7 +512,7 @@ impl RapidRun {
             b => Some(Backend::parse(b).map_err(err)?),
         };
         let limit = u32::MAX as f64 - (profile.max as f64 + block.max(1 << 16) as f64 + 2.0);
-        let engine = Engine::new(profile, Options { backend, threads: 1, segment_size: None, span: 0, hash }).map_err(err)?;
+        let engine = Engine::new(profile, Options { backend, threads: 1, lane_segment: None, span: 0, hash }).map_err(err)?;
         let t = table.t.take().expect("checked above");
         let engine = Box::into_raw(Box::new(engine));
         // SAFETY: `engine` stays allocated until after `rapid` and the chunker are dropped.

@@ -14,7 +14,7 @@ import { simdSupported, type Flavor } from '../../common/wasm.js'
 import { optInt, optOneOf, options, optString, shown } from './check.js'
 import { iterable, type Chunk, type ChunkIterable } from './emitter.js'
 import { chunkRandom, chunkRapid, chunkStream } from './loops.js'
-import { checkChunkOptions, DEFAULT_PROFILE, resolve, setMinSegment, type ChunkOptions } from './options.js'
+import { checkChunkOptions, DEFAULT_PROFILE, resolve, setMinSpan, type ChunkOptions } from './options.js'
 import { need, parseProfile } from './runtime.js'
 import { sourceOf } from './sources.js'
 import { startPool } from './workers.js'
@@ -27,7 +27,7 @@ export { HintTable, CRITERIA, nativeBlockSize } from './rapid.js'
 export type { Criterion, RapidOptions, RapidResult, RapidStats, RecipeSource, CacheSpec, TableOptions } from './rapid.js'
 export type { Chunk, ChunkIterable } from './emitter.js'
 export type { ChunkOptions, HashName } from './options.js'
-export { MIN_SEGMENT_SIZE } from './options.js'
+export { MIN_SPAN, MIN_SEGMENT_SIZE } from './options.js'
 export { init, info, parseProfile, type InitInfo } from './runtime.js'
 export { createPool, type WorkerPool } from './workers.js'
 export { createChunker, type Chunker } from './loops.js'
@@ -83,11 +83,11 @@ export async function chunkAll(input: Parameters<typeof chunk>[0], opts: ChunkOp
 /** @internal Test hooks, not part of the API: they may change or go without notice. */
 export const __test = {
   /**
-   * Sets the smallest stage-1 job (default MIN_SEGMENT_SIZE) and returns the previous one: tests
+   * Sets the smallest stage-1 job (default MIN_SPAN) and returns the previous one: tests
    * that check odd, tiny jobs give the same chunks lower it.
    */
-  minSegment(n: number): number {
-    return setMinSegment(n)
+  minSpan(n: number): number {
+    return setMinSpan(n)
   },
   async poolCrash(opts: ChunkOptions = {}) {
     const r = await resolve(opts)

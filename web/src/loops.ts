@@ -19,7 +19,7 @@ export async function openRapid(opts: ChunkOptions): Promise<{ r: Resolved; sess
   // the pool measured slower there (novel 256 MiB, ff+rwt: 481 / 436 / 381 MB/s with 0 / 1 / 2
   // workers); an explicit rapid.workerBlock still uses it.
   const usePool = r.workers >= 1 && (opts.rapid!.workerBlock !== undefined || (await defaultWorkers()) > 2)
-  const pool = usePool ? { start: () => startPool(r, { kind: 'message' }), segment: r.segment, lane: r.lane, window: r.profile.window, view: w.view } : undefined
+  const pool = usePool ? { start: () => startPool(r, { kind: 'message' }), span: r.span, lane: r.lane, window: r.profile.window, view: w.view } : undefined
   const session = await RapidSession.open(w.mod, opts.rapid!, r.profile.canonical, r.hash, r.workers, r.backend, pool)
   return { r, session }
 }
@@ -31,7 +31,7 @@ export function chunkRapid(input: Input, opts: ChunkOptions): ChunkIterable {
     session = o.session
     const breather = new Breather()
     // One piece read ahead: reading (I/O threads) overlaps the run's work on this one.
-    const src = pieces(input, o.r.segment)
+    const src = pieces(input, o.r.span)
     let next = src.next()
     next.catch(() => {})
     try {
@@ -62,7 +62,7 @@ export async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: Chunk
   try {
     const em = new Emitter(pool, r, (s, e) => src.bytesFor?.(s, e))
     const W = r.profile.window
-    const nseg = Math.ceil(size / r.segment)
+    const nseg = Math.ceil(size / r.span)
     const look = 2 * pool.size
     // Workers read the source themselves: they keep each stage-1 slice for its hash job.
     const readOnce = !src.bytesFor && r.hash !== 'none' && (opts.readOnce ?? src.desc.kind === 'blob')
@@ -70,8 +70,8 @@ export async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: Chunk
     let launched = 0
     const launch = () => {
       const i = launched++
-      const a = i * r.segment
-      const b = Math.min(a + r.segment, size)
+      const a = i * r.span
+      const b = Math.min(a + r.span, size)
       const { msg, transfer } = stage1Job(a, b, W, r.lane, src.bytesFor, readOnce ? i : undefined)
       jobs[i] = pool.runAt<Stage1Res>(msg, transfer)
       jobs[i].catch(() => {})
@@ -80,8 +80,8 @@ export async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: Chunk
       while (launched < nseg && launched <= i + look) launch()
       const { res, worker } = await jobs[i]
       delete jobs[i]
-      const a = i * r.segment
-      const b = Math.min(a + r.segment, size)
+      const a = i * r.span
+      const b = Math.min(a + r.span, size)
       em.add(st2.feed(a, b, res.strict, res.loose), !readOnce)
       if (b === size) em.add(st2.finish(size), !readOnce)
       if (readOnce) em.flush(worker, i)
@@ -225,7 +225,7 @@ export async function createChunker(opts: ChunkOptions = {}): Promise<Chunker> {
         }
         held.set(bytes, len)
         len += bytes.length
-        while (base + len - nextA >= r.segment) launch(nextA + r.segment)
+        while (base + len - nextA >= r.span) launch(nextA + r.span)
         await drain(false)
         compact()
         return em.take(look)

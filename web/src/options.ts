@@ -15,11 +15,18 @@ export interface ChunkOptions {
   /** Workers; default `navigator.hardwareConcurrency` / `os.availableParallelism()`. 0: no workers, this thread. */
   workers?: number
   /**
-   * Bytes of positions each stage-1 job covers (default 4 MiB; at least 64 KiB: a smaller value is
-   * raised to 64 KiB, as each job costs a round trip of about 0.1 ms). Any size gives the same chunks.
+   * Span: bytes of positions each stage-1 job (one message to a worker) covers (default 4 MiB; at
+   * least 64 KiB: a smaller value is raised to 64 KiB, as each job costs a round trip of about
+   * 0.1 ms). Any size gives the same chunks. The core's `Options::span`.
    */
+  span?: number
+  /** The old name of `span`, still accepted (giving both, they must agree). */
   segmentSize?: number
-  /** Kernel segment size inside a job (default 0: the kernel splits the job over its lanes). */
+  /**
+   * Lane segment: bytes of positions one SIMD lane of the kernel scans in one go inside a span
+   * (default 0: the kernel splits the span over its lanes). The core's `Options::lane_segment`,
+   * the CLI's `--lane-segment`.
+   */
   laneSegment?: number
   /** Fingerprint (default blake3). */
   hash?: HashName
@@ -57,25 +64,27 @@ export const DEFAULT_PROFILE = 'gear:2k:8k:64k'
 export const MiB = 1 << 20
 
 /**
- * Smallest stage-1 job (`segmentSize`): each job costs a round trip (a message to a worker, the
+ * Smallest span (stage-1 job): each job costs a round trip (a message to a worker, the
  * candidates back, stage 2 fed) of about 0.1 ms, so 1-byte jobs ran 5.3 s on 200 KB. Measured on
  * 8 MiB (2 vCPUs): 1 KiB jobs 14-29× the 4 MiB time, 4 KiB 4-6×, 16 KiB 2.4-2.9×, 64 KiB within
  * 1.3× (noise). Smaller values are raised to it.
  */
-export const MIN_SEGMENT_SIZE = 64 << 10
-let minSegment = MIN_SEGMENT_SIZE
+export const MIN_SPAN = 64 << 10
+/** The old name of `MIN_SPAN`. */
+export const MIN_SEGMENT_SIZE = MIN_SPAN
+let minSpan = MIN_SPAN
 
-/** Sets the smallest stage-1 job (tests) and returns the previous one. */
-export function setMinSegment(n: number): number {
-  const prev = minSegment
-  minSegment = n
+/** Sets the smallest span (tests) and returns the previous one. */
+export function setMinSpan(n: number): number {
+  const prev = minSpan
+  minSpan = n
   return prev
 }
 
 export interface Resolved {
   profile: ReturnType<typeof parseProfile>
   workers: number
-  segment: number
+  span: number
   lane: number
   hash: HashName
   hashImpl: 'auto' | 'wasm' | 'webcrypto'
@@ -94,7 +103,11 @@ export function checkChunkOptions(opts: unknown): ChunkOptions {
   const o = options<ChunkOptions>('options', opts)
   optString('profile', o.profile, "'gear:2k:8k:64k'")
   optInt('workers', o.workers, 0, 256)
+  optInt('span', o.span, 1, 1 << 30, '1..1 GiB')
   optInt('segmentSize', o.segmentSize, 1, 1 << 30, '1..1 GiB')
+  if (o.span !== undefined && o.segmentSize !== undefined && o.span !== o.segmentSize) {
+    throw new TypeError(`cutpoint: span (${o.span}) and its old name segmentSize (${o.segmentSize}) differ: give one`)
+  }
   optInt('laneSegment', o.laneSegment, 0, 1 << 30, '0..1 GiB')
   optOneOf('hash', o.hash, ['blake3', 'sha256', 'none'])
   optOneOf('hashImpl', o.hashImpl, ['auto', 'wasm', 'webcrypto'])
@@ -117,7 +130,7 @@ export async function resolve(opts: ChunkOptions): Promise<Resolved> {
   if (opts.pool && opts.workers !== undefined && opts.workers !== opts.pool.workers) throw new Error(`cutpoint: workers (${opts.workers}) differs from the pool's (${opts.pool.workers})`)
   if (opts.pool && opts.wasm && resolveFlavor(opts.wasm) !== opts.pool.flavor) throw new Error(`cutpoint: wasm '${opts.wasm}' differs from the pool's build (${opts.pool.flavor})`)
   const workers = opts.pool?.workers ?? opts.workers ?? (await defaultWorkers())
-  const segment = Math.max(opts.segmentSize ?? 4 * MiB, minSegment)
+  const span = Math.max(opts.span ?? opts.segmentSize ?? 4 * MiB, minSpan)
   const lane = opts.laneSegment ?? 0
   const flavor = opts.pool?.flavor ?? (opts.wasm ? resolveFlavor(opts.wasm) : w.flavor)
   const backend = opts.backend ?? ''
@@ -126,5 +139,5 @@ export async function resolve(opts: ChunkOptions): Promise<Resolved> {
   }
   const hashBatch = opts.hashBatch ?? 4 * MiB
   const hashImpl = opts.hashImpl ?? 'auto'
-  return { profile, workers, segment, lane, hash, hashImpl, backend, flavor, hashBatch, pool: opts.pool && pools.get(opts.pool) }
+  return { profile, workers, span, lane, hash, hashImpl, backend, flavor, hashBatch, pool: opts.pool && pools.get(opts.pool) }
 }

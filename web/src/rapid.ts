@@ -169,9 +169,9 @@ const DEFAULT_WORKER_BLOCK = 256 << 10
 export interface RapidWorkers {
   /** Starts the pool (called once, when the first block for the workers is due). */
   start(): Promise<Pool>
-  /** Largest slice of positions per stage-1 job (the pool's `segmentSize`). */
-  segment: number
-  /** Kernel segment inside a job (`laneSegment`). */
+  /** Largest slice of positions per stage-1 job (the span). */
+  span: number
+  /** Lane segment inside a job (`laneSegment`). */
   lane: number
   /** The profile's window W: a job over positions [a, b) gets the bytes [a - W, b). */
   window: number
@@ -575,7 +575,7 @@ export class RapidSession {
   /**
    * Stage 1 of the positions [a, q) of a fallback block: this thread keeps the first share (one
    * part in workers + 1) and scans it in the run meanwhile; the workers take the rest in slices
-   * of at most `segment` positions (fewer, so that every worker gets one), each job with the
+   * of at most `span` positions (fewer, so that every worker gets one), each job with the
    * bytes [x - W, y) of its slice [x, y) copied out of the run. Candidates go to the run in order.
    */
   private async stage1(run: WasmRapidRun, a: number, q: number) {
@@ -584,7 +584,7 @@ export class RapidSession {
     const pool = await this.pool
     if (this.run !== run) throw new Error('cutpoint: the RapidCDC run is closed')
     const here = Math.floor((q - a) / (pool.size + 1))
-    const per = Math.max(1, Math.min(w.segment, Math.ceil((q - a - here) / pool.size)))
+    const per = Math.max(1, Math.min(w.span, Math.ceil((q - a - here) / pool.size)))
     const fault = __rapidFaults.stage1
     __rapidFaults.stage1 = undefined
     // (Test hook: a worker dies before the slices' jobs are done; they all fail.)

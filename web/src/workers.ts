@@ -57,7 +57,7 @@ export async function startPool(r: Resolved, source: SourceDesc): Promise<Pool> 
     backend: r.backend,
     hash: r.hash,
     hashImpl: r.hashImpl,
-    capacity: Math.min(r.segment, 1 << 30) + r.profile.window,
+    capacity: Math.min(r.span, 1 << 30) + r.profile.window,
     source,
   }
   return r.pool ? r.pool.take(init) : Pool.create(r.workers, init, inThread)

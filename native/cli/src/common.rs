@@ -42,9 +42,11 @@ pub(crate) struct EngineArgs {
     /// Threads for stage 1 and fingerprinting (default: all cores).
     #[arg(long, short, default_value_t = 0)]
     pub(crate) threads: usize,
-    /// Stage-1 segment size, e.g. 64k (default: each thread's span split across the kernel's lanes).
-    #[arg(long)]
-    pub(crate) segment_size: Option<String>,
+    /// Lane segment: bytes one SIMD lane of the stage-1 kernel scans in one go, e.g. 64k
+    /// (default: each thread's span split across the kernel's lanes). `--segment-size` is its
+    /// old name, still accepted.
+    #[arg(long, alias = "segment-size")]
+    pub(crate) lane_segment: Option<String>,
     /// Chunk fingerprint.
     #[arg(long, value_enum, default_value_t = HashArg::Blake3)]
     pub(crate) hash: HashArg,
@@ -69,10 +71,10 @@ impl EngineArgs {
             Some(b) => Some(Backend::parse(b).map_err(|e| Fail::usage(e.to_string()))?),
             None => None,
         };
-        let segment_size = match &self.segment_size {
+        let lane_segment = match &self.lane_segment {
             Some(s) => Some(
                 cutpoint_core::profile::parse_size(s)
-                    .map_err(|_| Fail::usage(format!("--segment-size '{s}' is not a size (examples: 4096, 64k, 1m)")))?,
+                    .map_err(|_| Fail::usage(format!("--lane-segment '{s}' is not a size (examples: 4096, 64k, 1m)")))?,
             ),
             None => None,
         };
@@ -81,7 +83,7 @@ impl EngineArgs {
             HashArg::Sha256 => HashAlg::Sha256,
             HashArg::None => HashAlg::None,
         };
-        Ok(Options { backend, threads: threads_override.unwrap_or(self.threads), segment_size, span: 0, hash })
+        Ok(Options { backend, threads: threads_override.unwrap_or(self.threads), lane_segment, span: 0, hash })
     }
     pub(crate) fn engine(&self, threads_override: Option<usize>) -> Result<Engine, Fail> {
         let profile = self.profile()?;

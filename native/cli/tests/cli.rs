@@ -61,7 +61,7 @@ fn stdin_equals_file_whatever_the_backend() {
     assert!(from_file.status.success());
     for b in cutpoint_core::backend::available() {
         let mut child = bin()
-            .args(["chunk", "-", "--backend", b.name(), "--segment-size", "1021"])
+            .args(["chunk", "-", "--backend", b.name(), "--lane-segment", "1021"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -107,8 +107,8 @@ fn errors_name_the_problem_and_set_exit_codes() {
         (&["chunk", "/nonexistent/x.bin"], 1, "/nonexistent/x.bin"),
         (&["chunk", f.to_str().unwrap(), "-p", "crc32:16k:8k:64k"], 2, "MIN (16k) is larger than AVG"),
         (&["chunk", f.to_str().unwrap(), "-b", "quantum"], 2, "unknown backend 'quantum'"),
-        (&["chunk", f.to_str().unwrap(), "--segment-size", "0"], 2, "segment size must be at least 1"),
-        (&["chunk", f.to_str().unwrap(), "--segment-size", "12q"], 2, "is not a size"),
+        (&["chunk", f.to_str().unwrap(), "--segment-size", "0"], 2, "lane segment must be at least 1"),
+        (&["chunk", f.to_str().unwrap(), "--lane-segment", "12q"], 2, "is not a size"),
         (&["stats", tmp.to_str().unwrap()], 1, "is a directory"),
     ];
     for (args, code, msg) in cases {

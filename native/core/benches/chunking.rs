@@ -20,7 +20,7 @@
 //! `cargo run --release --example speed`.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use cutpoint_core::hash::Tables;
+use cutpoint_core::rolling::Tables;
 use cutpoint_core::stage1::Stage1Fn;
 use cutpoint_core::*;
 use std::time::Duration;

@@ -24,7 +24,7 @@
 //! bytes / wall seconds / 1e9. Ratios are taken by the harness within this run. A backend this
 //! CPU lacks is printed as a `skipped` row with the reason.
 
-use cutpoint_core::hash::Tables;
+use cutpoint_core::rolling::Tables;
 use cutpoint_core::stage1::{self, Stage1Fn};
 use cutpoint_core::*;
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@
 //! crate, 5.x; 3.x as an extra row), each versus memcpy, and two-thread efficiency. The first
 //! lines name the CPU (model and vendor from /proc/cpuinfo) and what dispatch measured.
 
-use cutpoint_core::hash::Tables;
+use cutpoint_core::rolling::Tables;
 use cutpoint_core::stage1::{self, Stage1Fn};
 use cutpoint_core::*;
 use std::hint::black_box;

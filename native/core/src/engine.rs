@@ -14,7 +14,7 @@
 use crate::backend::{self, Backend};
 use crate::error::Error;
 use crate::fingerprint::{Digest, HashAlg};
-use crate::hash::Tables;
+use crate::rolling::Tables;
 use crate::profile::Profile;
 use crate::stage1::Stage1Fn;
 use crate::stage2::{Bits, Selector};
@@ -37,10 +37,12 @@ pub struct Options {
     pub backend: Option<Backend>,
     /// Threads for stage 1 and fingerprinting; 0 = all available cores.
     pub threads: usize,
-    /// Segment size in bytes for stage 1; `None` = each thread's span split into as many
-    /// segments as the backend has lanes.
-    pub segment_size: Option<usize>,
-    /// Bytes of positions in a span, the piece of a block a thread takes at a time; 0 = 1 MiB.
+    /// Lane segment: bytes of positions one SIMD lane of the stage-1 kernel scans in one go;
+    /// `None` = each span split into as many lane segments as the backend has lanes.
+    /// (CLI `--lane-segment`; TypeScript `laneSegment`.)
+    pub lane_segment: Option<usize>,
+    /// Span: bytes of positions in one stage-1 job, the piece of a block a thread takes at a
+    /// time; 0 = 1 MiB. (TypeScript `span`, a worker's job.)
     pub span: usize,
     /// Fingerprint algorithm.
     pub hash: HashAlg,
@@ -53,7 +55,7 @@ pub struct Engine {
     backend: Backend,
     kernel: Stage1Fn,
     threads: usize,
-    segment_size: Option<usize>,
+    lane_segment: Option<usize>,
     span: usize,
     hash: HashAlg,
     #[cfg(feature = "parallel")]
@@ -75,8 +77,8 @@ impl Engine {
             Some(b) => b,
             None => backend::detect_for(profile.family)?,
         };
-        if opts.segment_size == Some(0) {
-            return Err(Error::config("segment size must be at least 1 byte"));
+        if opts.lane_segment == Some(0) {
+            return Err(Error::config("lane segment must be at least 1 byte"));
         }
         let threads = if opts.threads == 0 { default_threads() } else { opts.threads };
         if threads > 1024 {
@@ -101,7 +103,7 @@ impl Engine {
             profile,
             backend,
             threads,
-            segment_size: opts.segment_size,
+            lane_segment: opts.lane_segment,
             span,
             hash: opts.hash,
             #[cfg(feature = "parallel")]
@@ -241,7 +243,7 @@ impl Engine {
             s.fill(0);
             l.fill(0);
             let rel_p = p - base;
-            let seg = self.segment_size.unwrap_or_else(|| r.len().div_ceil(self.backend.lanes()).max(1));
+            let seg = self.lane_segment.unwrap_or_else(|| r.len().div_ceil(self.backend.lanes()).max(1));
             let mut segs = Vec::with_capacity(r.len() / seg + 1);
             let mut a = r.start;
             while a < r.end {

@@ -9,12 +9,24 @@
 //!   (FF+RWT+FPT keeps the reference's boundaries).
 //!
 //! Every engine yields the reference's boundaries for the same profile, whatever the backend,
-//! threads, segment size or read sizes.
+//! threads, lane segment, span or read sizes.
+//!
+//! Words, one per concept, the same in Rust, wasm, TypeScript, the CLI and the docs:
+//! * **span** — the positions of one stage-1 job: the piece a thread (natively) or a worker
+//!   (wasm) takes at a time (`Options::span`; TypeScript `span`, formerly `segmentSize`).
+//! * **lane segment** — the positions one SIMD lane of a stage-1 kernel scans inside a span
+//!   (`Options::lane_segment`; CLI `--lane-segment`, formerly `--segment-size`; TypeScript
+//!   `laneSegment`; the wasm `Stage1::scan(…, lane_segment)`).
+//! * **rolling hash** — gear, Rabin or CRC-32 over the window, which marks candidates
+//!   ([`rolling`]); **fingerprint** — the chunk's id, BLAKE3 or SHA-256 ([`fingerprint`],
+//!   chosen by `HashAlg` / `--hash`).
+//! * **naive segment** — only in [`reference::naive_cuts`], the non-invariant baseline that
+//!   chunks fixed pieces independently.
 //!
 //! Two modules are not part of the SS-CDC / RapidCDC product and say here why they are in it:
 //! * [`mtfbc`] — TTTD and frequency-based chunking (MT-FBC), an alternative chunker measured
 //!   against SS-CDC (`examples/mtfbc_bench.rs`, `tests/mtfbc.rs`). It runs on the core's
-//!   rolling hashes ([`hash::Tables`]), profile limits and `parallel` feature (rayon), so that
+//!   rolling hashes ([`rolling::Tables`]), profile limits and `parallel` feature (rayon), so that
 //!   the comparison measures the chunking rule and not a different hash or thread pool. It
 //!   uses only public items and nothing in the crate depends on it: it could move to a crate
 //!   of its own, which would change the public path `cutpoint_core::mtfbc`, so it stays here.
@@ -29,15 +41,20 @@ pub mod datagen;
 pub mod engine;
 pub mod error;
 pub mod fingerprint;
-pub mod hash;
 pub mod mtfbc;
 pub mod profile;
 pub mod protocol;
 pub mod rapid;
 pub mod reference;
+pub mod rolling;
 pub mod sequential;
 pub mod stage1;
 pub mod stage2;
+/// The old path of [`rolling`] (rolling hashes: gear, Rabin, CRC-32), kept so that code written
+/// against `cutpoint_core::hash::Tables` still builds. "Hash" alone is ambiguous here: chunk
+/// *fingerprints* (BLAKE3, SHA-256) are in [`fingerprint`].
+#[doc(hidden)]
+pub use rolling as hash;
 
 pub use backend::Backend;
 pub use engine::{default_threads, BlockSource, Chunk, Chunker, Direct, Engine, Options, Prefetch, StreamChunker};

@@ -61,7 +61,7 @@ impl FromStr for Family {
     }
 }
 
-/// Default gear table seed (the table is derived from it with splitmix64; see `hash::gear`).
+/// Default gear table seed (the table is derived from it with splitmix64; see `rolling::gear`).
 pub const DEFAULT_GEAR_SEED: u64 = 0x6375_7470_6f69_6e74; // "cutpoint"
 
 /// Largest MAX accepted: chunk sizes cross the wasm/JS boundary as u32, and hint tables store them.

@@ -5,7 +5,7 @@
 //! `[e - W, e)` matches (strict class while `e - s < AVG`, loose class after), or at
 //! `e - s == MAX`, or at the end of the input.
 
-use crate::hash::Tables;
+use crate::rolling::Tables;
 use crate::profile::Profile;
 
 /// Chunk end offsets of `data` under `profile` (each chunk is `[previous end, end)`).
@@ -41,8 +41,8 @@ pub fn reference_cuts(profile: &Profile, data: &[u8]) -> Vec<usize> {
 /// The naive segment-parallel chunking of P-Dedupe / SFSS: fixed segments, each chunked
 /// independently from its own start. Boundaries depend on the segment size — this exists only
 /// so the benchmark can show the dedup loss that SS-CDC avoids (SS-CDC paper, Figures 8–9).
-pub fn naive_cuts(profile: &Profile, data: &[u8], segment_size: usize) -> Vec<usize> {
-    let seg = segment_size.max(1);
+pub fn naive_cuts(profile: &Profile, data: &[u8], naive_segment: usize) -> Vec<usize> {
+    let seg = naive_segment.max(1);
     let mut cuts = Vec::new();
     let mut start = 0;
     while start < data.len() {

@@ -3,7 +3,7 @@
 //! the per-family step specialised. Gives the same cuts as the reference; it exists to be
 //! measured against.
 
-use crate::hash::{crc_add, rabin_add, Tables};
+use crate::rolling::{crc_add, rabin_add, Tables};
 use crate::profile::{Family, Profile};
 
 /// Chunk end offsets of `data`, sequentially.

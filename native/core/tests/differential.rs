@@ -22,14 +22,14 @@ fn random_cases_all_engines_equal_reference() {
         let len = 40 + (g.next_u64() % 4096) as usize;
         let input: Vec<u8> = (0..len).map(|_| (g.next_u64() >> 56) as u8).collect();
         let case = decode(&input);
-        seen.insert((case.profile.family, case.backend, case.threads.min(3), case.segment_size.is_some()));
+        seen.insert((case.profile.family, case.backend, case.threads.min(3), case.lane_segment.is_some()));
         if let Err(e) = check(&case) {
             panic!(
                 "case {i} failed: {e}\n  profile {} backend {} threads {} segment {:?} span {} reads {:?} hash {} data {} bytes\n  input (hex) {}",
                 case.profile,
                 case.backend,
                 case.threads,
-                case.segment_size,
+                case.lane_segment,
                 case.span,
                 case.read_sizes,
                 case.hash.name(),

@@ -75,11 +75,11 @@ fn configs() -> Vec<Config> {
     let mut v = Vec::new();
     for backend in common::backends() {
         for threads in [1, 2, 3, 8] {
-            for segment_size in [Some(1), Some(SEG), None, Some(1 << 30)] {
-                v.push(Config { backend, threads, segment_size, span: SPAN });
+            for lane_segment in [Some(1), Some(SEG), None, Some(1 << 30)] {
+                v.push(Config { backend, threads, lane_segment, span: SPAN });
             }
             // The default span (1 MiB): every input here is one block.
-            v.push(Config { backend, threads, segment_size: None, span: 0 });
+            v.push(Config { backend, threads, lane_segment: None, span: 0 });
         }
     }
     v
@@ -110,7 +110,7 @@ fn run_family(profiles: &[&str]) {
                 for (k, (c, e)) in engines.iter().enumerate() {
                     // Segments of one byte re-warm a W-byte window per position: keep them to
                     // inputs where that stays cheap.
-                    if c.segment_size == Some(1) && len * p.window > 4 << 20 {
+                    if c.lane_segment == Some(1) && len * p.window > 4 << 20 {
                         continue;
                     }
                     // cuts() for every config; chunks() and stream() (rotating read sizes) for
@@ -161,7 +161,7 @@ fn edge_lengths_default_span_blocks() {
             let engines: Vec<_> = common::backends()
                 .into_iter()
                 .flat_map(|backend| {
-                    [None, Some(SEG)].map(|segment_size| Config { backend, threads, segment_size, span: 0 })
+                    [None, Some(SEG)].map(|lane_segment| Config { backend, threads, lane_segment, span: 0 })
                 })
                 .map(|c| (c.engine(&p, HashAlg::None), c))
                 .collect();

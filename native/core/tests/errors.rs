@@ -60,8 +60,8 @@ fn bad_profiles_are_errors_with_reasons() {
 #[test]
 fn bad_options_are_errors() {
     let p = Profile::default_profile();
-    let e = Engine::new(p.clone(), Options { segment_size: Some(0), ..Options::default() });
-    assert!(matches!(e, Err(Error::Config(ref m)) if m.contains("segment size")), "{:?}", e.err());
+    let e = Engine::new(p.clone(), Options { lane_segment: Some(0), ..Options::default() });
+    assert!(matches!(e, Err(Error::Config(ref m)) if m.contains("lane segment")), "{:?}", e.err());
     let e = Engine::new(p.clone(), Options { threads: 5000, ..Options::default() });
     assert!(matches!(e, Err(Error::Config(_))), "{:?}", e.err());
     assert!(matches!(HashAlg::parse("md5"), Err(Error::Config(_))));

@@ -62,10 +62,10 @@ fn config() -> impl Strategy<Value = Config> {
         prop_oneof![Just(None), (1usize..=8).prop_map(Some), (9usize..5000).prop_map(Some), Just(Some(1 << 30))],
         prop_oneof![Just(0usize), 1usize..=64, 65usize..5000],
     )
-        .prop_map(|(b, threads, segment_size, span)| Config {
+        .prop_map(|(b, threads, lane_segment, span)| Config {
             backend: common::backends()[b],
             threads,
-            segment_size,
+            lane_segment,
             span,
         })
 }
@@ -139,7 +139,7 @@ fn multi_block_random_every_backend() {
         let want = reference_cuts(&p, &data);
         for b in common::backends() {
             for threads in [1, 2, 3, 8] {
-                let c = Config { backend: b, threads, segment_size: None, span: 300_000 };
+                let c = Config { backend: b, threads, lane_segment: None, span: 300_000 };
                 check_engine(&c.engine(&p, HashAlg::None), &data, &want, &[65536, 1, 7])
                     .unwrap_or_else(|e| panic!("{prof} {c:?}: {e}"));
             }

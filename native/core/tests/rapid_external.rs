@@ -4,7 +4,7 @@
 //! does a block whose pieces are partly supplied and partly scanned by the chunker itself.
 
 use cutpoint_core::datagen::{self, ModKind, VersionSpec};
-use cutpoint_core::hash::Tables;
+use cutpoint_core::rolling::Tables;
 use cutpoint_core::rapid::{Criterion, FeedSource, Rapid, RapidChunk, RapidChunker, RapidOptions};
 use cutpoint_core::{Engine, HashAlg, Options, Profile};
 

@@ -73,7 +73,7 @@ fn every_engine_reproduces_the_vectors() {
         let mut configs = Vec::new();
         for &b in &backends {
             for (threads, seg, span) in [(1, None, 0), (2, Some(1021), 4096), (3, None, 1000), (8, Some(1 << 30), 64)] {
-                configs.push(Config { backend: b, threads, segment_size: seg, span });
+                configs.push(Config { backend: b, threads, lane_segment: seg, span });
             }
         }
         let engines: Vec<_> = configs

@@ -19,7 +19,7 @@ fuzz_target!(|input: &[u8]| {
             case.profile,
             case.backend,
             case.threads,
-            case.segment_size,
+            case.lane_segment,
             case.span,
             case.read_sizes,
             case.hash.name(),

@@ -8,7 +8,7 @@ use super::bloom::BloomFilters;
 use super::key::Key;
 use super::tttd::{rolling_tables, Divisor, Tttd, TttdParams};
 use crate::error::Error;
-use crate::hash::Tables;
+use crate::rolling::Tables;
 use crate::profile::Family;
 
 /// FBC parameters. [`FbcParams::paper`] gives the MT-FBC report's values (section 6.A).

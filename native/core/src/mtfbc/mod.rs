@@ -8,7 +8,7 @@
 //!
 //! # TTTD ([`Tttd`])
 //! Two thresholds (`Tmin`, `Tmax`) and two divisors (`D`, backup `D'`), Eshghi & Tang's
-//! pseudo-code, over the core's rolling hashes ([`crate::hash::Tables`], Rabin by default as in
+//! pseudo-code, over the core's rolling hashes ([`crate::rolling::Tables`], Rabin by default as in
 //! the report). See [`tttd`] for the exact rule. Report parameters ([`TttdParams::paper`]):
 //! `Tmin` 1 B, `Tmax` 100 KB, `D` 8 KB, `D'` 4 KB, window 64 B.
 //!

@@ -18,7 +18,7 @@
 //! rest of cutpoint.
 
 use crate::error::Error;
-use crate::hash::Tables;
+use crate::rolling::Tables;
 use crate::profile::{Family, Profile, DEFAULT_GEAR_SEED, MAX_CHUNK_LIMIT};
 
 /// TTTD parameters. [`TttdParams::paper`] gives the MT-FBC report's values.

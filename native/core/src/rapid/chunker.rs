@@ -9,7 +9,7 @@ use super::{Criterion, Rapid, RapidStats};
 use crate::engine::{Chunk, Engine, Resumed};
 use crate::error::Error;
 use crate::fingerprint::Digest;
-use crate::hash::Tables;
+use crate::rolling::Tables;
 use std::collections::VecDeque;
 
 /// How a chunk's end was found.

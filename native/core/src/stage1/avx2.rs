@@ -20,7 +20,7 @@
 #![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
 use super::{finish, lane_offsets, mark, mark_lanes};
-use crate::hash::{crc_add, rabin_add, Tables};
+use crate::rolling::{crc_add, rabin_add, Tables};
 use crate::profile::Family;
 use std::arch::x86_64::*;
 use std::ops::Range;

@@ -31,7 +31,7 @@
 
 use super::avx2::{min_piece, offsets_fit, pieces};
 use super::{finish, lane_offsets, mark, mark_lanes};
-use crate::hash::{crc_add, rabin_add, Tables};
+use crate::rolling::{crc_add, rabin_add, Tables};
 use crate::profile::Family;
 use std::arch::x86_64::*;
 use std::ops::Range;
@@ -932,7 +932,7 @@ mod tests {
             eprintln!("skipped: CPU lacks GFNI");
             return;
         }
-        let t = crate::hash::crc_table();
+        let t = crate::rolling::crc_table();
         for pl in 0..4 {
             let m = super::affine_matrix(|x| (t[x as usize] >> (8 * pl)) as u8);
             for x in 0..=255u8 {

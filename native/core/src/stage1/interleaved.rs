@@ -22,7 +22,7 @@
 
 use super::mark;
 use super::scalar::{scan_from, warm};
-use crate::hash::{crc_add, rabin_add, Tables};
+use crate::rolling::{crc_add, rabin_add, Tables};
 use crate::profile::Family;
 use std::ops::Range;
 

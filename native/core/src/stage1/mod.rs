@@ -11,7 +11,7 @@
 //! the `W` bytes before its first position: segments are independent and any split gives the
 //! same bits.
 
-use crate::hash::Tables;
+use crate::rolling::Tables;
 use std::ops::Range;
 
 pub mod interleaved;

@@ -1,7 +1,7 @@
 //! Scalar stage-1 kernel: one rolling chain at a time.
 
 use super::mark;
-use crate::hash::{crc_add, rabin_add, Tables};
+use crate::rolling::{crc_add, rabin_add, Tables};
 use crate::profile::Family;
 use std::ops::Range;
 

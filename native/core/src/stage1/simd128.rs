@@ -44,7 +44,7 @@
 use super::interleaved::split;
 use super::mark;
 use super::scalar::{scan_from, warm};
-use crate::hash::{crc_add, rabin_add, Tables};
+use crate::rolling::{crc_add, rabin_add, Tables};
 use crate::profile::Family;
 #[cfg(target_arch = "wasm32")]
 use core::arch::wasm32::*;

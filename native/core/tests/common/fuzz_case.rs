@@ -15,7 +15,7 @@ pub struct FuzzCase {
     pub profile: Profile,
     pub backend: backend::Backend,
     pub threads: usize,
-    pub segment_size: Option<usize>,
+    pub lane_segment: Option<usize>,
     pub span: usize,
     pub read_sizes: Vec<usize>,
     pub hash: HashAlg,
@@ -79,7 +79,7 @@ pub fn decode(input: &[u8]) -> FuzzCase {
     let avail = backend::available();
     let backend = avail[c.u8() as usize % avail.len()];
     let threads = c.u8() as usize % 9; // 0 = auto
-    let segment_size = match c.u8() % 4 {
+    let lane_segment = match c.u8() % 4 {
         0 => None,
         1 => Some(1 + c.u8() as usize % 8),
         2 => Some(1 + c.u16() as usize),
@@ -141,7 +141,7 @@ pub fn decode(input: &[u8]) -> FuzzCase {
                 .collect()
         }
     };
-    FuzzCase { profile, backend, threads, segment_size, span, read_sizes, hash, data }
+    FuzzCase { profile, backend, threads, lane_segment, span, read_sizes, hash, data }
 }
 
 struct Pieces<'a> {
@@ -193,7 +193,7 @@ pub fn check(case: &FuzzCase) -> Result<(), String> {
         Options {
             backend: Some(case.backend),
             threads: case.threads,
-            segment_size: case.segment_size,
+            lane_segment: case.lane_segment,
             span: case.span,
             hash: case.hash,
         },

@@ -41,7 +41,7 @@ pub fn backends() -> Vec<Backend> {
 pub struct Config {
     pub backend: Backend,
     pub threads: usize,
-    pub segment_size: Option<usize>,
+    pub lane_segment: Option<usize>,
     pub span: usize,
 }
 
@@ -49,7 +49,7 @@ impl Config {
     pub fn engine(&self, p: &Profile, hash: HashAlg) -> Engine {
         Engine::new(
             p.clone(),
-            Options { backend: Some(self.backend), threads: self.threads, segment_size: self.segment_size, span: self.span, hash },
+            Options { backend: Some(self.backend), threads: self.threads, lane_segment: self.lane_segment, span: self.span, hash },
         )
         .unwrap_or_else(|e| panic!("{self:?}: Engine::new failed: {e}"))
     }
