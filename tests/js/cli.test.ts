@@ -15,17 +15,18 @@ let store: Store
 let ref: Store
 const v = (i: number) => join(dir, `v${i}.bin`)
 
-function js(runtime: 'node' | 'deno', args: string[], s?: Store) {
+function js(runtime: 'node' | 'deno', args: string[], s?: Store, encoding: 'utf8' | 'buffer' = 'utf8', input?: Buffer) {
   const cmd = runtime === 'node' ? process.execPath : `${root}node_modules/.bin/deno`
   const pre = runtime === 'node' ? [main] : ['run', '-A', main]
   const r = spawnSync(cmd, [...pre, ...args, ...(s ? ['--store', s.url] : [])], {
     cwd: dir,
-    encoding: 'utf8',
+    encoding: encoding as any,
+    input,
     env: { ...process.env, CUTPOINT_TOKEN: '', DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
     maxBuffer: 256 << 20,
     timeout: 300_000,
   })
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr }
+  return { status: r.status, stdout: r.stdout as any, stderr: String(r.stderr) }
 }
 
 const FIELDS = ['name', 'bytes', 'chunks', 'novel_chunks', 'novel_bytes', 'sent_bytes', 'pack_bytes', 'packs', 'recipe_bytes', 'delta_base', 'version', 'digest']
@@ -57,6 +58,10 @@ describe.each(['node', 'deno'] as const)('cutpoint-js under %s', (rt) => {
     const again = js(rt, ['push', v(1), '--name', 'f.bin', '--ns', ns, '--json'], store)
     expect(again.status, again.stderr).toBe(0)
     expect(JSON.parse(again.stdout)).toMatchObject({ novel_chunks: 0, pack_bytes: 0, version: 3 })
+    // Standard input, as a stream: the same recipe as the file.
+    const si = js(rt, ['push', '-', '--name', 'stdin.bin', '--ns', ns, '--json'], store, 'utf8', readFileSync(v(1)))
+    expect(si.status, si.stderr).toBe(0)
+    expect(JSON.parse(si.stdout)).toMatchObject({ novel_chunks: 0, chunks: JSON.parse(again.stdout).chunks, digest: JSON.parse(again.stdout).digest })
     // A person's summary line.
     const line = js(rt, ['push', v(0), '--name', 'g.bin', '--ns', ns], store)
     expect(line.status, line.stderr).toBe(0)
@@ -66,9 +71,10 @@ describe.each(['node', 'deno'] as const)('cutpoint-js under %s', (rt) => {
     expect(p1.status, p1.stderr).toBe(0)
     expect(JSON.parse(p1.stdout)).toMatchObject({ name: 'f.bin', version: 1, bytes: readFileSync(v(0)).length })
     expect(readFileSync(join(dir, `${rt}-a.bin`)).equals(readFileSync(v(0)))).toBe(true)
-    const p2 = js(rt, ['pull', 'f.bin', '--ns', ns, '-o', '-'], store)
+    const p2 = js(rt, ['pull', 'f.bin', '--ns', ns, '-o', '-'], store, 'buffer')
     expect(p2.status, p2.stderr).toBe(0)
-    expect(Buffer.from(p2.stdout, 'latin1').length).toBeGreaterThan(0)
+    expect((p2.stdout as Buffer).equals(readFileSync(v(1)))).toBe(true)
+    expect(p2.stderr).toMatch(/f\.bin version 3 -> <stdout>: .* verified/)
     const nat = cutpoint(['pull', 'f.bin', '--ns', ns, '-o', join(dir, `${rt}-n.bin`)], store)
     expect(nat.status, nat.stderr).toBe(0)
     expect(readFileSync(join(dir, `${rt}-n.bin`)).equals(readFileSync(v(1)))).toBe(true)

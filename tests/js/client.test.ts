@@ -232,6 +232,45 @@ describe('push and pull through the library', () => {
   })
 })
 
+describe('commit', () => {
+  it('a commit whose answer was lost is not made twice (the client reads the latest version first)', async () => {
+    let lose = 1
+    let puts = 0
+    const lossy: typeof fetch = async (url, init) => {
+      const res = await fetch(url, init)
+      if (init?.method === 'PUT') {
+        puts++
+        if (lose-- > 0) {
+          await res.body?.cancel()
+          throw new TypeError('fetch failed (test: the answer was lost)')
+        }
+      }
+      return res
+    }
+    const c = cp.createClient({ store: store.url, namespace: 'lost', fetch: lossy })
+    try {
+      const r = await c.push(v(0), { name: 'once.bin' })
+      expect(r.version).toBe(1)
+      expect(puts).toBe(1)
+      expect((await c.list()).map((f) => f.version)).toEqual([1])
+      // A commit that did not reach the store is sent again.
+      let drop = 1
+      const dropping: typeof fetch = async (url, init) => {
+        if (init?.method === 'PUT' && drop-- > 0) throw new TypeError('fetch failed (test: connection refused)')
+        return fetch(url, init)
+      }
+      const d = cp.createClient({ store: store.url, namespace: 'lost', fetch: dropping })
+      const r2 = await d.push(v(1), { name: 'once.bin' })
+      expect(r2.version).toBe(2)
+      expect(drop).toBeLessThan(0)
+      expect((await d.list()).map((f) => f.version)).toEqual([1, 2])
+      await d.close()
+    } finally {
+      await c.close()
+    }
+  })
+})
+
 describe('bad input', () => {
   it('a wrong token, a read-only token, no token', async () => {
     const s = await startStore({ tokens: { rw: 'team:rw', ro: 'team:r' } })
