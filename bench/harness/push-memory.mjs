@@ -2,7 +2,7 @@
 // Peak memory and time of a push of one large generated file (default 1 GiB) to a fresh
 // `cutpoint serve` on 127.0.0.1: the library's client in Node (createClient().push(path), peak
 // RSS of the whole process, worker threads included, sampled every 20 ms), and the native
-// `cutpoint push`
+// `cutpoint push`; also the library with the file as a ReadableStream (row js-node-stream)
 // (GNU time's maximum RSS). Each push goes to its own fresh store, so every chunk is novel.
 // Usage: node bench/harness/push-memory.mjs [SIZE] (e.g. 1g, 256m). Prints JSON lines.
 // `node --expose-gc bench/harness/push-memory.mjs 1g`: the library's process collects garbage at
@@ -41,7 +41,10 @@ if (process.argv[3] === '--child') {
     : setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20)
   const c = cp.createClient({ store: url })
   const { openAsBlob } = await import('node:fs')
-  const input = kind === 'blob' ? await openAsBlob(file) : file
+  const { createReadStream } = await import('node:fs')
+  const { Readable } = await import('node:stream')
+  // 'stream': the file as a ReadableStream (cannot be read twice: the client keeps a window).
+  const input = kind === 'blob' ? await openAsBlob(file) : kind === 'stream' ? Readable.toWeb(createReadStream(file, { highWaterMark: 1 << 20 })) : file
   const t0 = performance.now()
   const r = await c.push(input, { name: 'big.bin' })
   const secs = (performance.now() - t0) / 1000
@@ -70,7 +73,7 @@ if (g.status !== 0) throw new Error('cutpoint gen failed')
 const machine = { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version, file_bytes: statSync(file).size }
 console.log(JSON.stringify({ machine }))
 try {
-  for (const kind of ['path']) {
+  for (const kind of ['path', 'stream']) {
     const s = await serve()
     const flags = globalThis.gc ? ['--expose-gc'] : []
     const r = spawnSync(process.execPath, [...flags, fileURLToPath(import.meta.url), size, '--child', s.url, file, kind], { encoding: 'utf8' })
