@@ -170,6 +170,12 @@ describe('push and pull through the library', () => {
       const one = await c.push(new Uint8Array([42]), { name: 'dir/ä b?c#d' })
       expect([one.bytes, one.chunks, one.novelChunks]).toEqual([1, 1, 1])
       expect([...(await bytesOf(await c.pull('dir/ä b?c#d')))]).toEqual([42])
+      // A download link (the store's restore, with ranges).
+      const link = await c.fileUrl('dir/ä b?c#d', 1)
+      expect(link).toBe(`${store.url}/v1/ns/edge/files/dir%2F%C3%A4%20b%3Fc%23d?version=1`)
+      const ranged = await fetch(link, { headers: { range: 'bytes=0-0' } })
+      expect(ranged.status).toBe(206)
+      expect([...new Uint8Array(await ranged.arrayBuffer())]).toEqual([42])
       const names = (await c.list()).map((f) => f.name)
       expect(names).toEqual(['dir/empty file', 'dir/ä b?c#d'])
       // The native CLI finds them under the same names.

@@ -9,6 +9,7 @@ import { Http } from './http.js'
 import type { PushInput } from './input.js'
 import { pull, type PullInfo, type PullOptions } from './pull.js'
 import { push, type PushOptions, type PushResult } from './push.js'
+import { wire } from './wire.js'
 
 export interface ClientOptions {
   /** The store's URL, e.g. `http://127.0.0.1:7373` (what `cutpoint serve` listens on by default). */
@@ -53,6 +54,11 @@ export interface Client {
   pullWithInfo(name: string, opts?: PullOptions): Promise<{ stream: ReadableStream<Uint8Array>; info: PullInfo }>
   /** What the namespace holds, by name then version. */
   list(): Promise<FileVersion[]>
+  /**
+   * The store's URL of a version's bytes (`GET`, with `Range` too; latest without `version`): a
+   * download link for an open store (with a token, fetch it with an `Authorization` header).
+   */
+  fileUrl(name: string, version?: number): Promise<string>
   /** The store's `GET /v1` (service, protocol, limits); rejects when it is not a cutpoint store. */
   info(): Promise<Record<string, any>>
   /** Stops the workers. */
@@ -132,6 +138,15 @@ export function createClient(opts: ClientOptions): Client {
       }
       if (!Array.isArray(v?.files)) throw new StoreError("cutpoint: the store's list has no files array", { code: 'protocol' })
       return v.files as FileVersion[]
+    },
+    async fileUrl(name, version) {
+      const h = await ready()
+      try {
+        wire().validateName(name)
+      } catch (e: any) {
+        throw usage(e?.message ?? String(e))
+      }
+      return h.fileUrl('files', name, version)
     },
     async info() {
       live()
