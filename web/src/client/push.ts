@@ -105,7 +105,7 @@ interface Novel {
 export async function push(ctx: PushContext, input: PushInput, opts: PushOptions): Promise<PushResult> {
   const t0 = performance.now()
   if (!opts || typeof opts !== 'object') throw usage('push needs options with a name: push(input, { name })')
-  const { name, signal } = opts
+  const { name, signal: userSignal } = opts
   if (typeof name !== 'string') throw usage(`push needs a name (got ${typeof name})`)
   try {
     wire().validateName(name)
@@ -125,366 +125,378 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     criterion = opts.rapid as Criterion
   } else if (opts.rapid !== undefined && opts.rapid !== false) throw usage(`rapid must be a boolean or a criterion (got ${typeof opts.rapid})`)
   const { http, hash } = ctx
-  checkAbort(signal)
-
-  // Counters (the native report's fields).
-  let bytes = 0
-  let chunks = 0
-  let novelChunks = 0
-  let novelBytes = 0
-  let sent = 0
-  let packBytes = 0
-  let packs = 0
-  let knownFromBase = 0
-  let hinted = 0
-  let total: number | undefined
-  let stage: PushProgress['stage'] = 'querying'
-  let lastReport = 0
-  const progress = (force = false) => {
-    if (!opts.onProgress) return
-    const now = performance.now()
-    if (!force && now - lastReport < 100) return
-    lastReport = now
-    const secs = (now - t0) / 1000
-    opts.onProgress({
-      stage,
-      bytes,
-      total,
-      novelBytes,
-      sentBytes: sent,
-      chunks,
-      novelChunks,
-      dedupRatio: novelBytes ? bytes / novelBytes : Infinity,
-      throughput: secs > 0 ? bytes / secs : 0,
-    })
-  }
-  progress(true)
-
-  // The base: the latest recipe of the name, if it has this profile and fingerprint.
-  let base: { version: number; recipe: WasmStoreRecipe; text: Uint8Array } | undefined
-  let latest = 0
-  const known = new Set<string>()
-  {
-    const res = await http.request('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] })
-    if (res.status === 200) {
-      latest = Number(res.headers.get('x-cutpoint-version'))
-      if (!Number.isSafeInteger(latest) || latest < 1) throw new StoreError('cutpoint: the recipe came without its version (X-Cutpoint-Version)', { code: 'protocol' })
-      const text = new Uint8Array(await res.arrayBuffer())
-      let rec: WasmStoreRecipe
-      try {
-        rec = wire().StoreRecipe.parse(text)
-      } catch (e: any) {
-        throw new StoreError(`cutpoint: the store's recipe of '${name}': ${e?.message ?? e}`, { code: 'protocol' })
-      }
-      if (rec.profile === profile && rec.hash === hash) {
-        base = { version: latest, recipe: rec, text }
-        for (let i = 0; i < rec.count; i += 65536) for (const h of hexDigests(rec.ids(i, i + 65536), Math.min(65536, rec.count - i))) known.add(h)
-      } else rec.free()
-    } else await res.body?.cancel()
-  }
-  const baseIds = new Set(known)
-
-  const stream = isStream(input)
-  let reader: RangeReader
-  let window: StreamWindow | undefined
-  if (stream) reader = window = new StreamWindow()
-  else {
-    const o = await openReader(input as Blob | Uint8Array | string)
-    reader = o.reader
-    total = o.size
-  }
-  const recipe: WasmStoreRecipe | undefined = criterion ? undefined : new (wire().StoreRecipe)(profile, hash)
-  let rapidRecipe: Uint8Array | undefined
-  const { opts: chunkOpts, release } = await ctx.chunkOptions()
-  chunkOpts.profile = profile
-  chunkOpts.hash = hash
-  if (criterion) chunkOpts.rapid = { criterion, base: base?.text, recipe: true, hinted: true }
-
-  // Where each id first occurs (to read it back), the queries in flight, the pack being filled.
-  const offsets = new Map<string, [number, number]>()
-  let ask: string[] = []
-  let askFrom = -1
-  const queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number }[] = []
-  const infos: { offset: number; length: number; id: string; hinted: boolean }[] = []
-  const novelIds = opts.onChunks ? new Set<string>() : undefined
-  let failure: unknown
-  const header = wire().packHeader(hash)
-  let parts: Uint8Array[] = []
-  let packLen = header.length
-  let packCount = 0
-  const inflight = new Set<Promise<void>>()
-
-  const upload = async () => {
-    parts.push(wire().packEnd(packCount))
-    const body = concat([header, ...parts], packLen + 36)
-    parts = []
-    packLen = header.length
-    packCount = 0
-    while (inflight.size >= ctx.concurrency) await Promise.race(inflight)
-    if (failure) throw failure
-    checkAbort(signal)
-    const p: Promise<void> = http
-      .request('POST', http.url('packs'), { body, retry: true, signal })
-      .then((r) => r.json())
-      .then(() => {
-        sent += body.length
-        packBytes += body.length
-        packs++
-        progress()
-      })
-      .catch((e) => {
-        failure ??= e
-        throw e
-      })
-      .finally(() => inflight.delete(p))
-    p.catch(() => {})
-    inflight.add(p)
-  }
-
-  const addNovel = async (list: Novel[]) => {
-    let i = 0
-    while (i < list.length) {
-      let j = i
-      let end = list[i].off + list[i].len
-      while (j + 1 < list.length && list[j + 1].off === end && end - list[i].off < MAX_READ) end += list[++j].len
-      const buf = await reader.read(list[i].off, end - list[i].off)
-      checkAbort(signal)
-      for (let k = i; k <= j; k++) {
-        const n = list[k]
-        const at = n.off - list[i].off
-        parts.push(wire().packFrameHead(n.len, unhex(n.id)), buf.subarray(at, at + n.len))
-        packLen += 36 + n.len
-        packCount++
-        if (packLen >= ctx.packSize) await upload()
-      }
-      i = j + 1
-    }
-  }
-
-  const launchQuery = () => {
-    if (!ask.length) return
-    const ids = ask
-    const from = askFrom
-    ask = []
-    askFrom = -1
-    sent += ids.length * 32
-    const buf = new Uint8Array(ids.length * 32)
-    ids.forEach((h, i) => buf.set(unhex(h), i * 32))
-    const body = wire().queryEncode(buf)
-    const p = http
-      .request('POST', http.url('query'), { body, retry: true, signal })
-      .then((r) => r.arrayBuffer())
-      .then((b) => {
-        try {
-          return wire().queryDecode(new Uint8Array(b), ids.length)
-        } catch (e: any) {
-          throw new StoreError(`cutpoint: the store's query answer: ${e?.message ?? e}`, { code: 'protocol' })
-        }
-      })
-    p.catch(() => {})
-    queries.push({ p, n: ids.length, from, upto: chunks })
-  }
-
-  const emitInfos = (upto: number) => {
-    if (!opts.onChunks) return
-    const n = infos.length - (chunks - upto)
-    if (n <= 0) return
-    const out = infos.splice(0, n).map((c) => ({
-      offset: c.offset,
-      length: c.length,
-      hinted: c.hinted,
-      novel: novelIds!.has(c.id) && offsets.get(c.id)![0] === c.offset,
-    }))
-    opts.onChunks(out)
-  }
-
-  const resolveOldest = async () => {
-    const q = queries.shift()!
-    const missing = await q.p
-    checkAbort(signal)
-    const n = missing.length / 32
-    const list: Novel[] = []
-    for (const id of hexDigests(missing, n)) {
-      const at = offsets.get(id)
-      if (!at) throw new StoreError(`cutpoint: the store names chunk ${id} as missing, which was not asked`, { code: 'protocol' })
-      novelChunks++
-      novelBytes += at[1]
-      novelIds?.add(id)
-      list.push({ off: at[0], len: at[1], id })
-    }
-    await addNovel(list)
-    emitInfos(q.upto)
-    if (window) window.release(Math.min(queries[0]?.from ?? Infinity, askFrom >= 0 ? askFrom : Infinity, bytes))
-    progress()
-  }
-
-  const onBatch = async (batch: Chunk[]) => {
-    if (failure) throw failure
-    checkAbort(signal)
-    if (!batch.length) return
-    if (recipe) {
-      const ids = new Uint8Array(batch.length * 32)
-      const sizes = new Uint32Array(batch.length)
-      batch.forEach((c, i) => {
-        ids.set(unhex(c.hash!), i * 32)
-        sizes[i] = c.length
-      })
-      recipe.add(ids, sizes)
-    }
-    for (const c of batch) {
-      const id = c.hash!
-      bytes += c.length
-      chunks++
-      if (c.hinted) hinted++
-      if (!offsets.has(id)) offsets.set(id, [c.offset, c.length])
-      if (baseIds.has(id)) knownFromBase++
-      if (!known.has(id)) {
-        known.add(id)
-        if (askFrom < 0) askFrom = c.offset
-        ask.push(id)
-      }
-      if (opts.onChunks) infos.push({ offset: c.offset, length: c.length, id, hinted: !!c.hinted })
-      if (ask.length >= BATCH) {
-        launchQuery()
-        while (queries.length > MAX_QUERIES) await resolveOldest()
-      }
-    }
-    if (!queries.length && !ask.length) {
-      emitInfos(chunks)
-      window?.release(bytes)
-    }
-    progress()
-  }
-
+  checkAbort(userSignal)
+  // Every request and step of this push watches `signal`: aborted by the caller's signal, and
+  // by the push itself when it fails (the uploads still in flight are stopped).
+  const inner = new AbortController()
+  const signal = inner.signal
+  const onUserAbort = () => inner.abort(userSignal!.reason)
+  userSignal?.addEventListener('abort', onUserAbort, { once: true })
+  let succeeded = false
   try {
-    stage = 'chunking'
-    if (stream) {
-      const ch = await createChunker(chunkOpts)
-      const rd = (input as ReadableStream<Uint8Array>).getReader()
-      const onAbort = () => rd.cancel(signal!.reason).catch(() => {})
-      signal?.addEventListener('abort', onAbort, { once: true })
-      // One piece read ahead: the stream's source works while this piece is chunked and queried.
-      let next: Promise<ReadableStreamReadResult<Uint8Array>> | undefined = rd.read()
-      let ok = false
-      try {
-        for (;;) {
-          const { done, value } = await next!
-          next = undefined
-          checkAbort(signal)
-          if (done) break
-          next = rd.read()
-          next.catch(() => {})
-          window!.add(value)
-          await onBatch(await ch.update(value))
-        }
-        await onBatch(await ch.finish())
-        rapidRecipe = ch.rapid?.recipe
-        ok = true
-      } finally {
-        signal?.removeEventListener('abort', onAbort)
-        ch.close()
-        // A read still pending (the push failed): cancel the stream, which ends it, then let go.
-        if (!ok && next) await rd.cancel().catch(() => {})
-        rd.releaseLock()
-      }
-    } else {
-      const it = chunk(input as Blob | Uint8Array | string, chunkOpts)
-      for await (const b of it.batches()) await onBatch(b)
-      rapidRecipe = it.rapid?.recipe
-    }
-    stage = 'querying'
-    progress(true)
-    launchQuery()
-    while (queries.length) await resolveOldest()
-    emitInfos(chunks)
-    stage = 'uploading'
-    progress(true)
-    if (packCount) await upload()
-    await Promise.allSettled([...inflight])
-    if (failure) throw failure
-    checkAbort(signal)
-    await reader.unchanged()
-
-    // The recipe: built here (SS-CDC), or the RapidCDC run's (it records the hint flags).
-    let full: WasmStoreRecipe
-    if (recipe) full = recipe
-    else {
-      if (!rapidRecipe) throw new StoreError('cutpoint: internal error: the RapidCDC run gave no recipe', { code: 'protocol' })
-      full = wire().StoreRecipe.parse(rapidRecipe)
-    }
-    try {
-      if (full.bytes !== bytes || (total !== undefined && full.bytes !== total)) {
-        throw new StoreError(`cutpoint: chunked ${full.bytes} bytes of a ${total ?? bytes}-byte input; nothing was committed`, { code: 'io' })
-      }
-      const digest = full.seal()
-      stage = 'committing'
-      progress(true)
-      let deltaBase = base?.version
-      let text = base ? full.delta(base.recipe, base.version) : full.text()
-      let recipeBytes = 0
-      let rounds = 0
-      let version: number
-      for (;;) {
-        checkAbort(signal)
-        sent += text.length
-        recipeBytes += text.length
-        try {
-          version = await commit(http, name, text, digest, latest, signal)
-          break
-        } catch (e: any) {
-          if (!(e instanceof StoreError)) throw e
-          if (e.status === 404 && deltaBase !== undefined) {
-            deltaBase = undefined
-            text = full.text()
-          } else if (e.status === 409 && e.missing && rounds < 3) {
-            // Chunks collected or deleted since the query: send them and commit again.
-            rounds++
-            const list: Novel[] = []
-            for (const id of e.missing) {
-              const at = offsets.get(id)
-              if (!at) throw new StoreError(`cutpoint: the store asks for chunk ${id}, which the input lacks`, { code: 'protocol' })
-              list.push({ off: at[0], len: at[1], id })
-            }
-            if (window) throw new StoreError('cutpoint: the store lost chunks of a stream during the push; push it again', { code: 'io' })
-            await addNovel(list)
-            if (packCount) await upload()
-            await Promise.allSettled([...inflight])
-            if (failure) throw failure
-          } else throw e
-        }
-      }
-      stage = 'done'
-      progress(true)
-      return {
-        name,
-        version,
+    // Counters (the native report's fields).
+    let bytes = 0
+    let chunks = 0
+    let novelChunks = 0
+    let novelBytes = 0
+    let sent = 0
+    let packBytes = 0
+    let packs = 0
+    let knownFromBase = 0
+    let hinted = 0
+    let total: number | undefined
+    let stage: PushProgress['stage'] = 'querying'
+    let lastReport = 0
+    const progress = (force = false) => {
+      if (!opts.onProgress) return
+      const now = performance.now()
+      if (!force && now - lastReport < 100) return
+      lastReport = now
+      const secs = (now - t0) / 1000
+      opts.onProgress({
+        stage,
         bytes,
-        chunks,
-        novelChunks,
+        total,
         novelBytes,
         sentBytes: sent,
-        packBytes,
-        packs,
-        recipeBytes,
-        deltaBase,
-        knownFromBase,
-        hintedChunks: hinted,
-        digest,
+        chunks,
+        novelChunks,
         dedupRatio: novelBytes ? bytes / novelBytes : Infinity,
-        seconds: (performance.now() - t0) / 1000,
-        profile,
-        hash,
+        throughput: secs > 0 ? bytes / secs : 0,
+      })
+    }
+    progress(true)
+
+    // The base: the latest recipe of the name, if it has this profile and fingerprint.
+    let base: { version: number; recipe: WasmStoreRecipe; text: Uint8Array } | undefined
+    let latest = 0
+    const known = new Set<string>()
+    {
+      const res = await http.request('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] })
+      if (res.status === 200) {
+        latest = Number(res.headers.get('x-cutpoint-version'))
+        if (!Number.isSafeInteger(latest) || latest < 1) throw new StoreError('cutpoint: the recipe came without its version (X-Cutpoint-Version)', { code: 'protocol' })
+        const text = new Uint8Array(await res.arrayBuffer())
+        let rec: WasmStoreRecipe
+        try {
+          rec = wire().StoreRecipe.parse(text)
+        } catch (e: any) {
+          throw new StoreError(`cutpoint: the store's recipe of '${name}': ${e?.message ?? e}`, { code: 'protocol' })
+        }
+        if (rec.profile === profile && rec.hash === hash) {
+          base = { version: latest, recipe: rec, text }
+          for (let i = 0; i < rec.count; i += 65536) for (const h of hexDigests(rec.ids(i, i + 65536), Math.min(65536, rec.count - i))) known.add(h)
+        } else rec.free()
+      } else await res.body?.cancel()
+    }
+    const baseIds = new Set(known)
+
+    const stream = isStream(input)
+    let reader: RangeReader
+    let window: StreamWindow | undefined
+    if (stream) reader = window = new StreamWindow()
+    else {
+      const o = await openReader(input as Blob | Uint8Array | string)
+      reader = o.reader
+      total = o.size
+    }
+    const recipe: WasmStoreRecipe | undefined = criterion ? undefined : new (wire().StoreRecipe)(profile, hash)
+    let rapidRecipe: Uint8Array | undefined
+    const { opts: chunkOpts, release } = await ctx.chunkOptions()
+    chunkOpts.profile = profile
+    chunkOpts.hash = hash
+    if (criterion) chunkOpts.rapid = { criterion, base: base?.text, recipe: true, hinted: true }
+
+    // Where each id first occurs (to read it back), the queries in flight, the pack being filled.
+    const offsets = new Map<string, [number, number]>()
+    let ask: string[] = []
+    let askFrom = -1
+    const queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number }[] = []
+    const infos: { offset: number; length: number; id: string; hinted: boolean }[] = []
+    const novelIds = opts.onChunks ? new Set<string>() : undefined
+    let failure: unknown
+    const header = wire().packHeader(hash)
+    let parts: Uint8Array[] = []
+    let packLen = header.length
+    let packCount = 0
+    const inflight = new Set<Promise<void>>()
+
+    const upload = async () => {
+      parts.push(wire().packEnd(packCount))
+      const body = concat([header, ...parts], packLen + 36)
+      parts = []
+      packLen = header.length
+      packCount = 0
+      while (inflight.size >= ctx.concurrency) await Promise.race(inflight)
+      if (failure) throw failure
+      checkAbort(signal)
+      const p: Promise<void> = http
+        .request('POST', http.url('packs'), { body, retry: true, signal })
+        .then((r) => r.json())
+        .then(() => {
+          sent += body.length
+          packBytes += body.length
+          packs++
+          progress()
+        })
+        .catch((e) => {
+          failure ??= e
+          throw e
+        })
+        .finally(() => inflight.delete(p))
+      p.catch(() => {})
+      inflight.add(p)
+    }
+
+    const addNovel = async (list: Novel[]) => {
+      let i = 0
+      while (i < list.length) {
+        let j = i
+        let end = list[i].off + list[i].len
+        while (j + 1 < list.length && list[j + 1].off === end && end - list[i].off < MAX_READ) end += list[++j].len
+        const buf = await reader.read(list[i].off, end - list[i].off)
+        checkAbort(signal)
+        for (let k = i; k <= j; k++) {
+          const n = list[k]
+          const at = n.off - list[i].off
+          parts.push(wire().packFrameHead(n.len, unhex(n.id)), buf.subarray(at, at + n.len))
+          packLen += 36 + n.len
+          packCount++
+          if (packLen >= ctx.packSize) await upload()
+        }
+        i = j + 1
+      }
+    }
+
+    const launchQuery = () => {
+      if (!ask.length) return
+      const ids = ask
+      const from = askFrom
+      ask = []
+      askFrom = -1
+      sent += ids.length * 32
+      const buf = new Uint8Array(ids.length * 32)
+      ids.forEach((h, i) => buf.set(unhex(h), i * 32))
+      const body = wire().queryEncode(buf)
+      const p = http
+        .request('POST', http.url('query'), { body, retry: true, signal })
+        .then((r) => r.arrayBuffer())
+        .then((b) => {
+          try {
+            return wire().queryDecode(new Uint8Array(b), ids.length)
+          } catch (e: any) {
+            throw new StoreError(`cutpoint: the store's query answer: ${e?.message ?? e}`, { code: 'protocol' })
+          }
+        })
+      p.catch(() => {})
+      queries.push({ p, n: ids.length, from, upto: chunks })
+    }
+
+    const emitInfos = (upto: number) => {
+      if (!opts.onChunks) return
+      const n = infos.length - (chunks - upto)
+      if (n <= 0) return
+      const out = infos.splice(0, n).map((c) => ({
+        offset: c.offset,
+        length: c.length,
+        hinted: c.hinted,
+        novel: novelIds!.has(c.id) && offsets.get(c.id)![0] === c.offset,
+      }))
+      opts.onChunks(out)
+    }
+
+    const resolveOldest = async () => {
+      const q = queries.shift()!
+      const missing = await q.p
+      checkAbort(signal)
+      const n = missing.length / 32
+      const list: Novel[] = []
+      for (const id of hexDigests(missing, n)) {
+        const at = offsets.get(id)
+        if (!at) throw new StoreError(`cutpoint: the store names chunk ${id} as missing, which was not asked`, { code: 'protocol' })
+        novelChunks++
+        novelBytes += at[1]
+        novelIds?.add(id)
+        list.push({ off: at[0], len: at[1], id })
+      }
+      await addNovel(list)
+      emitInfos(q.upto)
+      if (window) window.release(Math.min(queries[0]?.from ?? Infinity, askFrom >= 0 ? askFrom : Infinity, bytes))
+      progress()
+    }
+
+    const onBatch = async (batch: Chunk[]) => {
+      if (failure) throw failure
+      checkAbort(signal)
+      if (!batch.length) return
+      if (recipe) {
+        const ids = new Uint8Array(batch.length * 32)
+        const sizes = new Uint32Array(batch.length)
+        batch.forEach((c, i) => {
+          ids.set(unhex(c.hash!), i * 32)
+          sizes[i] = c.length
+        })
+        recipe.add(ids, sizes)
+      }
+      for (const c of batch) {
+        const id = c.hash!
+        bytes += c.length
+        chunks++
+        if (c.hinted) hinted++
+        if (!offsets.has(id)) offsets.set(id, [c.offset, c.length])
+        if (baseIds.has(id)) knownFromBase++
+        if (!known.has(id)) {
+          known.add(id)
+          if (askFrom < 0) askFrom = c.offset
+          ask.push(id)
+        }
+        if (opts.onChunks) infos.push({ offset: c.offset, length: c.length, id, hinted: !!c.hinted })
+        if (ask.length >= BATCH) {
+          launchQuery()
+          while (queries.length > MAX_QUERIES) await resolveOldest()
+        }
+      }
+      if (!queries.length && !ask.length) {
+        emitInfos(chunks)
+        window?.release(bytes)
+      }
+      progress()
+    }
+
+    try {
+      stage = 'chunking'
+      if (stream) {
+        const ch = await createChunker(chunkOpts)
+        const rd = (input as ReadableStream<Uint8Array>).getReader()
+        const onAbort = () => rd.cancel(signal!.reason).catch(() => {})
+        signal?.addEventListener('abort', onAbort, { once: true })
+        // One piece read ahead: the stream's source works while this piece is chunked and queried.
+        let next: Promise<ReadableStreamReadResult<Uint8Array>> | undefined = rd.read()
+        let ok = false
+        try {
+          for (;;) {
+            const { done, value } = await next!
+            next = undefined
+            checkAbort(signal)
+            if (done) break
+            next = rd.read()
+            next.catch(() => {})
+            window!.add(value)
+            await onBatch(await ch.update(value))
+          }
+          await onBatch(await ch.finish())
+          rapidRecipe = ch.rapid?.recipe
+          ok = true
+        } finally {
+          signal?.removeEventListener('abort', onAbort)
+          ch.close()
+          // A read still pending (the push failed): cancel the stream, which ends it, then let go.
+          if (!ok && next) await rd.cancel().catch(() => {})
+          rd.releaseLock()
+        }
+      } else {
+        const it = chunk(input as Blob | Uint8Array | string, chunkOpts)
+        for await (const b of it.batches()) await onBatch(b)
+        rapidRecipe = it.rapid?.recipe
+      }
+      stage = 'querying'
+      progress(true)
+      launchQuery()
+      while (queries.length) await resolveOldest()
+      emitInfos(chunks)
+      stage = 'uploading'
+      progress(true)
+      if (packCount) await upload()
+      await Promise.allSettled([...inflight])
+      if (failure) throw failure
+      checkAbort(signal)
+      await reader.unchanged()
+
+      // The recipe: built here (SS-CDC), or the RapidCDC run's (it records the hint flags).
+      let full: WasmStoreRecipe
+      if (recipe) full = recipe
+      else {
+        if (!rapidRecipe) throw new StoreError('cutpoint: internal error: the RapidCDC run gave no recipe', { code: 'protocol' })
+        full = wire().StoreRecipe.parse(rapidRecipe)
+      }
+      try {
+        if (full.bytes !== bytes || (total !== undefined && full.bytes !== total)) {
+          throw new StoreError(`cutpoint: chunked ${full.bytes} bytes of a ${total ?? bytes}-byte input; nothing was committed`, { code: 'io' })
+        }
+        const digest = full.seal()
+        stage = 'committing'
+        progress(true)
+        let deltaBase = base?.version
+        let text = base ? full.delta(base.recipe, base.version) : full.text()
+        let recipeBytes = 0
+        let rounds = 0
+        let version: number
+        for (;;) {
+          checkAbort(signal)
+          sent += text.length
+          recipeBytes += text.length
+          try {
+            version = await commit(http, name, text, digest, latest, signal)
+            break
+          } catch (e: any) {
+            if (!(e instanceof StoreError)) throw e
+            if (e.status === 404 && deltaBase !== undefined) {
+              deltaBase = undefined
+              text = full.text()
+            } else if (e.status === 409 && e.missing && rounds < 3) {
+              // Chunks collected or deleted since the query: send them and commit again.
+              rounds++
+              const list: Novel[] = []
+              for (const id of e.missing) {
+                const at = offsets.get(id)
+                if (!at) throw new StoreError(`cutpoint: the store asks for chunk ${id}, which the input lacks`, { code: 'protocol' })
+                list.push({ off: at[0], len: at[1], id })
+              }
+              if (window) throw new StoreError('cutpoint: the store lost chunks of a stream during the push; push it again', { code: 'io' })
+              await addNovel(list)
+              if (packCount) await upload()
+              await Promise.allSettled([...inflight])
+              if (failure) throw failure
+            } else throw e
+          }
+        }
+        stage = 'done'
+        progress(true)
+        succeeded = true
+        return {
+          name,
+          version,
+          bytes,
+          chunks,
+          novelChunks,
+          novelBytes,
+          sentBytes: sent,
+          packBytes,
+          packs,
+          recipeBytes,
+          deltaBase,
+          knownFromBase,
+          hintedChunks: hinted,
+          digest,
+          dedupRatio: novelBytes ? bytes / novelBytes : Infinity,
+          seconds: (performance.now() - t0) / 1000,
+          profile,
+          hash,
+        }
+      } finally {
+        if (full !== recipe) full.free()
       }
     } finally {
-      if (full !== recipe) full.free()
+      failure ??= new Error('push ended')
+      for (const p of inflight) p.catch(() => {})
+      release()
+      recipe?.free()
+      base?.recipe.free()
+      await reader.close()
     }
   } finally {
-    failure ??= new Error('push ended')
-    for (const p of inflight) p.catch(() => {})
-    release()
-    recipe?.free()
-    base?.recipe.free()
-    await reader.close()
+    userSignal?.removeEventListener('abort', onUserAbort)
+    if (!succeeded) inner.abort(new StoreError('cutpoint: the push failed', { code: 'aborted' }))
   }
 }
 
