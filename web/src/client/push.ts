@@ -196,7 +196,13 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     let window: StreamWindow | undefined
     if (stream) reader = window = new StreamWindow()
     else {
-      const o = await openReader(input as Blob | Uint8Array | string)
+      let o: Awaited<ReturnType<typeof openReader>>
+      try {
+        o = await openReader(input as Blob | Uint8Array | string)
+      } catch (e) {
+        base?.recipe.free()
+        throw e
+      }
       reader = o.reader
       total = o.size
     }
