@@ -181,6 +181,7 @@ function render(job: Job): void {
     mapHinted: String(job.map.hintedChunks),
     mapBytes: String(job.map.mappedBytes),
     version: r ? String(r.version) : '',
+    elapsedMs: String(Math.round(job.elapsed)),
   })
   job.el.querySelector('canvas')!.setAttribute(
     'aria-label',
