@@ -33,9 +33,9 @@ interface Store {
 }
 
 /** `cutpoint serve` on a fresh directory, 127.0.0.1, a free port; resolves once it listens. */
-function startStore(bin: string, dir: string): Promise<Store> {
+function startStore(bin: string, dir: string, extra: string[] = []): Promise<Store> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(bin, ['serve', '--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const proc = spawn(bin, ['serve', '--data', dir, '--listen', '127.0.0.1:0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     const timer = setTimeout(() => reject(new Error(`cutpoint serve did not start: ${out}`)), 20_000)
     const seen = (d: Buffer) => {
@@ -70,6 +70,8 @@ const servers: Server[] = []
 const stores: Store[] = []
 let store: Store // the page's
 let ref: Store // `cutpoint push` of the same files, for reference numbers
+let tokened: Store // started with --tokens
+let token = ''
 let pageUrl = ''
 let plainUrl = ''
 const files: Record<string, string> = {}
@@ -78,11 +80,12 @@ const nativePush = (file: string, name: string, ...extra: string[]): NativePush 
   JSON.parse(execFileSync(bin, ['push', file, '--name', name, '--store', ref.url, '--json', ...extra], { encoding: 'utf8' }).trim().split('\n').pop()!)
 
 /** The page at `url` with the store and settings given; waits for the wasm module and the store's listing. */
-async function openPage(url: string, settings: Record<string, string>): Promise<Page> {
+async function openPage(url: string, settings: Record<string, string>, storeUrl = store.url, init?: () => void): Promise<Page> {
   const page = await ctx.newPage()
   const errors: string[] = []
   page.on('pageerror', (e) => errors.push(String(e)))
-  await page.goto(`${url}/index.html?store=${encodeURIComponent(store.url)}`)
+  if (init) await page.addInitScript(init)
+  await page.goto(`${url}/index.html?store=${encodeURIComponent(storeUrl)}`)
   await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30_000 })
   expect(await page.evaluate(() => document.body.dataset.ready), `page errors: ${errors.join('; ')}`).toBe('1')
   for (const [k, v] of Object.entries(settings)) {
@@ -91,6 +94,7 @@ async function openPage(url: string, settings: Record<string, string>): Promise<
   }
   await page.click('#check-store')
   await page.waitForFunction(() => /connected/.test(document.getElementById('store-status')!.textContent!))
+  await page.waitForFunction(() => !/loading/.test(document.getElementById('list-status')!.textContent!))
   return page
 }
 
@@ -134,10 +138,16 @@ beforeAll(async () => {
     if (isolated) pageUrl = s.url
     else plainUrl = s.url
   }
-  for (const d of ['store', 'ref']) mkdirSync(`${tmp}/${d}`)
+  for (const d of ['store', 'ref', 'tokened']) mkdirSync(`${tmp}/${d}`)
   store = await startStore(bin, `${tmp}/store`)
   ref = await startStore(bin, `${tmp}/ref`)
   stores.push(store, ref)
+  // A store that wants tokens: one read-write grant on namespace `team`.
+  const grant = spawnSync(bin, ['token', '--ns', 'team', '--tokens', `${tmp}/tokens`], { encoding: 'utf8' })
+  expect(grant.status, grant.stderr).toBe(0)
+  token = grant.stdout.trim()
+  tokened = await startStore(bin, `${tmp}/tokened`, ['--tokens', `${tmp}/tokens`])
+  stores.push(tokened)
   ctx = await chromium.launchPersistentContext(`${tmp}/profile`, { executablePath: CHROMIUM, headless: true, args: ARGS, acceptDownloads: true, viewport: { width: 1100, height: 900 } })
   mkdirSync(ARTIFACTS, { recursive: true })
 }, 240_000)
@@ -300,6 +310,30 @@ describe('web page (Vite build) against cutpoint serve', () => {
     await p.waitForFunction(() => /cannot reach/.test(document.getElementById('store-status')!.textContent!))
     const bad = await pushOnPage(p, files.small, 'small.bin', 'error')
     expect(bad.text).toMatch(/error: .+/)
+    await p.close()
+  })
+
+  it('a store with tokens: push with the token, download through the library; a wrong token is a clear error', async () => {
+    // No File System Access save dialog in a test: the page saves through a Blob (a download).
+    const p = await openPage(plainUrl, { namespace: 'team', token, workers: '2', rapid: 'off' }, tokened.url, () => {
+      delete (window as any).showSaveFilePicker
+    })
+    const row = await pushOnPage(p, files.small, 'small.bin')
+    expect(num(row, 'version')).toBe(1)
+    expect(num(row, 'novelBytes')).toBe(statSync(files.small).size)
+    await p.click('#refresh')
+    const button = p.locator('#listing tr[data-name="small.bin"] button.download')
+    const [dl] = await Promise.all([p.waitForEvent('download'), button.click()])
+    const out = `${tmp}/small-pulled.bin`
+    await dl.saveAs(out)
+    expect(readFileSync(out).equals(readFileSync(files.small))).toBe(true)
+    // A wrong token: the listing and the push say so.
+    await p.fill('#token', 'not-a-token')
+    await p.click('#check-store')
+    await p.waitForFunction(() => /cannot list/.test(document.getElementById('list-status')!.textContent!))
+    const bad = await pushOnPage(p, files.small, 'small.bin', 'error')
+    console.log('wrong token:', bad.text, '| listing:', await p.textContent('#list-status'))
+    expect(bad.text).toMatch(/401|token|unauthori[sz]ed/i)
     await p.close()
   })
 })
