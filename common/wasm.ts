@@ -31,6 +31,34 @@ export interface WasmModule {
   RapidTable: new (profile: string, hash: string, listLen: number, maxEntries: number) => WasmRapidTable
   RapidRun: new (table: WasmRapidTable, profile: string, hash: string, criterion: string, block: number, backend: string, recipe: boolean) => WasmRapidRun
   hintCacheVersion(): number
+  // The store's wire format (native/core/src/protocol), for the client (web/src/client/).
+  packHeader(hash: string): Uint8Array
+  packFrameHead(len: number, id: Uint8Array): Uint8Array
+  packEnd(count: number): Uint8Array
+  packedLen(lengths: Uint32Array): number
+  maxQueryIds(): number
+  queryEncode(ids: Uint8Array): Uint8Array
+  queryDecode(body: Uint8Array, asked: number): Uint8Array
+  validateNamespace(ns: string): void
+  validateName(name: string): void
+  encodeSegment(s: string): string
+  StoreRecipe: { new (profile: string, hash: string): WasmStoreRecipe; parse(bytes: Uint8Array): WasmStoreRecipe }
+}
+/** A file recipe (wasm/src/lib.rs `StoreRecipe`: the core's `Recipe`, file digest and delta encoder). */
+export interface WasmStoreRecipe {
+  readonly profile: string
+  readonly hash: string
+  readonly count: number
+  readonly bytes: number
+  readonly digestHex: string
+  add(ids: Uint8Array, sizes: Uint32Array): void
+  ids(from: number, to: number): Uint8Array
+  sizes(from: number, to: number): Uint32Array
+  digestMatches(): boolean
+  seal(): string
+  text(): Uint8Array
+  delta(base: WasmStoreRecipe, baseVersion: number): Uint8Array
+  free(): void
 }
 /** The core's hint table (wasm/src/lib.rs `RapidTable`). */
 export interface WasmRapidTable {

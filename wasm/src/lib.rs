@@ -360,7 +360,7 @@ pub fn reference_cuts(profile: &str, bytes: &[u8]) -> Result<Vec<f64>, JsError> 
 // pieces (`Rapid::feed`). Hint tests, the SS-CDC fallback (stage 1 + stage 2 of the core's
 // engine, one thread, this build's kernel) and fingerprints all run in this wasm instance.
 
-use cutpoint_core::rapid::{Criterion, FeedSource, HintTable, Rapid, RapidChunker, RapidOptions, RapidStats, Recipe};
+use cutpoint_core::rapid::{Criterion, FeedSource, HintTable, Rapid, RapidChunker, RapidOptions, RapidStats, Recipe, RecipeEntry};
 use cutpoint_core::{Backend, Engine, Options};
 
 fn rapid_alg(name: &str) -> Result<HashAlg, JsError> {
@@ -764,5 +764,185 @@ impl Drop for RapidRun {
             drop(unsafe { Box::from_raw(self.engine) });
             self.engine = std::ptr::null_mut();
         }
+    }
+}
+
+// ---- the store's wire format (protocol v1) --------------------------------------------------
+//
+// The encoders and parsers of `cutpoint_core::protocol` (pack framing, query bodies, names,
+// the file digest, delta commits) and `cutpoint_core::rapid::recipe` (recipes), for the
+// TypeScript client (`web/src/client/`), which only does the networking. No format is written
+// a second time in TypeScript.
+
+use cutpoint_core::protocol::pack::{encode_frame_head, encode_header, FrameHead, MAX_CHUNK};
+use cutpoint_core::protocol::{delta, name as wire_name, query as wire_query, FileDigest};
+
+fn digest32(id: &[u8]) -> Result<cutpoint_core::Digest, JsError> {
+    id.try_into().map_err(|_| err(format!("a chunk id is 32 bytes (got {})", id.len())))
+}
+
+/// The 16-byte header of a pack of `hash` chunks.
+#[wasm_bindgen(js_name = packHeader)]
+pub fn pack_header(hash: &str) -> Result<Vec<u8>, JsError> {
+    Ok(encode_header(alg(hash)?).map_err(err)?.to_vec())
+}
+
+/// The 36-byte frame head of one chunk (`len` bytes of data follow it).
+#[wasm_bindgen(js_name = packFrameHead)]
+pub fn pack_frame_head(len: u32, id: &[u8]) -> Result<Vec<u8>, JsError> {
+    if len == 0 || len as usize > MAX_CHUNK {
+        return Err(err(format!("a chunk of {len} bytes cannot be packed (1..={MAX_CHUNK})")));
+    }
+    Ok(encode_frame_head(FrameHead::Chunk { len, id: digest32(id)? }).to_vec())
+}
+
+/// The 36-byte end frame of a pack of `count` chunks.
+#[wasm_bindgen(js_name = packEnd)]
+pub fn pack_end(count: f64) -> Vec<u8> {
+    encode_frame_head(FrameHead::End { count: count as u64 }).to_vec()
+}
+
+/// Bytes of a pack of chunks of these lengths (header, frames, end frame).
+#[wasm_bindgen(js_name = packedLen)]
+pub fn packed_len(lengths: &[u32]) -> f64 {
+    cutpoint_core::protocol::pack::packed_len(lengths.iter().map(|&l| l as usize)) as f64
+}
+
+/// The most ids one existence query may carry.
+#[wasm_bindgen(js_name = maxQueryIds)]
+pub fn max_query_ids() -> usize {
+    wire_query::MAX_QUERY_IDS
+}
+
+/// A query body from ids back to back (checked: a multiple of 32 bytes, at most the limit).
+#[wasm_bindgen(js_name = queryEncode)]
+pub fn query_encode(ids: &[u8]) -> Result<Vec<u8>, JsError> {
+    let ids = wire_query::decode_ids(ids, wire_query::MAX_QUERY_IDS).map_err(err)?;
+    Ok(wire_query::encode_ids(ids.iter()))
+}
+
+/// Checks a query's answer (the ids the namespace lacks) against the `asked` count; returns it.
+#[wasm_bindgen(js_name = queryDecode)]
+pub fn query_decode(body: &[u8], asked: usize) -> Result<Vec<u8>, JsError> {
+    let ids = wire_query::decode_ids(body, asked).map_err(err)?;
+    Ok(wire_query::encode_ids(ids.iter()))
+}
+
+/// Checks a namespace name (throws with the reason).
+#[wasm_bindgen(js_name = validateNamespace)]
+pub fn validate_namespace(ns: &str) -> Result<(), JsError> {
+    wire_name::validate_namespace(ns).map_err(err)
+}
+
+/// Checks a file name (throws with the reason).
+#[wasm_bindgen(js_name = validateName)]
+pub fn validate_name(name: &str) -> Result<(), JsError> {
+    wire_name::validate_name(name).map_err(err)
+}
+
+/// A name as one percent-encoded URL path segment.
+#[wasm_bindgen(js_name = encodeSegment)]
+pub fn encode_segment(s: &str) -> String {
+    wire_name::encode_segment(s)
+}
+
+/// A file recipe (`cutpoint_core::rapid::Recipe`): built chunk by chunk while pushing, or
+/// parsed from the store (a base for hints, known chunks and deltas; a pull's chunk list).
+#[wasm_bindgen]
+pub struct StoreRecipe {
+    r: Recipe,
+}
+
+#[wasm_bindgen]
+impl StoreRecipe {
+    /// An empty recipe for `profile` and `hash`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(profile: &str, hash: &str) -> Result<StoreRecipe, JsError> {
+        let p = parse(profile)?;
+        let a = rapid_alg(hash)?;
+        Ok(StoreRecipe { r: Recipe::new(&p, a) })
+    }
+
+    /// Parses recipe text (the store's, or `--save-recipe`'s).
+    pub fn parse(bytes: &[u8]) -> Result<StoreRecipe, JsError> {
+        Ok(StoreRecipe { r: Recipe::read(bytes).map_err(err)? })
+    }
+
+    /// Appends regular chunks without a recorded last byte (SS-CDC): `ids` back to back.
+    pub fn add(&mut self, ids: &[u8], sizes: &[u32]) -> Result<(), JsError> {
+        if ids.len() != sizes.len() * 32 {
+            return Err(err(format!("{} ids bytes for {} chunks", ids.len(), sizes.len())));
+        }
+        for (id, &size) in ids.chunks_exact(32).zip(sizes) {
+            self.r.entries.push(RecipeEntry { fp: digest32(id)?, size, last: None, regular: true });
+        }
+        self.r.digest = None;
+        Ok(())
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn profile(&self) -> String {
+        self.r.profile.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn hash(&self) -> String {
+        self.r.hash.name().to_string()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn count(&self) -> usize {
+        self.r.entries.len()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn bytes(&self) -> f64 {
+        self.r.total_bytes() as f64
+    }
+
+    /// Chunk ids `[from, to)` back to back.
+    pub fn ids(&self, from: usize, to: usize) -> Vec<u8> {
+        let to = to.min(self.r.entries.len());
+        let mut out = Vec::with_capacity(to.saturating_sub(from) * 32);
+        for e in self.r.entries.get(from..to).unwrap_or(&[]) {
+            out.extend_from_slice(&e.fp);
+        }
+        out
+    }
+
+    /// Chunk sizes `[from, to)`.
+    pub fn sizes(&self, from: usize, to: usize) -> Vec<u32> {
+        let to = to.min(self.r.entries.len());
+        self.r.entries.get(from..to).unwrap_or(&[]).iter().map(|e| e.size).collect()
+    }
+
+    /// The recorded digest (hex), or "" when the recipe has none.
+    #[wasm_bindgen(getter, js_name = digestHex)]
+    pub fn digest_hex(&self) -> String {
+        self.r.digest.map(|d| cutpoint_core::hex(&d)).unwrap_or_default()
+    }
+
+    /// Whether the recorded digest is the file digest of the chunk list (a store's recipe
+    /// must carry one; chunks that verify, in this order, are then the file).
+    #[wasm_bindgen(js_name = digestMatches)]
+    pub fn digest_matches(&self) -> bool {
+        self.r.digest.is_some() && FileDigest::of(&self.r) == self.r.digest
+    }
+
+    /// Computes and records the file digest (`FileDigest`); returns it in hex.
+    #[wasm_bindgen(js_name = seal)]
+    pub fn seal(&mut self) -> Result<String, JsError> {
+        let d = FileDigest::of(&self.r).ok_or_else(|| err("a recipe needs fingerprints"))?;
+        self.r.digest = Some(d);
+        Ok(cutpoint_core::hex(&d))
+    }
+
+    /// The recipe text (a full commit body).
+    pub fn text(&self) -> Result<Vec<u8>, JsError> {
+        let mut out = Vec::new();
+        self.r.write(&mut out).map_err(err)?;
+        Ok(out)
+    }
+
+    /// A delta commit body against `base`, stored as version `base_version` (needs `seal`).
+    pub fn delta(&self, base: &StoreRecipe, base_version: f64) -> Result<Vec<u8>, JsError> {
+        delta::encode(&self.r, &base.r, base_version as u64).map_err(err)
     }
 }

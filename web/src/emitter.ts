@@ -68,6 +68,8 @@ export interface Chunk {
   length: number
   /** Lower-case hex digest; absent with `hash: 'none'`. */
   hash?: string
+  /** With `rapid`: whether its end came from a hint (else the boundary rule). */
+  hinted?: boolean
 }
 
 /** A macrotask: lets the event loop run (rendering, input) between batches of chunks. */

@@ -30,3 +30,15 @@ export function hexDigests(d: Uint8Array, n: number, size = 32): string[] {
   for (let i = 0; i < n; i++) out[i] = s.slice(w * i, w * i + w)
   return out
 }
+
+/** The bytes of a hex string (even length, 0-9 a-f A-F); throws on anything else. */
+export function unhex(h: string): Uint8Array {
+  if (h.length % 2 !== 0) throw new Error(`cutpoint: odd-length hex string`)
+  const out = new Uint8Array(h.length / 2)
+  for (let i = 0; i < out.length; i++) {
+    const v = parseInt(h.substr(2 * i, 2), 16)
+    if (Number.isNaN(v)) throw new Error(`cutpoint: not a hex string: ${h.slice(0, 70)}`)
+    out[i] = v
+  }
+  return out
+}

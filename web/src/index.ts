@@ -99,3 +99,10 @@ export const __test = {
     }
   },
 }
+
+// The store client (web/src/client/): push only novel chunks, pull verified, list.
+export { createClient, type Client, type ClientOptions, type FileVersion } from './client/client.js'
+export { StoreError } from './client/errors.js'
+export type { PushOptions, PushProgress, PushResult, ChunkInfo } from './client/push.js'
+export type { PullOptions, PullInfo } from './client/pull.js'
+export type { PushInput } from './client/input.js'

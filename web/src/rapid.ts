@@ -407,6 +407,8 @@ export interface RapidChunk {
   offset: number
   length: number
   hash: string
+  /** Its end came from a RapidCDC hint (not the boundary rule). */
+  hinted: boolean
 }
 
 
@@ -566,8 +568,9 @@ export class RapidSession {
       const offs = run.offsets()
       const lens = run.lengths()
       const digs = run.digests()
+      const found = run.found()
       const hashes = hexDigests(digs, n)
-      for (let i = 0; i < n; i++) out.push({ offset: offs[i], length: lens[i], hash: hashes[i] })
+      for (let i = 0; i < n; i++) out.push({ offset: offs[i], length: lens[i], hash: hashes[i], hinted: found[i] !== 255 })
     }
     return out
   }

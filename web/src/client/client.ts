@@ -1,0 +1,151 @@
+// `createClient`: the library's client of a cutpoint store (native/store/PROTOCOL.md) for
+// browsers, Node and Deno. See push.ts (the upload pipeline), pull.ts (verified restores),
+// http.ts (requests, errors, retries), input.ts (reading inputs back by offset).
+import { createPool, type ChunkOptions, type WorkerPool } from '../index.js'
+import { init } from '../runtime.js'
+import { optInt, optString, options } from '../check.js'
+import { StoreError, usage } from './errors.js'
+import { Http } from './http.js'
+import type { PushInput } from './input.js'
+import { pull, type PullInfo, type PullOptions } from './pull.js'
+import { push, type PushOptions, type PushResult } from './push.js'
+
+export interface ClientOptions {
+  /** The store's URL, e.g. `http://127.0.0.1:7373` (what `cutpoint serve` listens on by default). */
+  store: string
+  /** Default 'default'. */
+  namespace?: string
+  /** A bearer token for the namespace (`cutpoint token`); none for an open store. */
+  token?: string
+  /** Chunking profile (default `gear:2k:8k:64k`, the native CLI's). */
+  profile?: string
+  /** Chunk fingerprint (default blake3); a namespace has one. */
+  hash?: 'blake3' | 'sha256'
+  /** Chunking workers (default: the library's default, one per core). */
+  workers?: number
+  /** The fetch to use (default the global one). */
+  fetch?: typeof fetch
+  /** Pack uploads in flight (default 2, as `cutpoint push --uploads`). */
+  concurrency?: number
+  /** Pack size to aim at, bytes (default 8 MiB, as `cutpoint push --pack-size`). */
+  packSize?: number
+  /** Retries of safe requests after a network error or a 5xx (default 4). */
+  retries?: number
+}
+
+/** A version the store holds (`GET /v1/ns/{ns}/files`). */
+export interface FileVersion {
+  name: string
+  version: number
+  bytes: number
+  chunks: number
+  digest: string
+  /** Unix seconds. */
+  created: number
+}
+
+export interface Client {
+  /** Pushes one input as the next version of `opts.name`; only the chunks the store lacks travel. */
+  push(input: PushInput, opts: PushOptions): Promise<PushResult>
+  /** A version's bytes (latest by default), verified chunk by chunk; the stream errors on a mismatch. */
+  pull(name: string, opts?: PullOptions): Promise<ReadableStream<Uint8Array>>
+  /** As `pull`, with the version's size, chunk count and digest known before the first byte. */
+  pullWithInfo(name: string, opts?: PullOptions): Promise<{ stream: ReadableStream<Uint8Array>; info: PullInfo }>
+  /** What the namespace holds, by name then version. */
+  list(): Promise<FileVersion[]>
+  /** The store's `GET /v1` (service, protocol, limits); rejects when it is not a cutpoint store. */
+  info(): Promise<Record<string, any>>
+  /** Stops the workers. */
+  close(): Promise<void>
+  readonly store: string
+  readonly namespace: string
+}
+
+export function createClient(opts: ClientOptions): Client {
+  const o = options<ClientOptions>('createClient options', opts)
+  optString('store', o.store, "'http://127.0.0.1:7373'")
+  if (o.store === undefined) throw usage("createClient needs a store URL: createClient({ store: 'http://127.0.0.1:7373' })")
+  optString('namespace', o.namespace, "'default'")
+  optString('token', o.token, 'a token string')
+  optString('profile', o.profile, "'gear:2k:8k:64k'")
+  optInt('workers', o.workers, 0, 256)
+  optInt('concurrency', o.concurrency, 1, 64)
+  optInt('packSize', o.packSize, 64 << 10, 256 << 20, '64 KiB..256 MiB')
+  optInt('retries', o.retries, 0, 20)
+  if (o.hash !== undefined && o.hash !== 'blake3' && o.hash !== 'sha256') throw usage(`hash must be 'blake3' or 'sha256' (got ${String(o.hash)})`)
+  const namespace = o.namespace ?? 'default'
+  let http: Http | undefined
+  const ready = async () => {
+    await init()
+    http ??= new Http({ store: o.store, namespace, token: o.token, fetch: o.fetch, retries: o.retries })
+    return http
+  }
+  // One pool of workers kept for the client's pushes; a push that finds it busy starts its own.
+  let pool: Promise<WorkerPool> | undefined
+  let poolBusy = false
+  let closed = false
+  const chunkOptions = async (): Promise<{ opts: ChunkOptions; release(): void }> => {
+    if (poolBusy || o.workers === 0) return { opts: { workers: o.workers }, release: () => {} }
+    poolBusy = true
+    try {
+      pool ??= createPool({ workers: o.workers })
+      const p = await pool
+      return { opts: { pool: p }, release: () => (poolBusy = false) }
+    } catch (e) {
+      poolBusy = false
+      pool = undefined
+      throw e
+    }
+  }
+  const live = () => {
+    if (closed) throw new StoreError('cutpoint: the client is closed', { code: 'usage' })
+  }
+  return {
+    store: o.store,
+    namespace,
+    async push(input, popts) {
+      live()
+      const h = await ready()
+      return push(
+        { http: h, profile: o.profile ?? 'gear:2k:8k:64k', hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency ?? 2, packSize: o.packSize ?? 8 << 20 },
+        input,
+        popts,
+      )
+    },
+    async pull(name, popts) {
+      live()
+      return (await pull(await ready(), name, popts)).stream
+    },
+    async pullWithInfo(name, popts) {
+      live()
+      return pull(await ready(), name, popts)
+    },
+    async list() {
+      live()
+      const h = await ready()
+      const res = await h.request('GET', h.url('files'), { retry: true })
+      let v: any
+      try {
+        v = await res.json()
+      } catch (e: any) {
+        throw new StoreError(`cutpoint: the store's list is not JSON: ${e?.message ?? e}`, { code: 'protocol' })
+      }
+      if (!Array.isArray(v?.files)) throw new StoreError("cutpoint: the store's list has no files array", { code: 'protocol' })
+      return v.files as FileVersion[]
+    },
+    async info() {
+      live()
+      const h = await ready()
+      const res = await h.request('GET', `${h.base}/v1`, { retry: true })
+      const v: any = await res.json().catch(() => undefined)
+      if (v?.service !== 'cutpoint') throw new StoreError(`cutpoint: ${h.base} is not a cutpoint store`, { code: 'protocol' })
+      return v
+    },
+    async close() {
+      closed = true
+      const p = pool
+      pool = undefined
+      if (p) (await p.catch(() => undefined))?.close()
+    },
+  }
+}

@@ -1,0 +1,129 @@
+// The store's HTTP API (native/store/PROTOCOL.md) over `fetch`: URLs, the bearer token, error
+// answers turned into `StoreError`s with the store's message, and retries with backoff for the
+// requests that are safe to repeat (queries, pack uploads, reads) — never a commit (not
+// idempotent: see `commit` in push.ts).
+import { checkAbort, StoreError } from './errors.js'
+import { wire } from './wire.js'
+
+export interface HttpOptions {
+  store: string
+  namespace: string
+  token?: string
+  fetch?: typeof fetch
+  /** Retries after a network error or a 5xx (safe requests only). Default 4. */
+  retries?: number
+  /** First wait before a retry (ms), doubled each time. Default 200. */
+  backoff?: number
+}
+
+export class Http {
+  readonly base: string
+  readonly ns: string
+  private token?: string
+  private fetchFn: typeof fetch
+  private retries: number
+  private backoff: number
+
+  constructor(o: HttpOptions) {
+    const base = String(o.store ?? '').replace(/\/+$/, '')
+    if (!/^https?:\/\//.test(base)) throw new StoreError(`cutpoint: store '${o.store}' is not an http:// or https:// URL`, { code: 'usage' })
+    try {
+      wire().validateNamespace(o.namespace)
+    } catch (e: any) {
+      throw new StoreError(`cutpoint: ${e?.message ?? e}`, { code: 'usage' })
+    }
+    this.base = base
+    this.ns = o.namespace
+    this.token = o.token || undefined
+    this.fetchFn = o.fetch ?? globalThis.fetch.bind(globalThis)
+    this.retries = o.retries ?? 4
+    this.backoff = o.backoff ?? 200
+  }
+
+  url(tail: string): string {
+    return `${this.base}/v1/ns/${this.ns}/${tail}`
+  }
+
+  fileUrl(what: 'files' | 'recipes', name: string, version?: number): string {
+    return this.url(`${what}/${wire().encodeSegment(name)}`) + (version !== undefined ? `?version=${version}` : '')
+  }
+
+  /**
+   * One request. Error statuses reject with a `StoreError` (the store's message) unless listed
+   * in `pass`; `retry` repeats it after a network error or a 5xx, with backoff.
+   */
+  async request(
+    method: string,
+    url: string,
+    o: { body?: Uint8Array | string; type?: string; retry?: boolean; signal?: AbortSignal; pass?: number[]; headers?: Record<string, string> } = {},
+  ): Promise<Response> {
+    let wait = this.backoff
+    for (let n = 0; ; n++) {
+      checkAbort(o.signal)
+      try {
+        return await this.once(method, url, o)
+      } catch (e: any) {
+        checkAbort(o.signal)
+        const transient = e instanceof StoreError && (e.code === 'network' || (e.status !== undefined && e.status >= 500))
+        if (!o.retry || !transient || n >= this.retries) throw e
+        await sleep(wait, o.signal)
+        wait *= 2
+      }
+    }
+  }
+
+  private async once(method: string, url: string, o: { body?: Uint8Array | string; type?: string; signal?: AbortSignal; pass?: number[]; headers?: Record<string, string> }): Promise<Response> {
+    const headers: Record<string, string> = { ...(o.headers ?? {}) }
+    if (this.token) headers.authorization = `Bearer ${this.token}`
+    if (o.body !== undefined) headers['content-type'] = o.type ?? 'application/octet-stream'
+    let res: Response
+    try {
+      res = await this.fetchFn(url, { method, headers, body: o.body as BodyInit | undefined, signal: o.signal })
+    } catch (e: any) {
+      checkAbort(o.signal)
+      const why = e?.cause?.message ?? e?.message ?? String(e)
+      const browser = typeof (globalThis as any).document !== 'undefined'
+      throw new StoreError(
+        `cutpoint: cannot reach the store at ${this.base} (${method} ${url.slice(this.base.length)}): ${why}` +
+          (browser ? ' — is it running, and does it allow this page\'s origin (CORS, `cutpoint serve --cors-origin`)?' : ' — is it running?'),
+        { code: 'network', cause: e },
+      )
+    }
+    if (res.status < 400 || o.pass?.includes(res.status)) return res
+    throw await errorOf(res, this.base)
+  }
+}
+
+/** A `StoreError` from an error answer (its JSON `error` / `code` / `missing`). */
+export async function errorOf(res: Response, base: string): Promise<StoreError> {
+  let text = ''
+  try {
+    text = await res.text()
+  } catch {}
+  let v: any = undefined
+  try {
+    v = JSON.parse(text)
+  } catch {}
+  const msg = typeof v?.error === 'string' ? v.error : text ? text.slice(0, 300) : '(no message)'
+  const hint =
+    res.status === 401 ? ' (the store needs a valid token: --token / CUTPOINT_TOKEN, `token` in createClient)' : res.status === 403 ? ' (the token does not grant this)' : ''
+  return new StoreError(`cutpoint: the store at ${base} answered ${res.status}: ${msg}${hint}`, {
+    status: res.status,
+    code: typeof v?.code === 'string' ? v.code : undefined,
+    missing: Array.isArray(v?.missing) ? v.missing.filter((x: unknown) => typeof x === 'string') : undefined,
+  })
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    const onAbort = () => {
+      clearTimeout(t)
+      reject(signal!.reason)
+    }
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}

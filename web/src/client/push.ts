@@ -1,0 +1,525 @@
+// `push`: one input as the next version of a name, sending only the chunks the store lacks.
+// A pipeline, as the native client's (native/store/src/client.rs `push_file`), in one event
+// loop: the workers chunk and fingerprint (`chunk()`, ahead of this loop) → existence queries
+// in batches of 2048 ids, up to MAX_QUERIES in flight, answered in order → the novel chunks
+// read back from the input by offset (contiguous ones in one read) and framed into packs (the
+// core's frame encoder) → uploads, `concurrency` in flight → the commit, a delta against the
+// latest version when there is one (the core's encoder). Memory: the chunker's segments, the
+// queries in flight, one pack being filled and `concurrency` packs in flight; never the file.
+//
+// The latest recipe of the name (same profile and fingerprint) is fetched first: its chunks are
+// known present (not queried), it is the delta's base, and with `rapid` it gives the hints.
+// The numbers (`novelChunks`, `novelBytes`, `sentBytes`, ...) are counted as `cutpoint push
+// --json` counts them, and the packs are cut where it cuts them, so they are equal.
+import { chunk, createChunker, type Chunk, type ChunkOptions, type WorkerPool } from '../index.js'
+import { CRITERIA, type Criterion } from '../rapid.js'
+import { hexDigests, unhex } from '../hex.js'
+import { parseProfile } from '../runtime.js'
+import type { WasmStoreRecipe } from '../../../common/wasm.js'
+import { checkAbort, StoreError, usage } from './errors.js'
+import { Http, sleep } from './http.js'
+import { isStream, openReader, StreamWindow, type PushInput, type RangeReader } from './input.js'
+import { wire } from './wire.js'
+
+export interface PushProgress {
+  stage: 'chunking' | 'querying' | 'uploading' | 'committing' | 'done'
+  /** Input bytes chunked so far (and the total when known). */
+  bytes: number
+  total?: number
+  novelBytes: number
+  sentBytes: number
+  chunks: number
+  novelChunks: number
+  /** bytes / novelBytes (Infinity while nothing is novel). */
+  dedupRatio: number
+  /** Bytes per second processed. */
+  throughput: number
+}
+
+export interface ChunkInfo {
+  offset: number
+  length: number
+  /** The store lacked it and this push sent it (its first occurrence in the input). */
+  novel: boolean
+  /** Its end came from a RapidCDC hint. */
+  hinted: boolean
+}
+
+export interface PushOptions {
+  name: string
+  /** RapidCDC with the name's latest recipe as hints: a criterion, or `true` for 'ff+rwt'. */
+  rapid?: boolean | string
+  signal?: AbortSignal
+  onProgress?: (p: PushProgress) => void
+  /** The chunks in file order, in batches, once the store's answer says which are novel. */
+  onChunks?: (c: ChunkInfo[]) => void
+}
+
+export interface PushResult {
+  name: string
+  version: number
+  bytes: number
+  chunks: number
+  novelChunks: number
+  novelBytes: number
+  /** Every request body sent, as `cutpoint push --json`'s `sent_bytes`: queries, packs, the commit. */
+  sentBytes: number
+  /** Of which pack bodies (chunk data and framing). */
+  packBytes: number
+  packs: number
+  /** Commit body bytes (every attempt). */
+  recipeBytes: number
+  /** The version the commit was a delta against (absent: the whole recipe was sent). */
+  deltaBase?: number
+  /** Chunks known present from the base recipe (not queried). */
+  knownFromBase: number
+  hintedChunks: number
+  digest: string
+  dedupRatio: number
+  seconds: number
+  profile: string
+  hash: string
+}
+
+/** What a client gives each push. */
+export interface PushContext {
+  http: Http
+  profile: string
+  hash: 'blake3' | 'sha256'
+  /** Workers of the chunker (a kept pool when free). */
+  chunkOptions(): Promise<{ opts: ChunkOptions; release(): void }>
+  concurrency: number
+  packSize: number
+}
+
+const BATCH = 2048
+const MAX_QUERIES = 2
+const MAX_READ = 4 << 20
+
+interface Novel {
+  off: number
+  len: number
+  id: string
+}
+
+export async function push(ctx: PushContext, input: PushInput, opts: PushOptions): Promise<PushResult> {
+  const t0 = performance.now()
+  if (!opts || typeof opts !== 'object') throw usage('push needs options with a name: push(input, { name })')
+  const { name, signal } = opts
+  if (typeof name !== 'string') throw usage(`push needs a name (got ${typeof name})`)
+  try {
+    wire().validateName(name)
+  } catch (e: any) {
+    throw usage(e?.message ?? String(e))
+  }
+  let profile: string
+  try {
+    profile = parseProfile(ctx.profile).canonical
+  } catch (e: any) {
+    throw new StoreError(e?.message ?? String(e), { code: 'usage' })
+  }
+  let criterion: Criterion | undefined
+  if (opts.rapid === true) criterion = 'ff+rwt'
+  else if (typeof opts.rapid === 'string') {
+    if (!CRITERIA.includes(opts.rapid as Criterion)) throw usage(`rapid must be one of ${CRITERIA.join(', ')} (got '${opts.rapid}')`)
+    criterion = opts.rapid as Criterion
+  } else if (opts.rapid !== undefined && opts.rapid !== false) throw usage(`rapid must be a boolean or a criterion (got ${typeof opts.rapid})`)
+  const { http, hash } = ctx
+  checkAbort(signal)
+
+  // Counters (the native report's fields).
+  let bytes = 0
+  let chunks = 0
+  let novelChunks = 0
+  let novelBytes = 0
+  let sent = 0
+  let packBytes = 0
+  let packs = 0
+  let knownFromBase = 0
+  let hinted = 0
+  let total: number | undefined
+  let stage: PushProgress['stage'] = 'querying'
+  let lastReport = 0
+  const progress = (force = false) => {
+    if (!opts.onProgress) return
+    const now = performance.now()
+    if (!force && now - lastReport < 100) return
+    lastReport = now
+    const secs = (now - t0) / 1000
+    opts.onProgress({
+      stage,
+      bytes,
+      total,
+      novelBytes,
+      sentBytes: sent,
+      chunks,
+      novelChunks,
+      dedupRatio: novelBytes ? bytes / novelBytes : Infinity,
+      throughput: secs > 0 ? bytes / secs : 0,
+    })
+  }
+  progress(true)
+
+  // The base: the latest recipe of the name, if it has this profile and fingerprint.
+  let base: { version: number; recipe: WasmStoreRecipe; text: Uint8Array } | undefined
+  let latest = 0
+  const known = new Set<string>()
+  {
+    const res = await http.request('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] })
+    if (res.status === 200) {
+      latest = Number(res.headers.get('x-cutpoint-version'))
+      if (!Number.isSafeInteger(latest) || latest < 1) throw new StoreError('cutpoint: the recipe came without its version (X-Cutpoint-Version)', { code: 'protocol' })
+      const text = new Uint8Array(await res.arrayBuffer())
+      let rec: WasmStoreRecipe
+      try {
+        rec = wire().StoreRecipe.parse(text)
+      } catch (e: any) {
+        throw new StoreError(`cutpoint: the store's recipe of '${name}': ${e?.message ?? e}`, { code: 'protocol' })
+      }
+      if (rec.profile === profile && rec.hash === hash) {
+        base = { version: latest, recipe: rec, text }
+        for (let i = 0; i < rec.count; i += 65536) for (const h of hexDigests(rec.ids(i, i + 65536), Math.min(65536, rec.count - i))) known.add(h)
+      } else rec.free()
+    } else await res.body?.cancel()
+  }
+  const baseIds = new Set(known)
+
+  const stream = isStream(input)
+  let reader: RangeReader
+  let window: StreamWindow | undefined
+  if (stream) reader = window = new StreamWindow()
+  else {
+    const o = await openReader(input as Blob | Uint8Array | string)
+    reader = o.reader
+    total = o.size
+  }
+  const recipe: WasmStoreRecipe | undefined = criterion ? undefined : new (wire().StoreRecipe)(profile, hash)
+  let rapidRecipe: Uint8Array | undefined
+  const { opts: chunkOpts, release } = await ctx.chunkOptions()
+  chunkOpts.profile = profile
+  chunkOpts.hash = hash
+  if (criterion) chunkOpts.rapid = { criterion, base: base?.text, recipe: true }
+
+  // Where each id first occurs (to read it back), the queries in flight, the pack being filled.
+  const offsets = new Map<string, [number, number]>()
+  let ask: string[] = []
+  let askFrom = -1
+  const queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number }[] = []
+  const infos: { offset: number; length: number; id: string; hinted: boolean }[] = []
+  const novelIds = opts.onChunks ? new Set<string>() : undefined
+  let failure: unknown
+  const header = wire().packHeader(hash)
+  let parts: Uint8Array[] = []
+  let packLen = header.length
+  let packCount = 0
+  const inflight = new Set<Promise<void>>()
+
+  const upload = async () => {
+    parts.push(wire().packEnd(packCount))
+    const body = concat([header, ...parts], packLen + 36)
+    parts = []
+    packLen = header.length
+    packCount = 0
+    while (inflight.size >= ctx.concurrency) await Promise.race(inflight)
+    if (failure) throw failure
+    checkAbort(signal)
+    const p: Promise<void> = http
+      .request('POST', http.url('packs'), { body, retry: true, signal })
+      .then((r) => r.json())
+      .then(() => {
+        sent += body.length
+        packBytes += body.length
+        packs++
+        progress()
+      })
+      .catch((e) => {
+        failure ??= e
+        throw e
+      })
+      .finally(() => inflight.delete(p))
+    p.catch(() => {})
+    inflight.add(p)
+  }
+
+  const addNovel = async (list: Novel[]) => {
+    let i = 0
+    while (i < list.length) {
+      let j = i
+      let end = list[i].off + list[i].len
+      while (j + 1 < list.length && list[j + 1].off === end && end - list[i].off < MAX_READ) end += list[++j].len
+      const buf = await reader.read(list[i].off, end - list[i].off)
+      checkAbort(signal)
+      for (let k = i; k <= j; k++) {
+        const n = list[k]
+        const at = n.off - list[i].off
+        parts.push(wire().packFrameHead(n.len, unhex(n.id)), buf.subarray(at, at + n.len))
+        packLen += 36 + n.len
+        packCount++
+        if (packLen >= ctx.packSize) await upload()
+      }
+      i = j + 1
+    }
+  }
+
+  const launchQuery = () => {
+    if (!ask.length) return
+    const ids = ask
+    const from = askFrom
+    ask = []
+    askFrom = -1
+    sent += ids.length * 32
+    const buf = new Uint8Array(ids.length * 32)
+    ids.forEach((h, i) => buf.set(unhex(h), i * 32))
+    const body = wire().queryEncode(buf)
+    const p = http
+      .request('POST', http.url('query'), { body, retry: true, signal })
+      .then((r) => r.arrayBuffer())
+      .then((b) => {
+        try {
+          return wire().queryDecode(new Uint8Array(b), ids.length)
+        } catch (e: any) {
+          throw new StoreError(`cutpoint: the store's query answer: ${e?.message ?? e}`, { code: 'protocol' })
+        }
+      })
+    p.catch(() => {})
+    queries.push({ p, n: ids.length, from, upto: chunks })
+  }
+
+  const emitInfos = (upto: number) => {
+    if (!opts.onChunks) return
+    const n = infos.length - (chunks - upto)
+    if (n <= 0) return
+    const out = infos.splice(0, n).map((c) => ({
+      offset: c.offset,
+      length: c.length,
+      hinted: c.hinted,
+      novel: novelIds!.has(c.id) && offsets.get(c.id)![0] === c.offset,
+    }))
+    opts.onChunks(out)
+  }
+
+  const resolveOldest = async () => {
+    const q = queries.shift()!
+    const missing = await q.p
+    checkAbort(signal)
+    const n = missing.length / 32
+    const list: Novel[] = []
+    for (const id of hexDigests(missing, n)) {
+      const at = offsets.get(id)
+      if (!at) throw new StoreError(`cutpoint: the store names chunk ${id} as missing, which was not asked`, { code: 'protocol' })
+      novelChunks++
+      novelBytes += at[1]
+      novelIds?.add(id)
+      list.push({ off: at[0], len: at[1], id })
+    }
+    await addNovel(list)
+    emitInfos(q.upto)
+    if (window) window.release(Math.min(queries[0]?.from ?? Infinity, askFrom >= 0 ? askFrom : Infinity, bytes))
+    progress()
+  }
+
+  const onBatch = async (batch: Chunk[]) => {
+    if (failure) throw failure
+    checkAbort(signal)
+    if (!batch.length) return
+    if (recipe) {
+      const ids = new Uint8Array(batch.length * 32)
+      const sizes = new Uint32Array(batch.length)
+      batch.forEach((c, i) => {
+        ids.set(unhex(c.hash!), i * 32)
+        sizes[i] = c.length
+      })
+      recipe.add(ids, sizes)
+    }
+    for (const c of batch) {
+      const id = c.hash!
+      bytes += c.length
+      chunks++
+      if (c.hinted) hinted++
+      if (!offsets.has(id)) offsets.set(id, [c.offset, c.length])
+      if (baseIds.has(id)) knownFromBase++
+      if (!known.has(id)) {
+        known.add(id)
+        if (askFrom < 0) askFrom = c.offset
+        ask.push(id)
+      }
+      if (opts.onChunks) infos.push({ offset: c.offset, length: c.length, id, hinted: !!c.hinted })
+      if (ask.length >= BATCH) {
+        launchQuery()
+        while (queries.length > MAX_QUERIES) await resolveOldest()
+      }
+    }
+    if (!queries.length && !ask.length) {
+      emitInfos(chunks)
+      window?.release(bytes)
+    }
+    progress()
+  }
+
+  try {
+    stage = 'chunking'
+    if (stream) {
+      const ch = await createChunker(chunkOpts)
+      const rd = (input as ReadableStream<Uint8Array>).getReader()
+      const onAbort = () => rd.cancel(signal!.reason).catch(() => {})
+      signal?.addEventListener('abort', onAbort, { once: true })
+      try {
+        for (;;) {
+          const { done, value } = await rd.read()
+          checkAbort(signal)
+          if (done) break
+          window!.add(value)
+          await onBatch(await ch.update(value))
+        }
+        await onBatch(await ch.finish())
+        rapidRecipe = ch.rapid?.recipe
+      } finally {
+        signal?.removeEventListener('abort', onAbort)
+        ch.close()
+        rd.releaseLock()
+      }
+    } else {
+      const it = chunk(input as Blob | Uint8Array | string, chunkOpts)
+      for await (const b of it.batches()) await onBatch(b)
+      rapidRecipe = it.rapid?.recipe
+    }
+    stage = 'querying'
+    progress(true)
+    launchQuery()
+    while (queries.length) await resolveOldest()
+    emitInfos(chunks)
+    stage = 'uploading'
+    progress(true)
+    if (packCount) await upload()
+    await Promise.allSettled([...inflight])
+    if (failure) throw failure
+    checkAbort(signal)
+    await reader.unchanged()
+
+    // The recipe: built here (SS-CDC), or the RapidCDC run's (it records the hint flags).
+    let full: WasmStoreRecipe
+    if (recipe) full = recipe
+    else {
+      if (!rapidRecipe) throw new StoreError('cutpoint: internal error: the RapidCDC run gave no recipe', { code: 'protocol' })
+      full = wire().StoreRecipe.parse(rapidRecipe)
+    }
+    try {
+      if (full.bytes !== bytes || (total !== undefined && full.bytes !== total)) {
+        throw new StoreError(`cutpoint: chunked ${full.bytes} bytes of a ${total ?? bytes}-byte input; nothing was committed`, { code: 'io' })
+      }
+      const digest = full.seal()
+      stage = 'committing'
+      progress(true)
+      let deltaBase = base?.version
+      let text = base ? full.delta(base.recipe, base.version) : full.text()
+      let recipeBytes = 0
+      let rounds = 0
+      let version: number
+      for (;;) {
+        checkAbort(signal)
+        sent += text.length
+        recipeBytes += text.length
+        try {
+          version = await commit(http, name, text, digest, latest, signal)
+          break
+        } catch (e: any) {
+          if (!(e instanceof StoreError)) throw e
+          if (e.status === 404 && deltaBase !== undefined) {
+            deltaBase = undefined
+            text = full.text()
+          } else if (e.status === 409 && e.missing && rounds < 3) {
+            // Chunks collected or deleted since the query: send them and commit again.
+            rounds++
+            const list: Novel[] = []
+            for (const id of e.missing) {
+              const at = offsets.get(id)
+              if (!at) throw new StoreError(`cutpoint: the store asks for chunk ${id}, which the input lacks`, { code: 'protocol' })
+              list.push({ off: at[0], len: at[1], id })
+            }
+            if (window) throw new StoreError('cutpoint: the store lost chunks of a stream during the push; push it again', { code: 'io' })
+            await addNovel(list)
+            if (packCount) await upload()
+            await Promise.allSettled([...inflight])
+            if (failure) throw failure
+          } else throw e
+        }
+      }
+      stage = 'done'
+      progress(true)
+      return {
+        name,
+        version,
+        bytes,
+        chunks,
+        novelChunks,
+        novelBytes,
+        sentBytes: sent,
+        packBytes,
+        packs,
+        recipeBytes,
+        deltaBase,
+        knownFromBase,
+        hintedChunks: hinted,
+        digest,
+        dedupRatio: novelBytes ? bytes / novelBytes : Infinity,
+        seconds: (performance.now() - t0) / 1000,
+        profile,
+        hash,
+      }
+    } finally {
+      if (full !== recipe) full.free()
+    }
+  } finally {
+    failure ??= new Error('push ended')
+    for (const p of inflight) p.catch(() => {})
+    release()
+    recipe?.free()
+    base?.recipe.free()
+    await reader.close()
+  }
+}
+
+/**
+ * Commits, not blindly retried (PROTOCOL.md: a commit is not idempotent). After a network
+ * error or a 5xx the answer may have been lost: the name's latest version is read, and if it is
+ * newer than the one seen before the push and has this push's digest, that is the commit;
+ * otherwise the commit is sent again (up to 4 times, with backoff).
+ */
+async function commit(http: Http, name: string, text: Uint8Array, digest: string, before: number, signal?: AbortSignal): Promise<number> {
+  let wait = 200
+  for (let n = 0; ; n++) {
+    try {
+      const res = await http.request('PUT', http.fileUrl('files', name), { body: text, type: 'text/plain; charset=utf-8', signal })
+      const v = await res.json()
+      if (!Number.isSafeInteger(v?.version)) throw new StoreError('cutpoint: the commit answer has no version', { code: 'protocol' })
+      return v.version
+    } catch (e: any) {
+      checkAbort(signal)
+      const lost = e instanceof StoreError && (e.code === 'network' || (e.status !== undefined && e.status >= 500))
+      if (!lost || n >= 4) throw e
+      await sleep(wait, signal)
+      wait *= 2
+      const res = await http.request('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] })
+      if (res.status === 200) {
+        const v = Number(res.headers.get('x-cutpoint-version'))
+        const rec = wire().StoreRecipe.parse(new Uint8Array(await res.arrayBuffer()))
+        const same = rec.digestHex === digest
+        rec.free()
+        if (v > before && same) return v
+      } else await res.body?.cancel()
+    }
+  }
+}
+
+function concat(parts: Uint8Array[], len: number): Uint8Array {
+  const out = new Uint8Array(len)
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
+  if (at !== len) throw new StoreError(`cutpoint: internal error: a pack of ${at} bytes, ${len} expected`, { code: 'protocol' })
+  return out
+}
+
+export type { WorkerPool }
