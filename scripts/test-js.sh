@@ -4,6 +4,8 @@
 #   tests/js/node.test.ts, init.test.ts   Node 20, worker_threads
 #   tests/js/browser.test.ts              headless Debian chromium through playwright-core
 #   tests/js/deno.test.ts                 Deno (npm package `deno`) running tests/deno/vectors.js
+#   tests/js/client.test.ts, cli.test.ts  the store client and cutpoint-js (Node, Deno) against a
+#                                         real `cutpoint serve` (tests/js/store.ts starts it)
 # The >= 1 GiB picked-File browser test runs too (CUTPOINT_BIG=0 skips it; CUTPOINT_BIG_SIZE=2g,
 # CUTPOINT_BIG_WORKERS=1,2 and CUTPOINT_BIG_OUT=FILE.json change or record it).
 set -euo pipefail
@@ -15,6 +17,12 @@ bash scripts/install-js.sh
 step "build: wasm (simd128 + plain) and the TypeScript library"
 bash scripts/build-wasm.sh
 npm run build -w web
+
+# The store client's tests (tests/js/client.test.ts, cli.test.ts) start a real `cutpoint serve`.
+if [ ! -x native/target/release/cutpoint ]; then
+  step "build: the native cutpoint (the store the client tests talk to)"
+  (cd native && cargo build --release -p cutpoint-cli)
+fi
 
 step "vitest: Node, Chromium, Deno"
 export DENO_NO_UPDATE_CHECK=1

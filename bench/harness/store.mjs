@@ -10,6 +10,10 @@
 //   1% push     v1 (its novel chunks only)         pull               v1, verified, to a file
 //   plain upload v0 PUT (streamed, Node's http client) to a minimal HTTP sink (Node, fsync at the end): the whole-file
 //                upload a user would otherwise do, to the same machine
+//   Node / Deno  `cutpoint-js push` (web/src/cli, the library's client) of v0 then v1 into a
+//                namespace of their own (so the first push is as novel as the native one): rows
+//                store/push-node/{first,mod} and store/push-deno/{first,mod}, with the native
+//                push's time over theirs (`speed_vs_native`)
 // and the server's CPU seconds (utime + stime from /proc) during each push. Figures are medians.
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, createReadStream, createWriteStream, mkdirSync } from 'node:fs'
@@ -113,6 +117,18 @@ for (let r = 0; r < reps; r++) {
     run.pull = { s: pulled.s, server_cpu: serverCpu(srv.pid) - c0 }
     if (statSync(`${dir}/pulled`).size !== statSync(v1).size) throw new Error('pulled size differs')
     rmSync(`${dir}/pulled`)
+    // The library's client through its CLI, under Node and Deno (each its own namespace).
+    const jsCli = `${root}web/dist/web/src/cli/main.js`
+    const deno = `${root}node_modules/.bin/deno`
+    for (const [rt, cmd, pre] of [['node', process.execPath, [jsCli]], ['deno', deno, ['run', '-A', jsCli]]]) {
+      if (!existsSync(jsCli) || (rt === 'deno' && !existsSync(deno))) continue
+      process.env.DENO_NO_UPDATE_CHECK = '1'
+      for (const [k, file] of [['first', v0], ['mod', v1]]) {
+        const c0 = serverCpu(srv.pid)
+        const t = timed(cmd, [...pre, 'push', file, '--name', 'f', '--ns', `js-${rt}`, ...store])
+        run[`${rt}-${k}`] = { s: t.s, server_cpu: serverCpu(srv.pid) - c0, ...JSON.parse(t.out) }
+      }
+    }
     mkdirSync(`${dir}/sink`)
     const sink = await startServer(process.execPath, [new URL(import.meta.url).pathname, '--sink', `${dir}/sink`])
     try {
@@ -150,6 +166,35 @@ for (const [k, what] of [['first', 'first push (empty store)'], ['again', 'ident
     chunks: last.chunks,
     novel_chunks: last.novel_chunks,
   })
+}
+for (const rt of ['node', 'deno']) {
+  for (const [k, what] of [['first', 'first push (empty namespace)'], ['mod', '1%-modified re-push']]) {
+    const key = `${rt}-${k}`
+    if (!runs.every((x) => x[key])) continue
+    const s = med(runs.map((x) => x[key].s))
+    const last = runs.at(-1)[key]
+    process.stdout.write(
+      `${JSON.stringify({
+        section: 'store',
+        runtime: rt,
+        size,
+        reps,
+        name: `store/push-${rt}/${k}`,
+        what: `${what}, cutpoint-js under ${rt === 'node' ? 'Node' : 'Deno'} (the library's client)`,
+        value: total / s / 1e9,
+        unit: 'GB/s',
+        seconds: s,
+        push_over_chunk: s / chunkS,
+        speed_vs_native: med(runs.map((x) => x[k].s)) / s,
+        novel_bytes: last.novel_bytes,
+        sent_bytes: last.sent_bytes,
+        sent_over_novel: last.novel_bytes ? last.sent_bytes / last.novel_bytes : null,
+        server_cpu_s_per_gib: med(runs.map((x) => x[key].server_cpu)) / gib,
+        chunks: last.chunks,
+        novel_chunks: last.novel_chunks,
+      })}\n`,
+    )
+  }
 }
 const pullS = med(runs.map((x) => x.pull.s))
 emit({ name: 'store/pull', what: 'pull of the 1%-modified version, verified, to a file', value: statSync(v1).size / pullS / 1e9, unit: 'GB/s', seconds: pullS, server_cpu_s_per_gib: med(runs.map((x) => x.pull.server_cpu)) / gib })

@@ -64,6 +64,16 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
     // The store rows: pushes, a pull and the plain-upload baseline, with what they sent.
     for (const n of ['store/chunk+hash', 'store/push/first', 'store/push/again', 'store/push/mod', 'store/pull', 'store/plain-upload']) expect(has((r) => r.name === n), n).toBe(true)
     expect(has((r) => r.name === 'store/push/again' && r.novel_bytes === 0 && r.sent_bytes > 0)).toBe(true)
+    // The library's client (cutpoint-js) under Node and Deno: the same bytes sent as the native push.
+    for (const rt of ['node', 'deno']) {
+      for (const k of ['first', 'mod']) {
+        const row = res.rows.find((r: any) => r.name === `store/push-${rt}/${k}`)
+        const nat = res.rows.find((r: any) => r.name === `store/push/${k}`)
+        expect(row, `store/push-${rt}/${k}`).toBeDefined()
+        expect(row.sent_bytes).toBe(nat.sent_bytes)
+        expect(row.novel_bytes).toBe(nat.novel_bytes)
+      }
+    }
     expect(has((r) => r.name === 'limits/native/memcpy')).toBe(true)
     expect(has((r) => r.name.startsWith('chunk/native/sequential/'))).toBe(true)
     expect(has((r) => r.name.startsWith('chunk/native/reference/'))).toBe(true)

@@ -68,7 +68,7 @@ export interface Chunk {
   length: number
   /** Lower-case hex digest; absent with `hash: 'none'`. */
   hash?: string
-  /** With `rapid`: whether its end came from a hint (else the boundary rule). */
+  /** With `rapid.hinted`: whether its end came from a hint (else the boundary rule). */
   hinted?: boolean
 }
 

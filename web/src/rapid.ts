@@ -54,6 +54,8 @@ export interface RapidOptions {
   workerBlock?: number
   /** Keep this input's recipe (`result.recipe`, usable as `base` later and by the CLI's --base). */
   recipe?: boolean
+  /** Mark each chunk with `hinted` (its end came from a hint rather than the boundary rule). */
+  hinted?: boolean
   /** Called once with the result when the input has been chunked. */
   onResult?: (r: RapidResult) => void
 }
@@ -215,6 +217,7 @@ function checkOptions(o: RapidOptions) {
   }
   if (o.table !== undefined && !(o.table instanceof HintTable)) throw new TypeError(`cutpoint: rapid.table must come from createHintTable() (got ${shown(o.table)})`)
   optBool('rapid.recipe', o.recipe)
+  optBool('rapid.hinted', o.hinted)
   optFunction('rapid.onResult', o.onResult)
 }
 
@@ -407,8 +410,8 @@ export interface RapidChunk {
   offset: number
   length: number
   hash: string
-  /** Its end came from a RapidCDC hint (not the boundary rule). */
-  hinted: boolean
+  /** With `rapid.hinted`: whether its end came from a hint (not the boundary rule). */
+  hinted?: boolean
 }
 
 
@@ -568,9 +571,11 @@ export class RapidSession {
       const offs = run.offsets()
       const lens = run.lengths()
       const digs = run.digests()
-      const found = run.found()
       const hashes = hexDigests(digs, n)
-      for (let i = 0; i < n; i++) out.push({ offset: offs[i], length: lens[i], hash: hashes[i], hinted: found[i] !== 255 })
+      if (this.o.hinted) {
+        const found = run.found()
+        for (let i = 0; i < n; i++) out.push({ offset: offs[i], length: lens[i], hash: hashes[i], hinted: found[i] !== 255 })
+      } else for (let i = 0; i < n; i++) out.push({ offset: offs[i], length: lens[i], hash: hashes[i] })
     }
     return out
   }

@@ -198,7 +198,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
   const { opts: chunkOpts, release } = await ctx.chunkOptions()
   chunkOpts.profile = profile
   chunkOpts.hash = hash
-  if (criterion) chunkOpts.rapid = { criterion, base: base?.text, recipe: true }
+  if (criterion) chunkOpts.rapid = { criterion, base: base?.text, recipe: true, hinted: true }
 
   // Where each id first occurs (to read it back), the queries in flight, the pack being filled.
   const offsets = new Map<string, [number, number]>()

@@ -1,0 +1,172 @@
+// The library's store client in headless Chromium (Debian's, through playwright-core) against a
+// real `cutpoint serve` on another origin (CORS): a picked File pushed with the same numbers as
+// `cutpoint push --json`, its 1%-modified version as a delta, pulled back verified, listed, an
+// abort, and a "store" without CORS that fails with a clear message. (The web page itself and its
+// tests are the Vite app's; this checks the library under it.)
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Server } from 'node:http'
+import { root } from './helpers'
+import { serve } from './server'
+import { cutpoint, haveCutpoint, nativePush, startStore, type Store } from './store'
+
+const CHROMIUM = process.env.CUTPOINT_CHROMIUM ?? '/usr/bin/chromium'
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+
+let ctx: BrowserContext
+let profileDir: string
+let pageServer: { url: string; server: Server }
+let isoServer: { url: string; server: Server }
+let store: Store
+let ref: Store
+const dir = mkdtempSync(join(tmpdir(), 'cutpoint-client-browser-'))
+const v = (i: number) => join(dir, `v${i}.bin`)
+
+beforeAll(async () => {
+  if (!haveCutpoint()) throw new Error('build native/target/release/cutpoint first')
+  const g = cutpoint(['gen', '--out', dir, '--size', '12m', '--versions', '1', '--mods', '20', '--mod-size', '100', '--seed', '5'])
+  expect(g.status, g.stderr).toBe(0)
+  store = await startStore()
+  ref = await startStore()
+  pageServer = await serve(root, false)
+  isoServer = await serve(root, true)
+  profileDir = mkdtempSync(`${tmpdir()}/cutpoint-chromium-`)
+  ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: ARGS })
+})
+
+afterAll(async () => {
+  await ctx?.close()
+  pageServer?.server.close()
+  isoServer?.server.close()
+  await store?.stop()
+  await ref?.stop()
+  if (profileDir) rmSync(profileDir, { recursive: true, force: true })
+  rmSync(dir, { recursive: true, force: true })
+})
+
+async function open(base: string): Promise<Page> {
+  const page = await ctx.newPage()
+  await page.goto(`${base}/tests/browser/index.html`)
+  await page.evaluate(() => (window as any).ready)
+  return page
+}
+
+/** Pushes the picked file from the page; returns the result and what onChunks/onProgress saw. */
+async function pushPicked(page: Page, storeUrl: string, file: string, name: string, namespace = 'default', extra: Record<string, unknown> = {}) {
+  await page.setInputFiles('#file', file)
+  return page.evaluate(
+    async ({ storeUrl, name, namespace, extra }) => {
+      const cp: any = await (window as any).eval("import('/web/dist/web/src/index.js')")
+      await cp.init()
+      const c = cp.createClient({ store: storeUrl, namespace, workers: 2 })
+      const f = (document.getElementById('file') as HTMLInputElement).files![0]
+      let chunks = 0
+      let novel = 0
+      let lastProgress: any
+      try {
+        const r = await c.push(f, {
+          name,
+          ...extra,
+          onChunks: (cs: any[]) => {
+            chunks += cs.length
+            novel += cs.filter((x) => x.novel).length
+          },
+          onProgress: (p: any) => (lastProgress = p),
+        })
+        const s = await c.pull(name)
+        const parts: Uint8Array[] = []
+        const rd = s.getReader()
+        for (;;) {
+          const { done, value } = await rd.read()
+          if (done) break
+          parts.push(value)
+        }
+        const back = new Blob(parts)
+        const a = new Uint8Array(await back.arrayBuffer())
+        const b = new Uint8Array(await f.arrayBuffer())
+        let equal = a.length === b.length
+        for (let i = 0; equal && i < a.length; i++) if (a[i] !== b[i]) equal = false
+        const list = await c.list()
+        return { ok: true, r: { ...r, dedupRatio: String(r.dedupRatio) }, chunks, novel, equal, list, stage: lastProgress?.stage }
+      } catch (e: any) {
+        return { ok: false, error: String(e?.message ?? e), name: e?.name, code: e?.code }
+      } finally {
+        await c.close()
+      }
+    },
+    { storeUrl, name, namespace, extra },
+  )
+}
+
+describe('the store client in Chromium', () => {
+  for (const isolated of [false, true]) {
+    it(`a picked File: the native numbers, a delta version, pulled back verified (${isolated ? 'cross-origin isolated' : 'not isolated'} page, store on another origin)`, async () => {
+      const page = await open(isolated ? isoServer.url : pageServer.url)
+      const ns = isolated ? 'iso' : 'plain'
+      const url = `${store.url}`
+      for (const i of [0, 1]) {
+        const got: any = await pushPicked(page, url, v(i), `${ns}.bin`, ns)
+        expect(got.ok, got.error).toBe(true)
+        const n = nativePush(ref, v(i), `${ns}.bin`, ['--ns', ns])
+        expect([got.r.chunks, got.r.novelChunks, got.r.novelBytes, got.r.sentBytes, got.r.version, got.r.digest]).toEqual([
+          n.chunks,
+          n.novel_chunks,
+          n.novel_bytes,
+          n.sent_bytes,
+          n.version,
+          n.digest,
+        ])
+        expect(got.equal).toBe(true)
+        expect(got.chunks).toBe(n.chunks)
+        expect(got.novel).toBe(n.novel_chunks)
+        expect(got.stage).toBe('done')
+        if (i === 1) {
+          expect(got.r.novelBytes).toBeGreaterThan(0)
+          expect(got.r.sentBytes).toBeLessThanOrEqual(1.05 * got.r.novelBytes)
+        }
+      }
+      await page.close()
+    })
+  }
+
+  it('a store without CORS (another origin that does not allow the page) fails with a clear message', async () => {
+    const page = await open(pageServer.url)
+    // The isolated static server is a plain HTTP server on another origin: no CORS headers.
+    const got: any = await pushPicked(page, isoServer.url, v(0), 'x.bin')
+    expect(got.ok).toBe(false)
+    expect(got.code).toBe('network')
+    expect(got.error).toMatch(/cannot reach the store.*CORS/)
+    await page.close()
+  })
+
+  it('an abort in the page commits nothing', async () => {
+    const page = await open(pageServer.url)
+    await page.setInputFiles('#file', v(0))
+    const got: any = await page.evaluate(async (storeUrl) => {
+      const cp: any = await (window as any).eval("import('/web/dist/web/src/index.js')")
+      await cp.init()
+      const c = cp.createClient({ store: storeUrl, namespace: 'browser-abort', packSize: 256 << 10, concurrency: 1 })
+      const f = (document.getElementById('file') as HTMLInputElement).files![0]
+      const ac = new AbortController()
+      let err: any
+      try {
+        await c.push(f, { name: 'a.bin', signal: ac.signal, onProgress: (p: any) => p.sentBytes > 1 << 20 && ac.abort() })
+      } catch (e: any) {
+        err = e
+      }
+      const list = await c.list()
+      const again = await c.push(f, { name: 'a.bin' })
+      await c.close()
+      return { name: err?.name, list, again: { novelBytes: again.novelBytes, bytes: again.bytes, version: again.version } }
+    }, store.url)
+    expect(got.name).toBe('AbortError')
+    expect(got.list).toEqual([])
+    expect(got.again.version).toBe(1)
+    expect(got.again.novelBytes).toBeLessThan(got.again.bytes)
+    expect(readFileSync(v(0)).length).toBe(got.again.bytes)
+    await page.close()
+  })
+})
