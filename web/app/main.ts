@@ -4,7 +4,7 @@
 //
 // State lives in plain objects; the DOM shows it. Each file row carries its exact numbers as
 // data-* attributes (bytes, chunks, novel/sent bytes, version), which the Playwright test reads.
-import { init, createClient, type Client, type PushProgress, type PushResult, type ChunkInfo } from '@cutpoint/web'
+import { init, createClient, type Client, type FileVersion, type PushProgress, type PushResult, type ChunkInfo } from '@cutpoint/web'
 import { ChunkMap } from './chunkmap'
 import * as fmt from './format'
 import { loadSettings, saveSettings, storeBase, type Settings } from './settings'
@@ -44,6 +44,17 @@ function readSettings(): Settings {
   return s
 }
 
+/**
+ * `fetch` with large byte bodies handed over as a `Blob`: Chromium uploads a `Uint8Array` body
+ * of 8 MiB to 127.0.0.1 in 1.8-3.5 s and the same bytes wrapped in a `Blob` in 0.3 s (measured
+ * here, headless Chromium 156, 2 busy vCPUs), so the pack uploads go ~10x faster.
+ */
+const blobFetch: typeof fetch = (input, init) => {
+  const body = init?.body
+  if (body instanceof Uint8Array && body.byteLength >= 1 << 16) init = { ...init, body: new Blob([body as Uint8Array<ArrayBuffer>]) }
+  return fetch(input, init)
+}
+
 /** The client for the current settings (a new one when they changed). */
 async function getClient(): Promise<Client> {
   const s = settings
@@ -59,6 +70,7 @@ async function getClient(): Promise<Client> {
     token: s.token || undefined,
     profile: s.profile || undefined,
     workers,
+    fetch: blobFetch,
   })
   clientKey = key
   return client
@@ -66,7 +78,7 @@ async function getClient(): Promise<Client> {
 
 function message(e: unknown): string {
   const m = e instanceof Error ? e.message : String(e)
-  if (/Failed to fetch|NetworkError|Load failed/i.test(m))
+  if (/Failed to fetch|NetworkError|Load failed/i.test(m) && !m.startsWith('cutpoint:'))
     return `cannot reach the store at ${settings.store} (is \`cutpoint serve\` running, and does it allow this page's origin? CORS)`
   return m
 }
@@ -326,14 +338,6 @@ async function dropped(dt: DataTransfer): Promise<{ file: File; name: string }[]
 
 // ---- the store's listing and downloads -----------------------------------------------------------
 
-interface Listed {
-  name: string
-  version: number
-  bytes: number
-  chunks?: number
-  created?: number
-}
-
 function restoreUrl(name: string, version: number): string {
   return `${storeBase(settings.store)}/v1/ns/${encodeURIComponent(settings.namespace)}/files/${encodeURIComponent(name)}?version=${version}`
 }
@@ -377,7 +381,7 @@ async function refreshList(): Promise<void> {
   status.textContent = 'loading…'
   try {
     const c = await getClient()
-    const files = (await c.list()) as unknown as Listed[]
+    const files: FileVersion[] = await c.list()
     body.replaceChildren()
     for (const f of files) {
       const tr = el('tr')
@@ -402,7 +406,7 @@ async function refreshList(): Promise<void> {
         a.setAttribute('aria-label', what)
         dl.append(a)
       }
-      tr.append(name, el('td', 'num', String(f.version)), el('td', 'num', fmt.bytes(f.bytes)), el('td', 'num', f.chunks === undefined ? '' : fmt.count(f.chunks)), el('td', '', fmt.when(f.created)), dl)
+      tr.append(name, el('td', 'num', String(f.version)), el('td', 'num', fmt.bytes(f.bytes)), el('td', 'num', fmt.count(f.chunks)), el('td', '', fmt.when(f.created)), dl)
       body.append(tr)
     }
     status.textContent = files.length === 0 ? `nothing in namespace ${settings.namespace} yet` : `${files.length} version${files.length === 1 ? '' : 's'} in namespace ${settings.namespace}`
