@@ -93,6 +93,7 @@ describe.each(['node', 'deno'] as const)('cutpoint-js under %s', (rt) => {
     expect(s.status, s.stderr).toBe(0)
     const mine = JSON.parse(s.stdout)
     const theirs = JSON.parse(cutpoint(['stats', v(0), v(1), '--json']).stdout)
+    expect(mine.profile).toBe(theirs.profile)
     const strip = (r: any) => r.files.concat([r.total]).map((f: any) => [f.bytes, f.chunks, f.unique_bytes, f.dedup_ratio])
     expect(strip(mine)).toEqual(strip(theirs))
   })

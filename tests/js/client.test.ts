@@ -161,6 +161,27 @@ describe('push and pull through the library', () => {
     }
   })
 
+  it('an empty input, a one-byte input, and names with / and spaces (one URL segment)', async () => {
+    const c = cp.createClient({ store: store.url, namespace: 'edge' })
+    try {
+      const e = await c.push(new Uint8Array(0), { name: 'dir/empty file' })
+      expect([e.version, e.bytes, e.chunks, e.novelChunks]).toEqual([1, 0, 0, 0])
+      expect((await bytesOf(await c.pull('dir/empty file'))).length).toBe(0)
+      const one = await c.push(new Uint8Array([42]), { name: 'dir/ä b?c#d' })
+      expect([one.bytes, one.chunks, one.novelChunks]).toEqual([1, 1, 1])
+      expect([...(await bytesOf(await c.pull('dir/ä b?c#d')))]).toEqual([42])
+      const names = (await c.list()).map((f) => f.name)
+      expect(names).toEqual(['dir/empty file', 'dir/ä b?c#d'])
+      // The native CLI finds them under the same names.
+      const out = join(dir, 'one.bin')
+      const p = cutpoint(['pull', 'dir/ä b?c#d', '--ns', 'edge', '-o', out], store)
+      expect(p.status, p.stderr).toBe(0)
+      expect([...readFileSync(out)]).toEqual([42])
+    } finally {
+      await c.close()
+    }
+  })
+
   it('RapidCDC: the base recipe gives hints; the same numbers as `cutpoint push --rapid`', async () => {
     const c = cp.createClient({ store: store.url, namespace: 'rapid', workers: 2 })
     try {

@@ -1,7 +1,7 @@
 // `cutpoint-js chunk` and `stats`: as `cutpoint chunk` (text or JSON lines) and `cutpoint stats`
 // (per-file chunks, sizes, dedup across the files in order, throughput; `--json`).
 import process from 'node:process'
-import { chunk, info } from '../index.js'
+import { chunk, info, parseProfile } from '../index.js'
 import { engineFlags, engineOf, failOf, progressBar, usageFail } from './common.js'
 
 export const chunkFlags = { ...engineFlags, format: { type: 'string' } } as const
@@ -92,8 +92,9 @@ export async function runStats(v: Record<string, any>, args: string[]) {
   } catch (e) {
     throw failOf(e)
   }
+  const profile = parseProfile(eng.profile ?? 'gear:2k:8k:64k').canonical
   const report = {
-    profile: files.length ? undefined : undefined,
+    profile,
     mode: 'ss-cdc',
     backend: info().defaultBackend,
     threads: eng.workers ?? 0,
@@ -102,10 +103,10 @@ export async function runStats(v: Record<string, any>, args: string[]) {
     total: stats('total', tb, tc, eng.hash === 'none' ? null : tu, ts),
   }
   if (v.json) {
-    await write(JSON.stringify({ ...report, profile: v.profile ?? 'gear:2k:8k:64k' }, null, 2) + '\n')
+    await write(JSON.stringify(report, null, 2) + '\n')
     return
   }
-  let s = `profile ${v.profile ?? 'gear:2k:8k:64k'}  backend ${report.backend}  threads ${report.threads}  hash ${report.hash}\n`
+  let s = `profile ${profile}  backend ${report.backend}  threads ${report.threads}  hash ${report.hash}\n`
   s += `${'file'.padEnd(40)} ${'bytes'.padStart(14)} ${'chunks'.padStart(9)} ${'avg'.padStart(9)} ${'unique'.padStart(14)} ${'dedup'.padStart(7)} ${'MB/s'.padStart(9)}\n`
   for (const r of [...files, report.total]) {
     const name = r.file.length > 40 ? `…${r.file.slice(-39)}` : r.file
