@@ -334,6 +334,13 @@ describe('web page (Vite build) against cutpoint serve', () => {
     const bad = await pushOnPage(p, files.small, 'small.bin', 'error')
     console.log('wrong token:', bad.text, '| listing:', await p.textContent('#list-status'))
     expect(bad.text).toMatch(/401|token|unauthori[sz]ed/i)
+    // Settings are remembered (localStorage); `?store=` wins over the saved store.
+    await p.goto(`${plainUrl}/index.html?store=${encodeURIComponent(store.url)}`)
+    await p.waitForFunction(() => document.body.dataset.ready)
+    expect(await p.inputValue('#namespace')).toBe('team')
+    expect(await p.inputValue('#token')).toBe('not-a-token')
+    expect(await p.inputValue('#workers')).toBe('2')
+    expect(await p.inputValue('#store')).toBe(store.url)
     await p.close()
   })
 })
