@@ -3,7 +3,9 @@
 // `cutpoint serve` on 127.0.0.1 through the library's client (2 workers), against the native
 // `cutpoint push` of the same file to another fresh store on 127.0.0.1; then a 1%-modified
 // version of it from the browser (bytes sent ÷ novel bytes).
-//   node bench/harness/browser-push.mjs [--quick] [--size 1g] [--reps 3] [--workers 2]
+//   node bench/harness/browser-push.mjs [--quick] [--size 1g] [--reps 3] [--workers 2] [--gc]
+// (--gc: Chromium with --expose-gc, the page's garbage collected before each memory sample, so
+// the peak is of what is live rather than of what the collector has not reclaimed yet)
 //
 // Data: the store rows' files (bench/harness/store.mjs): `cutpoint gen --size S --versions 1
 // --mods M --mod-size 64k --seed 9`, v0 random and v1 with M edits of 64 KiB covering 1%.
@@ -25,6 +27,7 @@ const quick = argv.includes('--quick')
 const size = opt('--size', quick ? '16m' : '1g')
 const reps = Number(opt('--reps', quick ? '1' : '3'))
 const workers = Number(opt('--workers', '2'))
+const gcMode = argv.includes('--gc')
 const cli = `${root}native/target/release/cutpoint`
 const exe = process.env.CUTPOINT_CHROMIUM ?? '/usr/bin/chromium'
 const log = (l) => process.stderr.write(`${l}\n`)
@@ -103,7 +106,7 @@ try {
   ctx = await chromium.launchPersistentContext(`${work}/profile`, {
     executablePath: exe,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...(gcMode ? ['--js-flags=--expose-gc'] : [])],
   })
   process.stderr.write(`chromium-version: ${ctx.browser()?.version() ?? '?'}\n`)
   for (let r = 0; r < reps; r++) {
@@ -134,7 +137,14 @@ try {
         const t0 = performance.now()
         let peak = browserPss()
         const before = peak
-        const timer = setInterval(() => (peak = Math.max(peak, browserPss())), 250)
+        let sampling = false
+        const timer = setInterval(async () => {
+          if (sampling) return
+          sampling = true
+          if (gcMode) await page.evaluate(() => globalThis.gc?.()).catch(() => {})
+          peak = Math.max(peak, browserPss())
+          sampling = false
+        }, 250)
         await page.setInputFiles('#files', files[k])
         const sel = 'li.job:last-of-type'
         await page.waitForFunction((s) => ['done', 'error', 'stopped'].includes(document.querySelector(s)?.dataset.state ?? ''), sel, { timeout: 600_000, polling: 100 })
@@ -183,4 +193,4 @@ for (const [k, what] of [['base', `browser push (Chromium, web page, ${workers} 
   })
 }
 const peak = Math.max(...runs.map((x) => x.browser_base.pss_peak))
-process.stdout.write(`${JSON.stringify({ section: 'memory', runtime: 'chromium', name: `memory/browser-push/${size}`, what: `peak PSS of the browser's processes during the web page's push of a ${size} File (${workers} workers)`, value: peak / 2 ** 20, unit: 'MiB', size, hash: 'blake3', workers, before_mib: Math.min(...runs.map((x) => x.browser_base.pss_before)) / 2 ** 20, chunks: runs.at(-1).browser_base.chunks, seconds: runs.at(-1).browser_base.s })}\n`)
+process.stdout.write(`${JSON.stringify({ section: 'memory', runtime: 'chromium', name: `memory/browser-push/${size}${gcMode ? '/gc' : ''}`, what: `peak PSS of the browser's processes during the web page's push of a ${size} File (${workers} workers)${gcMode ? ', garbage collected before each sample' : ''}`, value: peak / 2 ** 20, unit: 'MiB', size, hash: 'blake3', workers, before_mib: Math.min(...runs.map((x) => x.browser_base.pss_before)) / 2 ** 20, chunks: runs.at(-1).browser_base.chunks, seconds: runs.at(-1).browser_base.s })}\n`)
