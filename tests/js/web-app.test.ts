@@ -104,7 +104,7 @@ async function pushOnPage(page: Page, file: string, name: string, want: 'done' |
   return rowWhen(page, name, want)
 }
 
-async function rowWhen(page: Page, name: string, want: 'done' | 'error'): Promise<Record<string, string>> {
+async function rowWhen(page: Page, name: string, want: 'done' | 'error' | 'stopped'): Promise<Record<string, string>> {
   const sel = `li.job[data-name="${name}"]:last-of-type`
   await page.waitForFunction((s) => ['done', 'error', 'stopped'].includes(document.querySelector<HTMLElement>(s)?.dataset.state ?? ''), sel, { timeout: 90_000 })
   const row = await page.$eval(sel, (li) => ({ ...(li as HTMLElement).dataset, text: (li.querySelector('.job-state') as HTMLElement).textContent ?? '' }))
@@ -126,7 +126,7 @@ beforeAll(async () => {
     copyFileSync(`${tmp}/gen/${v}.bin`, `${tmp}/${k}/data.bin`)
     files[k] = `${tmp}/${k}/data.bin`
   }
-  for (const [k, size, seed] of [['resume', '32m', 22], ['small', '1m', 23]] as const) {
+  for (const [k, size, seed] of [['resume', '32m', 22], ['small', '1m', 23], ['stop', '16m', 24]] as const) {
     files[k] = `${tmp}/${k}.bin`
     expect(spawnSync('sh', ['-c', `"${bin}" gen --stream --size ${size} --seed ${seed} > "${files[k]}"`]).status).toBe(0)
   }
@@ -297,13 +297,35 @@ describe('web page (Vite build) against cutpoint serve', () => {
     await page.close()
   })
 
-  it('without cross-origin isolation it works too; an unreachable store is a clear error', async () => {
+  it('without cross-origin isolation it works too; Stop commits nothing; an unreachable store is a clear error', async () => {
     const p = await openPage(plainUrl, { workers: '1', rapid: 'off' })
     expect(await p.evaluate(() => crossOriginIsolated)).toBe(false)
     expect(await p.textContent('#engine')).toMatch(/not cross-origin isolated/)
     const row = await pushOnPage(p, files.small, 'small.bin')
     const want = nativePush(files.small, 'small.bin')
     expect([num(row, 'chunks'), num(row, 'novelBytes'), num(row, 'sentBytes')]).toEqual([want.chunks, want.novel_bytes, want.sent_bytes])
+    // Stop while a pack is on its way (the upload held back until then): nothing is committed.
+    let release!: () => void
+    const held = new Promise<void>((r) => (release = r))
+    let seen!: () => void
+    const started = new Promise<void>((r) => (seen = r))
+    const hold = async (route: Route) => {
+      if (route.request().method() === 'POST') {
+        seen()
+        await held
+      }
+      await route.continue().catch(() => {})
+    }
+    await p.route(`${store.url}/v1/ns/*/packs`, hold)
+    await p.setInputFiles('#files', files.stop)
+    await started
+    await p.click('#stop')
+    release()
+    const stopped = await rowWhen(p, 'stop.bin', 'stopped')
+    expect(stopped.version).toBe('')
+    await p.unroute(`${store.url}/v1/ns/*/packs`, hold)
+    const listed = JSON.parse(execFileSync(bin, ['ls', '--store', store.url, '--json'], { encoding: 'utf8' })) as { name: string }[]
+    expect(listed.some((f) => f.name === 'stop.bin')).toBe(false)
     // A store that is not there: port 9 on 127.0.0.1 (discard; nothing listens).
     await p.fill('#store', 'http://127.0.0.1:9')
     await p.click('#check-store')
