@@ -363,19 +363,28 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
       const rd = (input as ReadableStream<Uint8Array>).getReader()
       const onAbort = () => rd.cancel(signal!.reason).catch(() => {})
       signal?.addEventListener('abort', onAbort, { once: true })
+      // One piece read ahead: the stream's source works while this piece is chunked and queried.
+      let next: Promise<ReadableStreamReadResult<Uint8Array>> | undefined = rd.read()
+      let ok = false
       try {
         for (;;) {
-          const { done, value } = await rd.read()
+          const { done, value } = await next!
+          next = undefined
           checkAbort(signal)
           if (done) break
+          next = rd.read()
+          next.catch(() => {})
           window!.add(value)
           await onBatch(await ch.update(value))
         }
         await onBatch(await ch.finish())
         rapidRecipe = ch.rapid?.recipe
+        ok = true
       } finally {
         signal?.removeEventListener('abort', onAbort)
         ch.close()
+        // A read still pending (the push failed): cancel the stream, which ends it, then let go.
+        if (!ok && next) await rd.cancel().catch(() => {})
         rd.releaseLock()
       }
     } else {
