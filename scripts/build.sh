@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds everything: the native CLI (release), both wasm modules and the TypeScript library.
+# Builds everything: the native CLI (release), both wasm modules, the TypeScript library and the
+# web page (a static site in web/app/dist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -10,3 +11,5 @@ bash scripts/install-js.sh
 step "wasm (simd128 + plain) and the TypeScript library"
 bash scripts/build-wasm.sh
 npm run build -w web
+step "the web page (Vite): web/app/dist"
+npm run build:app

@@ -6,6 +6,8 @@
 #   tests/js/deno.test.ts                 Deno (npm package `deno`) running tests/deno/vectors.js
 #   tests/js/client.test.ts, cli.test.ts  the store client and cutpoint-js (Node, Deno) against a
 #                                         real `cutpoint serve` (tests/js/store.ts starts it)
+#   tests/js/web-app.test.ts              the web page (web/app, Vite build) in chromium against
+#                                         real `cutpoint serve`s; screenshots in tests/artifacts/
 # The >= 1 GiB picked-File browser test runs too (CUTPOINT_BIG=0 skips it; CUTPOINT_BIG_SIZE=2g,
 # CUTPOINT_BIG_WORKERS=1,2 and CUTPOINT_BIG_OUT=FILE.json change or record it).
 set -euo pipefail

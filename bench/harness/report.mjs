@@ -134,14 +134,14 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
 
   const st = R.filter((r) => r.section === 'store')
   if (st.length) {
-    out.push(`\n### Store: push and pull through \`cutpoint serve\` on 127.0.0.1 (${st[0].size} file, medians of ${st[0].reps}; bench/harness/store.mjs)\n`)
+    out.push(`\n### Store: push and pull through \`cutpoint serve\` on 127.0.0.1 (${st[0].size} file, medians of ${st[0].reps}; bench/harness/store.mjs${st.some((r) => r.runtime === 'chromium') ? ', browser-push.mjs' : ''})\n`)
     const mib = (n) => (typeof n === 'number' ? `${(n / 2 ** 20).toFixed(1)} MiB` : '—')
-    out.push(table(['what', 'GB/s', 'seconds', 'wall ÷ chunk+hash', 'novel', 'sent', 'sent ÷ novel', 'server CPU s/GiB'], st.map((r) => [r.what, f2(r.value), f2(r.seconds), f2(r.push_over_chunk), mib(r.novel_bytes), mib(r.sent_bytes), f2(r.sent_over_novel, 3), f2(r.server_cpu_s_per_gib)])))
+    out.push(table(['what', 'GB/s', 'seconds', 'wall ÷ chunk+hash', '× native push', 'novel', 'sent', 'sent ÷ novel', 'server CPU s/GiB'], st.map((r) => [r.what, f2(r.value), f2(r.seconds), f2(r.push_over_chunk), f2(r.vs_native), mib(r.novel_bytes), mib(r.sent_bytes), f2(r.sent_over_novel, 3), f2(r.server_cpu_s_per_gib)])))
   }
   const mem = R.filter((r) => r.section === 'memory')
   if (mem.length) {
-    out.push('\n### Peak memory: `cutpoint chunk -` over a generated stream (bench/memory.sh)\n')
-    out.push(table(['input', 'hash', 'peak RSS MiB', 'chunks', 'seconds'], mem.map((r) => [r.size, r.hash, f2(r.value, 1), r.chunks, f2(r.seconds, 1)])))
+    out.push('\n### Peak memory: `cutpoint chunk -` over a generated stream (bench/memory.sh); the web page\'s push in Chromium (bench/harness/browser-push.mjs)\n')
+    out.push(table(['what', 'input', 'hash', 'peak RSS MiB', 'chunks', 'seconds'], mem.map((r) => [r.what ?? `${r.runtime} cutpoint chunk -`, r.size, r.hash, f2(r.value, 1), r.chunks, f2(r.seconds, 1)])))
   }
 
   if (readme) return out.join('\n')

@@ -5,7 +5,7 @@
 //   <out>/<host>-<date>-*.svg  the plots (vega-lite, rendered headless in Node)
 // and, for a full run into bench/results, the README's performance section (readme.mjs).
 //
-//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store]
+//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,browser-push]
 //
 // Sizes: full = 64 MiB of seeded random bytes for speed rows, medians of 5 (JS: 3); a synthetic
 // versioned dataset of 4 × 32 MiB (`cutpoint gen`); four TypeScript releases as real data
@@ -25,7 +25,7 @@ const flag = (f) => argv.includes(f)
 const opt = (f, d) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : d)
 const quick = flag('--quick')
 const outDir = opt('--out', `${root}bench/results`)
-const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid,store').split(',')
+const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid,store,browser-push').split(',')
 const cli = `${root}native/target/release/cutpoint`
 const ex = (name) => `${root}native/target/release/examples/${name}`
 const cores = os.availableParallelism?.() ?? os.cpus().length
@@ -260,6 +260,12 @@ if (only.includes('store')) {
   // The store end to end: push (first, identical, 1%-modified) and pull of a 1 GiB file through
   // `cutpoint serve` on 127.0.0.1, against chunk + hash alone and a plain whole-file upload.
   await jsonRows('store', 'native', process.execPath, [`${root}bench/harness/store.mjs`, ...(quick ? ['--quick'] : [])])
+}
+if (only.includes('browser-push')) {
+  // The web page in Chromium pushing through the library's client (2 workers) vs `cutpoint push`,
+  // and its 1%-modified re-push (sent ÷ novel).
+  if (!existsSync(chromiumExe)) skip('store/browser-push', 'store', 'chromium', `no browser at ${chromiumExe}`)
+  else await jsonRows('browser-push', 'chromium', process.execPath, [`${root}bench/harness/browser-push.mjs`, ...(quick ? ['--quick'] : [])], { CUTPOINT_CHROMIUM: chromiumExe })
 }
 
 function textStep(step, cmd, args, env = {}) {

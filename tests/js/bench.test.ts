@@ -74,6 +74,17 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
         expect(row.novel_bytes).toBe(nat.novel_bytes)
       }
     }
+    // The web page in Chromium (bench/harness/browser-push.mjs): the same file as the native
+    // push beside it, the same chunks and novel bytes; its 1%-modified re-push.
+    for (const k of ['first', 'mod']) {
+      const row = res.rows.find((r: any) => r.name === `store/browser-push/${k}`)
+      expect(row, `store/browser-push/${k}`).toBeDefined()
+      expect(row.runtime).toBe('chromium')
+      expect(row.novel_bytes).toBe(row.native_novel_bytes)
+      expect(row.sent_bytes).toBe(row.native_sent_bytes)
+      expect(row.vs_native).toBeGreaterThan(0)
+    }
+    expect(has((r) => r.name.startsWith('memory/browser-push/') && r.value > 0)).toBe(true)
     expect(has((r) => r.name === 'limits/native/memcpy')).toBe(true)
     expect(has((r) => r.name.startsWith('chunk/native/sequential/'))).toBe(true)
     expect(has((r) => r.name.startsWith('chunk/native/reference/'))).toBe(true)

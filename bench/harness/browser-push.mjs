@@ -1,0 +1,196 @@
+// Browser push rows of `npm run bench` (one JSON row per line on stdout, read by run.mjs; progress
+// on stderr): the web page (web/app, Vite build) in headless Debian Chromium pushes a file to a
+// `cutpoint serve` on 127.0.0.1 through the library's client (2 workers), against the native
+// `cutpoint push` of the same file to another fresh store on 127.0.0.1; then a 1%-modified
+// version of it from the browser (bytes sent ÷ novel bytes).
+//   node bench/harness/browser-push.mjs [--quick] [--size 1g] [--reps 3] [--workers 2] [--gc]
+// (--gc: Chromium with --expose-gc, the page's garbage collected before each memory sample, so
+// the peak is of what is live rather than of what the collector has not reclaimed yet)
+//
+// Data: the store rows' files (bench/harness/store.mjs): `cutpoint gen --size S --versions 1
+// --mods M --mod-size 64k --seed 9`, v0 random and v1 with M edits of 64 KiB covering 1%.
+// Browser time: the page's own (from the push call to its result, `data-elapsed-ms`); native
+// time: the whole `cutpoint push` process. Figures are medians of the repetitions. Also the peak
+// memory (PSS summed over the browser's processes, sampled every 250 ms) during the first push.
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, linkSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { createReadStream } from 'node:fs'
+import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { chromium } from 'playwright-core'
+
+const root = new URL('../../', import.meta.url).pathname
+const argv = process.argv.slice(2)
+const opt = (f, d) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : d)
+const quick = argv.includes('--quick')
+const size = opt('--size', quick ? '16m' : '1g')
+const reps = Number(opt('--reps', quick ? '1' : '3'))
+const workers = Number(opt('--workers', '2'))
+const gcMode = argv.includes('--gc')
+const cli = `${root}native/target/release/cutpoint`
+const exe = process.env.CUTPOINT_CHROMIUM ?? '/usr/bin/chromium'
+const log = (l) => process.stderr.write(`${l}\n`)
+const bytesOf = (s) => Number(s.replace(/[kmg]$/i, '')) * { k: 1024, m: 1 << 20, g: 1 << 30 }[s.slice(-1).toLowerCase()]
+const total = bytesOf(size)
+const mods = Math.round((total * 0.01) / 65536)
+const dataDir = `${root}bench/data/store-${size}-${mods}`
+if (!existsSync(`${dataDir}/v1.bin`)) {
+  log(`generating ${dataDir} (v0 ${size} random, v1 = ${mods} edits of 64 KiB)`)
+  execFileSync(cli, ['gen', '--out', dataDir, '--size', size, '--versions', '1', '--mods', String(mods), '--mod-size', '65536', '--seed', '9'], { stdio: ['ignore', 'ignore', 'inherit'] })
+}
+const app = `${root}web/app/dist`
+if (!existsSync(`${app}/index.html`) || process.env.CUTPOINT_BENCH_REBUILD !== '0') {
+  log('building the page: vite build -c web/app/vite.config.ts')
+  execFileSync(`${root}node_modules/.bin/vite`, ['build', '-c', `${root}web/app/vite.config.ts`], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] })
+}
+
+// The two versions under one file name (the page names a file by its name), hard-linked.
+const work = mkdtempSync(`${os.tmpdir()}/cutpoint-browser-push-`)
+const files = {}
+for (const [k, v] of [['base', 'v0'], ['mod', 'v1']]) {
+  mkdirSync(`${work}/${k}`)
+  files[k] = `${work}/${k}/f.bin`
+  try {
+    linkSync(`${dataDir}/${v}.bin`, files[k])
+  } catch {
+    copyFileSync(`${dataDir}/${v}.bin`, files[k])
+  }
+}
+
+/** `cutpoint serve` on a fresh directory (127.0.0.1, a free port). */
+function startStore(dir) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cli, ['serve', '--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let buf = ''
+    p.stdout.on('data', (d) => {
+      buf += d
+      const m = /listening on (http:\/\/\S+)/.exec(buf)
+      if (m && !p.url) resolve(Object.assign(p, { url: m[1] }))
+    })
+    p.on('error', reject)
+    p.on('exit', (c) => (p.url ? null : reject(new Error(`cutpoint serve exited with ${c}`))))
+  })
+}
+const stop = (p) => new Promise((r) => (p.exitCode !== null ? r() : (p.once('exit', r), p.kill())))
+
+// The page, cross-origin isolated like the dev server.
+const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' }
+const server = http.createServer((req, res) => {
+  const file = path.join(app, path.normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)))
+  if (!file.startsWith(app) || !existsSync(file) || !statSync(file).isFile()) return res.writeHead(404).end()
+  res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream', 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' })
+  createReadStream(file).pipe(res)
+})
+await new Promise((r) => server.listen(0, '127.0.0.1', r))
+const pageUrl = `http://127.0.0.1:${server.address().port}/index.html`
+
+/** PSS of the browser's processes (those started with this run's profile directory), bytes. */
+function browserPss() {
+  let sum = 0
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`${work}/profile`)) continue
+      const m = /Pss:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))
+      if (m) sum += Number(m[1]) * 1024
+    } catch {}
+  }
+  return sum
+}
+
+const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const runs = []
+let ctx
+try {
+  ctx = await chromium.launchPersistentContext(`${work}/profile`, {
+    executablePath: exe,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...(gcMode ? ['--js-flags=--expose-gc'] : [])],
+  })
+  process.stderr.write(`chromium-version: ${ctx.browser()?.version() ?? '?'}\n`)
+  for (let r = 0; r < reps; r++) {
+    const run = {}
+    // Native: a fresh store, `cutpoint push` of v0 then v1 under one name.
+    mkdirSync(`${work}/native-${r}`)
+    const ns = await startStore(`${work}/native-${r}`)
+    try {
+      for (const k of ['base', 'mod']) {
+        const t0 = performance.now()
+        const j = JSON.parse(execFileSync(cli, ['push', files[k], '--name', 'f.bin', '--store', ns.url, '--json'], { encoding: 'utf8' }).trim().split('\n').pop())
+        run[`native_${k}`] = { s: (performance.now() - t0) / 1000, ...j }
+      }
+    } finally {
+      await stop(ns)
+    }
+    // Browser: another fresh store, the page pushes v0 then v1 under the same name.
+    mkdirSync(`${work}/browser-${r}`)
+    const bs = await startStore(`${work}/browser-${r}`)
+    const page = await ctx.newPage()
+    try {
+      await page.goto(`${pageUrl}?store=${encodeURIComponent(bs.url)}`)
+      await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 60_000 })
+      await page.fill('#workers', String(workers))
+      await page.selectOption('#rapid', 'off')
+      await page.click('#check-store')
+      for (const k of ['base', 'mod']) {
+        const t0 = performance.now()
+        let peak = browserPss()
+        const before = peak
+        let sampling = false
+        const timer = setInterval(async () => {
+          if (sampling) return
+          sampling = true
+          if (gcMode) await page.evaluate(() => globalThis.gc?.()).catch(() => {})
+          peak = Math.max(peak, browserPss())
+          sampling = false
+        }, 250)
+        await page.setInputFiles('#files', files[k])
+        const sel = 'li.job:last-of-type'
+        await page.waitForFunction((s) => ['done', 'error', 'stopped'].includes(document.querySelector(s)?.dataset.state ?? ''), sel, { timeout: 600_000, polling: 100 })
+        const wall = (performance.now() - t0) / 1000
+        clearInterval(timer)
+        const row = await page.$eval(sel, (li) => ({ ...li.dataset, text: li.querySelector('.job-state').textContent }))
+        if (row.state !== 'done') throw new Error(`the page's push of ${k} ended: ${row.text}`)
+        run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), sent_bytes: Number(row.sentBytes), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak }
+      }
+    } finally {
+      await page.close()
+      await stop(bs)
+    }
+    const b = run.browser_base
+    const n = run.native_base
+    log(`rep ${r + 1}/${reps}: native push ${n.s.toFixed(2)} s, browser push (${workers} workers) ${b.s.toFixed(2)} s (${(n.s / b.s).toFixed(2)}× native); 1% re-push from the browser: sent ${run.browser_mod.sent_bytes} / novel ${run.browser_mod.novel_bytes}`)
+    if (b.chunks !== n.chunks || b.novel_bytes !== n.novel_bytes) log(`  NOTE: browser chunks/novel ${b.chunks}/${b.novel_bytes} differ from native ${n.chunks}/${n.novel_bytes}`)
+    runs.push(run)
+  }
+} finally {
+  await ctx?.close()
+  server.close()
+  rmSync(work, { recursive: true, force: true })
+}
+
+const emit = (row) => process.stdout.write(`${JSON.stringify({ section: 'store', runtime: 'chromium', size, reps, workers, ...row })}\n`)
+for (const [k, what] of [['base', `browser push (Chromium, web page, ${workers} workers), empty store`], ['mod', `browser 1%-modified re-push (Chromium, web page, ${workers} workers)`]]) {
+  const bs = med(runs.map((x) => x[`browser_${k}`].s))
+  const ns = med(runs.map((x) => x[`native_${k}`].s))
+  const last = runs.at(-1)[`browser_${k}`]
+  emit({
+    name: `store/browser-push/${k === 'base' ? 'first' : 'mod'}`,
+    what,
+    value: total / bs / 1e9,
+    unit: 'GB/s',
+    seconds: bs,
+    native_seconds: ns,
+    vs_native: ns / bs,
+    novel_bytes: last.novel_bytes,
+    sent_bytes: last.sent_bytes,
+    sent_over_novel: last.novel_bytes ? last.sent_bytes / last.novel_bytes : null,
+    chunks: last.chunks,
+    novel_chunks: last.novel_chunks,
+    native_novel_bytes: runs.at(-1)[`native_${k}`].novel_bytes,
+    native_sent_bytes: runs.at(-1)[`native_${k}`].sent_bytes,
+  })
+}
+const peak = Math.max(...runs.map((x) => x.browser_base.pss_peak))
+process.stdout.write(`${JSON.stringify({ section: 'memory', runtime: 'chromium', name: `memory/browser-push/${size}${gcMode ? '/gc' : ''}`, what: `peak PSS of the browser's processes during the web page's push of a ${size} File (${workers} workers)${gcMode ? ', garbage collected before each sample' : ''}`, value: peak / 2 ** 20, unit: 'MiB', size, hash: 'blake3', workers, before_mib: Math.min(...runs.map((x) => x.browser_base.pss_before)) / 2 ** 20, chunks: runs.at(-1).browser_base.chunks, seconds: runs.at(-1).browser_base.s })}\n`)
