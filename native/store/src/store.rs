@@ -703,6 +703,7 @@ impl Store {
         for batch in todo.chunks(BATCH) {
             let ids: Vec<Digest> = batch.iter().map(|t| t.1).collect();
             let mut locs = self.index.lookup(ns, &ids)?;
+            let mut refreshed = false;
             if self.shared && locs.iter().any(|l| l.is_none()) {
                 self.refresh(ns, Instant::now())?;
                 locs = self.index.lookup(ns, &ids)?;
@@ -724,7 +725,18 @@ impl Store {
                         _ => break,
                     }
                 }
-                let bytes = self.objects.get_range(&pack_key(ns, &l0.pack), l0.offset..end)?;
+                let bytes = match self.objects.get_range(&pack_key(ns, &l0.pack), l0.offset..end) {
+                    Ok(b) => b,
+                    // In a shared bucket another node's gc may have deleted or rewritten the
+                    // pack since this node indexed it: refresh from the bucket, look up again.
+                    Err(StoreError::NotFound(_)) if self.shared && !refreshed => {
+                        refreshed = true;
+                        self.refresh(ns, Instant::now())?;
+                        locs = self.index.lookup(ns, &ids)?;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 // The run's pieces are verified one by one, then sent as few buffers as
                 // possible (the pack's frame heads lie between them).
                 let mut pieces: Vec<Bytes> = Vec::new();
