@@ -209,6 +209,7 @@ fn sigkill_at_random_points_loses_no_committed_version(b: Backend) {
         let path = write(&dir, &format!("f{i}"), &files[i]);
         let name = format!("n{}", i % 4);
         pushed_under.entry(name.clone()).or_default().insert(i);
+        let mut attempt = 0;
         loop {
             let mut push = bin()
                 .args(["push", path.to_str().unwrap(), "--name", &name, "--json", "--pack-size", "256k", "--store", &srv.url])
@@ -216,8 +217,14 @@ fn sigkill_at_random_points_loses_no_committed_version(b: Backend) {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
-            // Half the pushes get a SIGKILL of the store at a random moment.
-            let kill_after = (rng.below(2) == 0).then(|| Duration::from_millis(rng.below(400)));
+            // Every third push gets a SIGKILL of the store early (its first attempt), half the
+            // others at a random moment.
+            let kill_after = if i % 3 == 0 && attempt == 0 {
+                Some(Duration::from_millis(rng.below(60)))
+            } else {
+                (rng.below(2) == 0).then(|| Duration::from_millis(rng.below(400)))
+            };
+            attempt += 1;
             if let Some(after) = kill_after {
                 std::thread::sleep(after);
                 if push.try_wait().unwrap().is_none() {
