@@ -320,7 +320,8 @@ fn sigkill_during_an_upload_loses_nothing_and_a_resumed_push_sends_only_what_is_
     let before = srv.check(&[]);
     // Resumed: the chunks that reached the store before the kill are not sent again.
     let stored_before = before["chunks"].as_u64().unwrap();
-    let r = srv.push(&fbig, "big", &["--pack-size", "256k"]);
+    // Packs of 12 MiB: over a bucket, uploads above 8 MiB go up in parts (multipart).
+    let r = srv.push(&fbig, "big", &["--pack-size", "12m"]);
     let after = srv.check(&[]);
     let new_chunks = after["chunks"].as_u64().unwrap() - stored_before;
     assert_eq!(r["novel_chunks"].as_u64().unwrap(), new_chunks, "only the missing chunks were sent: {r}");
