@@ -125,7 +125,7 @@ pub fn run(a: &ServeArgs) -> Result<(), Fail> {
     let secs = |flag: &str, s: f64| {
         std::time::Duration::try_from_secs_f64(s)
             .ok()
-            .filter(|d| !d.is_zero())
+            .filter(|d| !d.is_zero() || flag == "gc-settle")
             .ok_or_else(|| Fail::usage(format!("--{flag} {s}: not a positive number of seconds")))
     };
     let cfg = ServeConfig {
