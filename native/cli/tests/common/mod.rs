@@ -64,13 +64,13 @@ pub const S3_BUCKET: &str = "cutpoint";
 /// The versitygw binary: `$CUTPOINT_VERSITYGW`, else `$CUTPOINT_GOBIN` or `~/go/bin`, where
 /// `scripts/install.sh` (run first by `npm test`) builds it. Missing: the test fails, saying so.
 pub fn versitygw() -> PathBuf {
-    if let Some(p) = std::env::var_os("CUTPOINT_VERSITYGW") {
-        return PathBuf::from(p);
-    }
-    let dir = std::env::var_os("CUTPOINT_GOBIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join("go/bin"));
-    let p = dir.join("versitygw");
+    let p = match std::env::var_os("CUTPOINT_VERSITYGW") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::var_os("CUTPOINT_GOBIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join("go/bin"))
+            .join("versitygw"),
+    };
     assert!(
         p.is_file(),
         "the S3 tests need versitygw at {} (an S3-compatible server, built by scripts/install.sh with `go install`; \
