@@ -8,3 +8,25 @@ if ! have cargo; then
   echo "cargo not found: install Rust with rustup first" >&2
   exit 1
 fi
+
+# An S3-compatible server for the store's tests (versitygw, its posix backend on a temporary
+# directory; the tests start it on 127.0.0.1). Built from source with `go install`, pinned.
+VERSITYGW_VERSION=v1.8.0
+GOBIN_DIR="${CUTPOINT_GOBIN:-$HOME/go/bin}"
+if ! have go && [ -x /usr/local/go/bin/go ]; then
+  export PATH="$PATH:/usr/local/go/bin"
+fi
+if [ -x "$GOBIN_DIR/versitygw" ] && "$GOBIN_DIR/versitygw" --version 2>/dev/null | grep -q "${VERSITYGW_VERSION#v}"; then
+  :
+elif [ -x "$GOBIN_DIR/versitygw" ] && [ -f "$GOBIN_DIR/.versitygw-$VERSITYGW_VERSION" ]; then
+  :
+else
+  if ! have go; then
+    echo "go not found: the store's S3 tests need versitygw, built with 'go install' (Go >= 1.24)" >&2
+    exit 1
+  fi
+  step "versitygw $VERSITYGW_VERSION (go install, into $GOBIN_DIR)"
+  mkdir -p "$GOBIN_DIR"
+  GOBIN="$GOBIN_DIR" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  touch "$GOBIN_DIR/.versitygw-$VERSITYGW_VERSION"
+fi

@@ -2,16 +2,27 @@
 
 use super::Fail;
 use clap::Args;
-use cutpoint_store::routes::{serve, ServeConfig};
+use cutpoint_store::routes::{serve, Data, ServeConfig};
 use cutpoint_store::Limits;
 use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct ServeArgs {
-    /// The store's directory (packs, recipes, the index); created if missing.
+    /// The store's directory (packs, recipes, the index; created if missing), or an
+    /// S3-compatible bucket `s3://BUCKET/PREFIX` (credentials, region and endpoint from the
+    /// usual AWS_* variables; several nodes may serve one bucket).
+    #[arg(long, value_name = "DIR|s3://BUCKET/PREFIX")]
+    data: String,
+    /// The S3 endpoint URL (e.g. http://127.0.0.1:7070 for a local MinIO or versitygw; plain
+    /// http is allowed for loopback). Default: AWS_ENDPOINT_URL, else AWS S3.
+    #[arg(long, value_name = "URL")]
+    s3_endpoint: Option<String>,
+    /// With an s3:// store: the directory of this node's index cache (rebuilt from the bucket
+    /// when missing or stale). Default: $XDG_CACHE_HOME/cutpoint (or ~/.cache/cutpoint) /
+    /// s3-BUCKET-PREFIX. One node per cache directory.
     #[arg(long, value_name = "DIR")]
-    data: PathBuf,
+    cache: Option<PathBuf>,
     /// Address to listen on (port 0: a free port, printed at start).
     #[arg(long, default_value = "127.0.0.1:7373")]
     listen: String,
@@ -31,6 +42,16 @@ pub struct ServeArgs {
     /// Rebuild the index from the packs and recipes before serving.
     #[arg(long)]
     reindex: bool,
+    /// With an s3:// store: seconds a gc waits, holding the namespace's lock object, before it
+    /// reads the recipes (commits on other nodes that passed their lock check finish meanwhile).
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    gc_settle: f64,
+    /// Seconds a client has to send a request's head (slow clients are cut).
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    header_timeout: f64,
+    /// Seconds a request body may send nothing before it is cut (400, nothing stored).
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    body_timeout: f64,
 }
 
 pub fn run(a: &ServeArgs) -> Result<(), Fail> {
@@ -54,23 +75,78 @@ pub fn run(a: &ServeArgs) -> Result<(), Fail> {
             return Err(Fail::io(format!("{}: no such tokens file (make one with `cutpoint token`)", t.display())));
         }
     }
+    let data = match a.data.strip_prefix("s3://") {
+        Some(rest) => {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(Fail::usage(format!("--data '{}': no bucket (s3://BUCKET/PREFIX)", a.data)));
+            }
+            let prefix = prefix.trim_matches('/').to_string();
+            let cache = match &a.cache {
+                Some(c) => c.clone(),
+                None => {
+                    let base = std::env::var_os("XDG_CACHE_HOME")
+                        .map(PathBuf::from)
+                        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                        .ok_or_else(|| Fail::usage("no --cache, and neither XDG_CACHE_HOME nor HOME is set".to_string()))?;
+                    let tail: String = format!("s3-{bucket}-{prefix}")
+                        .chars()
+                        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+                        .collect();
+                    base.join("cutpoint").join(tail)
+                }
+            };
+            Data::S3 {
+                bucket: bucket.to_string(),
+                prefix,
+                endpoint: a.s3_endpoint.clone(),
+                cache,
+            }
+        }
+        None => {
+            if a.s3_endpoint.is_some() || a.cache.is_some() {
+                return Err(Fail::usage("--s3-endpoint and --cache go with --data s3://BUCKET/PREFIX".to_string()));
+            }
+            Data::Dir(PathBuf::from(&a.data))
+        }
+    };
+    let where_ = match &data {
+        Data::Dir(d) => {
+            let d = d.display();
+            format!("data {d} (packs and recipes in {d}/objects, index {d}/index.sqlite)")
+        }
+        Data::S3 { cache, endpoint, .. } => format!(
+            "data {} (packs and recipes in the bucket{}, index cache {}/index.sqlite)",
+            a.data,
+            endpoint.as_deref().map(|e| format!(" at {e}")).unwrap_or_default(),
+            cache.display()
+        ),
+    };
+    let secs = |flag: &str, s: f64| {
+        std::time::Duration::try_from_secs_f64(s)
+            .ok()
+            .filter(|d| !d.is_zero() || flag == "gc-settle")
+            .ok_or_else(|| Fail::usage(format!("--{flag} {s}: not a positive number of seconds")))
+    };
     let cfg = ServeConfig {
-        data: a.data.clone(),
+        data,
         listen,
         tokens: a.tokens.clone(),
         cors_origins: a.cors_origins.clone(),
         limits,
         reindex: a.reindex,
+        gc_settle: secs("gc-settle", a.gc_settle)?,
+        header_timeout: secs("header-timeout", a.header_timeout)?,
+        body_idle: secs("body-timeout", a.body_timeout)?,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Fail::io(format!("cannot start the server's runtime: {e}")))?;
-    let data = a.data.display().to_string();
     rt.block_on(serve(cfg, |addr, rep, st| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "cutpoint serve: listening on http://{addr}");
-        let _ = writeln!(out, "  data {data} (packs and recipes in {data}/objects, index {data}/index.sqlite)");
+        let _ = writeln!(out, "  {where_}");
         match &st.tokens {
             Some(t) => {
                 let _ = writeln!(out, "  auth: {} token grants", t.len());

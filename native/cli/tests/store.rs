@@ -1,220 +1,34 @@
-//! The store end to end: a real `cutpoint serve` started on 127.0.0.1 (a free port, a temporary
-//! directory), the real `cutpoint push` / `pull` / `ls` / `gc` / `check`, and raw HTTP for the
-//! requests a well-behaved client never makes. Every server is killed when its test ends.
+//! The store end to end, over both backends (a local directory and a bucket of a real
+//! S3-compatible server): a real `cutpoint serve` started on 127.0.0.1 (a free port, a
+//! temporary directory), the real `cutpoint push` / `pull` / `ls` / `gc` / `check`, and raw HTTP
+//! for the requests a well-behaved client never makes. Every server is killed when its test
+//! ends. Each test runs as `<name>::local` and `<name>::s3`.
 
-use cutpoint_core::protocol::pack::PackWriter;
+mod common;
+use common::*;
 use cutpoint_core::protocol::query::encode_ids;
 use cutpoint_core::protocol::FileDigest;
-use cutpoint_core::rapid::{Recipe, RecipeEntry};
-use cutpoint_core::{Digest, HashAlg};
+use cutpoint_core::rapid::Recipe;
+use cutpoint_core::Digest;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cutpoint"))
-}
+crate::both_backends!(
+    push_pull_round_trips_are_byte_identical,
+    a_second_push_sends_no_chunk_bytes_and_a_small_edit_sends_little_more_than_its_novel_bytes,
+    bad_requests_get_their_4xx_and_store_nothing,
+    a_crash_at_each_step_loses_nothing_committed,
+    sigkill_during_an_upload_loses_nothing_and_a_resumed_push_sends_only_what_is_missing,
+    gc_removes_only_what_no_version_references,
+    a_second_server_on_one_directory_is_refused_and_reindex_rebuilds,
+);
 
-fn data(n: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            (s.wrapping_mul(0x2545F4914F6CDD1D) >> 56) as u8
-        })
-        .collect()
-}
-
-/// A fresh directory for one test.
-fn tmpdir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cutpoint-store-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// A running `cutpoint serve`; killed on drop.
-struct Server {
-    child: Child,
-    url: String,
-    data: PathBuf,
-}
-
-impl Server {
-    fn start(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut c = bin();
-        c.args(["serve", "--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"]).args(extra);
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
-        let url = first
-            .trim()
-            .strip_prefix("cutpoint serve: listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line from serve: {first:?}"))
-            .to_string();
-        Server { child, url, data: data.to_path_buf() }
-    }
-    fn kill(&mut self) {
-        let _ = self.child.kill(); // SIGKILL
-        let _ = self.child.wait();
-    }
-    /// Waits for the server to exit by itself (a failpoint) and says how.
-    fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
-        let t0 = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s;
-            }
-            assert!(t0.elapsed() < within, "the server did not stop at its failpoint");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    fn cli(&self, args: &[&str]) -> std::process::Output {
-        bin().args(args).args(["--store", &self.url]).env_remove("CUTPOINT_TOKEN").output().unwrap()
-    }
-    fn push(&self, file: &Path, name: &str, extra: &[&str]) -> Value {
-        let mut a = vec!["push", file.to_str().unwrap(), "--name", name, "--json"];
-        a.extend_from_slice(extra);
-        let out = self.cli(&a);
-        assert!(out.status.success(), "push {name}: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-    fn pull(&self, name: &str, version: Option<u64>, extra: &[&str]) -> Vec<u8> {
-        let dir = tmpdir(&format!("pull-{}", rand_suffix()));
-        let out_file = dir.join("out");
-        let v = version.map(|v| v.to_string());
-        let mut a = vec!["pull", name, "-o", out_file.to_str().unwrap()];
-        if let Some(v) = &v {
-            a.extend(["--version", v]);
-        }
-        a.extend_from_slice(extra);
-        let out = self.cli(&a);
-        assert!(out.status.success(), "pull {name}: {}", String::from_utf8_lossy(&out.stderr));
-        let b = std::fs::read(&out_file).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        b
-    }
-    fn check(&self, extra: &[&str]) -> Value {
-        let mut a = vec!["check", "--json"];
-        a.extend_from_slice(extra);
-        let out = self.cli(&a);
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("check: {}", String::from_utf8_lossy(&out.stderr)));
-        assert!(v["problems"].as_array().unwrap().is_empty(), "check found problems: {v}");
-        assert!(out.status.success());
-        v
-    }
-    fn spool_files(&self) -> usize {
-        std::fs::read_dir(self.data.join("tmp")).map(|d| d.count()).unwrap_or(0)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn rand_suffix() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
-}
-
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p
-}
-
-/// A raw HTTP request; returns (status, headers, body).
-fn http(method: &str, url: &str, token: Option<&str>, headers: &[(&str, &str)], body: Option<&[u8]>) -> (u16, ureq::http::HeaderMap, Vec<u8>) {
-    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-    let mut req = ureq::http::Request::builder().method(method).uri(url);
-    if let Some(t) = token {
-        req = req.header("Authorization", format!("Bearer {t}"));
-    }
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let resp = match body {
-        Some(b) => agent.run(req.body(b.to_vec()).unwrap()),
-        None => agent.run(req.body(()).unwrap()),
-    }
-    .unwrap();
-    let status = resp.status().as_u16();
-    let h = resp.headers().clone();
-    let b = resp.into_body().with_config().limit(1 << 30).read_to_vec().unwrap();
-    (status, h, b)
-}
-
-fn json(b: &[u8]) -> Value {
-    serde_json::from_slice(b).unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(b)))
-}
-
-fn chunks_of(bytes: &[u8], sizes: &[usize]) -> Vec<(Digest, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    for &s in sizes {
-        let c = bytes[at..at + s].to_vec();
-        out.push((HashAlg::Blake3.digest(&c).unwrap(), c));
-        at += s;
-    }
-    out
-}
-
-fn pack(chunks: &[(Digest, Vec<u8>)]) -> Vec<u8> {
-    let mut w = PackWriter::new(Vec::new(), HashAlg::Blake3).unwrap();
-    for (id, c) in chunks {
-        w.add(id, c).unwrap();
-    }
-    w.finish().unwrap()
-}
-
-fn recipe_text(chunks: &[(Digest, Vec<u8>)]) -> Vec<u8> {
-    let mut r = Recipe {
-        profile: "gear:2k:8k:64k".into(),
-        hash: HashAlg::Blake3,
-        digest: None,
-        entries: chunks.iter().map(|(id, c)| RecipeEntry { fp: *id, size: c.len() as u32, last: None, regular: true }).collect(),
-    };
-    r.digest = FileDigest::of(&r);
-    let mut t = Vec::new();
-    r.write(&mut t).unwrap();
-    t
-}
-
-fn packs_on_disk(data: &Path) -> usize {
-    fn walk(p: &Path, n: &mut usize) {
-        if let Ok(d) = std::fs::read_dir(p) {
-            for e in d.flatten() {
-                if e.path().is_dir() {
-                    walk(&e.path(), n);
-                } else {
-                    *n += 1;
-                }
-            }
-        }
-    }
-    let mut n = 0;
-    if let Ok(nss) = std::fs::read_dir(data.join("objects/ns")) {
-        for ns in nss.flatten() {
-            walk(&ns.path().join("packs"), &mut n);
-        }
-    }
-    n
-}
-
-#[test]
-fn push_pull_round_trips_are_byte_identical() {
-    let dir = tmpdir("roundtrip");
-    let srv = Server::start(&dir.join("store"), &[], &[]);
+fn push_pull_round_trips_are_byte_identical(b: Backend) {
+    let dir = tmpdir(&format!("roundtrip-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let srv = Server::start(&store, &[], &[]);
     let rnd = data(3 << 20, 1);
     // The default profile's MAX is 64 KiB: a file of MAX-1, MAX and MAX+1 bytes is one chunk,
     // one chunk, two chunks.
@@ -267,10 +81,11 @@ fn push_pull_round_trips_are_byte_identical() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_second_push_sends_no_chunk_bytes_and_a_small_edit_sends_little_more_than_its_novel_bytes() {
-    let dir = tmpdir("novel");
-    let srv = Server::start(&dir.join("store"), &[], &[]);
+fn a_second_push_sends_no_chunk_bytes_and_a_small_edit_sends_little_more_than_its_novel_bytes(b: Backend) {
+    let dir = tmpdir(&format!("novel-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let srv = Server::start(&store, &[], &[]);
     let base = data(8 << 20, 11);
     let f = write(&dir, "base.bin", &base);
     let first = srv.push(&f, "f", &[]);
@@ -306,9 +121,10 @@ fn a_second_push_sends_no_chunk_bytes_and_a_small_edit_sends_little_more_than_it
 }
 
 /// Every bad request gets its 4xx with a JSON message, and none of them stores anything.
-#[test]
-fn bad_requests_get_their_4xx_and_store_nothing() {
-    let dir = tmpdir("bad");
+fn bad_requests_get_their_4xx_and_store_nothing(b: Backend) {
+    let dir = tmpdir(&format!("bad-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
     let tokens = dir.join("tokens");
     let mk = |ns: &str, ro: bool| -> String {
         let mut a = vec!["token", "--ns", ns, "--tokens", tokens.to_str().unwrap()];
@@ -320,7 +136,7 @@ fn bad_requests_get_their_4xx_and_store_nothing() {
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
     let (wa, ra, wb) = (mk("a", false), mk("a", true), mk("b", false));
-    let srv = Server::start(&dir.join("store"), &["--tokens", tokens.to_str().unwrap(), "--max-pack", "64k"], &[]);
+    let srv = Server::start(&store, &["--tokens", tokens.to_str().unwrap(), "--max-pack", "64k"], &[]);
     let u = |tail: &str| format!("{}/v1/ns/{tail}", srv.url);
     let bytes = data(30000, 3);
     let ch = chunks_of(&bytes, &[10000, 10000, 10000]);
@@ -422,10 +238,10 @@ fn bad_requests_get_their_4xx_and_store_nothing() {
 
 /// Durability order: the server stopped at each step (abort, like SIGKILL) and restarted loses
 /// no committed version, and the index agrees with the packs.
-#[test]
-fn a_crash_at_each_step_loses_nothing_committed() {
-    let dir = tmpdir("failpoints");
-    let store = dir.join("store");
+fn a_crash_at_each_step_loses_nothing_committed(b: Backend) {
+    let dir = tmpdir(&format!("failpoints-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
     let a = data(600_000, 21);
     let fa = write(&dir, "a.bin", &a);
     {
@@ -466,10 +282,10 @@ fn a_crash_at_each_step_loses_nothing_committed() {
 }
 
 /// SIGKILL while a pack is being uploaded; then an interrupted push resumed.
-#[test]
-fn sigkill_during_an_upload_loses_nothing_and_a_resumed_push_sends_only_what_is_missing() {
-    let dir = tmpdir("sigkill");
-    let store = dir.join("store");
+fn sigkill_during_an_upload_loses_nothing_and_a_resumed_push_sends_only_what_is_missing(b: Backend) {
+    let dir = tmpdir(&format!("sigkill-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
     let v1 = data(2 << 20, 31);
     let mut v2 = v1.clone();
     v2[1 << 20..(1 << 20) + 5000].fill(7);
@@ -504,7 +320,8 @@ fn sigkill_during_an_upload_loses_nothing_and_a_resumed_push_sends_only_what_is_
     let before = srv.check(&[]);
     // Resumed: the chunks that reached the store before the kill are not sent again.
     let stored_before = before["chunks"].as_u64().unwrap();
-    let r = srv.push(&fbig, "big", &["--pack-size", "256k"]);
+    // Packs of 12 MiB: over a bucket, uploads above 8 MiB go up in parts (multipart).
+    let r = srv.push(&fbig, "big", &["--pack-size", "12m"]);
     let after = srv.check(&[]);
     let new_chunks = after["chunks"].as_u64().unwrap() - stored_before;
     assert_eq!(r["novel_chunks"].as_u64().unwrap(), new_chunks, "only the missing chunks were sent: {r}");
@@ -513,10 +330,11 @@ fn sigkill_during_an_upload_loses_nothing_and_a_resumed_push_sends_only_what_is_
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn gc_removes_only_what_no_version_references() {
-    let dir = tmpdir("gc");
-    let srv = Server::start(&dir.join("store"), &[], &[]);
+fn gc_removes_only_what_no_version_references(b: Backend) {
+    let dir = tmpdir(&format!("gc-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let srv = Server::start(&store, &[], &[]);
     let a = data(3 << 20, 41);
     let mut b = a[..1 << 20].to_vec();
     b.extend(data(2 << 20, 42));
@@ -543,18 +361,21 @@ fn gc_removes_only_what_no_version_references() {
 
 /// One server per directory: a second one, with or without `--reindex`, is refused and the
 /// first keeps its index, its uploads and its versions; `--reindex` alone rebuilds the index.
-#[test]
-fn a_second_server_on_one_directory_is_refused_and_reindex_rebuilds() {
-    let dir = tmpdir("second");
-    let store = dir.join("store");
+fn a_second_server_on_one_directory_is_refused_and_reindex_rebuilds(b: Backend) {
+    let dir = tmpdir(&format!("second-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
     let a = data(300_000, 51);
     let fa = write(&dir, "a", &a);
     let mut srv = Server::start(&store, &[], &[]);
     srv.push(&fa, "a", &[]);
     for extra in [&[][..], &["--reindex"][..]] {
         let out = bin()
-            .args(["serve", "--data", store.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+            .arg("serve")
+            .args(&store.args)
+            .args(["--listen", "127.0.0.1:0"])
             .args(extra)
+            .envs(store.env.iter().map(|(k, v)| (k, v)))
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{extra:?}");

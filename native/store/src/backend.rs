@@ -1,5 +1,6 @@
-//! Where packs and recipes rest: an object store (`object_store`): a local directory now
-//! (with fsync on every write, so a completed put is durable), an S3-compatible bucket later.
+//! Where packs and recipes rest: an object store (`object_store`): a local directory (with
+//! fsync on every write, so a completed put is durable) or an S3-compatible bucket (a put is
+//! durable when the server acknowledges it; create-only puts are `If-None-Match: *`).
 //! The store's own code is synchronous and runs on blocking threads; each call here drives
 //! the async object store on the server's runtime.
 //!
@@ -59,6 +60,58 @@ impl Objects {
             desc: format!("directory {}", dir.display()),
             local_root: Some(dir.to_path_buf()),
         })
+    }
+
+    /// Objects in an S3-compatible bucket, under `prefix` (may be empty). Credentials, region
+    /// and endpoint come from the usual `AWS_*` variables (`AmazonS3Builder::from_env`);
+    /// `endpoint` overrides `AWS_ENDPOINT_URL`. Plain http is allowed for a loopback endpoint
+    /// (or with `AWS_ALLOW_HTTP=true`). Create-only puts (the commit point) are sent as
+    /// `If-None-Match: *`, which AWS S3, R2, MinIO and versitygw honour.
+    pub fn s3(bucket: &str, prefix: &str, endpoint: Option<&str>, rt: Handle) -> Result<Objects> {
+        use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
+        // TLS (https endpoints) through rustls with ring; installed once per process.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut b = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_conditional_put(S3ConditionalPut::ETagMatch);
+        let ep = endpoint.map(str::to_string).or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+        if let Some(ep) = &ep {
+            b = b.with_endpoint(ep).with_virtual_hosted_style_request(false);
+            let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"].iter().any(|p| ep.starts_with(p));
+            if loopback {
+                b = b.with_allow_http(true);
+            }
+        }
+        if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
+            b = b.with_region("us-east-1");
+        }
+        let s3 = b.build().map_err(|e| StoreError::BadRequest(format!("s3://{bucket}: {e}")))?;
+        let prefix = prefix.trim_matches('/');
+        let store: Arc<dyn ObjectStore> = if prefix.is_empty() {
+            Arc::new(s3)
+        } else {
+            Arc::new(object_store::prefix::PrefixStore::new(s3, Self::path(prefix)?))
+        };
+        Ok(Objects {
+            store,
+            rt,
+            desc: format!("bucket s3://{bucket}/{prefix}{}", ep.map(|e| format!(" at {e}")).unwrap_or_default()),
+            local_root: None,
+        })
+    }
+
+    pub fn is_local(&self) -> bool {
+        self.local_root.is_some()
+    }
+
+    /// Whether `key` exists.
+    pub fn exists(&self, key: &str) -> Result<bool> {
+        let p = Self::path(key)?;
+        match self.rt.block_on(self.store.head(&p)) {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     pub fn describe(&self) -> &str {

@@ -22,6 +22,8 @@ pub enum StoreError {
     Range { len: u64 },
     /// 500: the store failed (storage, index).
     Internal(String),
+    /// 503: try again later (a gc holds the namespace's lock in a shared bucket).
+    Busy(String),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -43,6 +45,7 @@ impl StoreError {
             StoreError::TooLarge(_) => 413,
             StoreError::Range { .. } => 416,
             StoreError::Internal(_) => 500,
+            StoreError::Busy(_) => 503,
         }
     }
     /// A stable word for the kind (the `code` field of a JSON error).
@@ -56,6 +59,7 @@ impl StoreError {
             StoreError::TooLarge(_) => "too_large",
             StoreError::Range { .. } => "range_not_satisfiable",
             StoreError::Internal(_) => "internal",
+            StoreError::Busy(_) => "busy",
         }
     }
     pub fn to_json(&self) -> serde_json::Value {
@@ -75,7 +79,8 @@ impl fmt::Display for StoreError {
             | StoreError::Forbidden(m)
             | StoreError::NotFound(m)
             | StoreError::TooLarge(m)
-            | StoreError::Internal(m) => f.write_str(m),
+            | StoreError::Internal(m)
+            | StoreError::Busy(m) => f.write_str(m),
             StoreError::Missing { message, .. } => f.write_str(message),
             StoreError::Range { len } => write!(f, "the range is past the end of the file ({len} bytes)"),
         }

@@ -16,7 +16,7 @@ use axum::{Json, Router};
 use bytes::Bytes;
 use cutpoint_core::protocol::name::encode_segment;
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use serde::Deserialize;
 use std::sync::Arc;
 use tokio_util::io::{StreamReader, SyncIoBridge};
@@ -26,6 +26,27 @@ pub struct AppState {
     pub store: Store,
     /// `None`: open (no tokens file).
     pub tokens: Option<Tokens>,
+    /// A request body that sends nothing for this long is cut (slow clients).
+    pub body_idle: std::time::Duration,
+}
+
+/// A request body as a stream of bytes that fails once it has sent nothing for `idle`.
+fn idle_limited(body: Body, idle: std::time::Duration) -> impl futures::Stream<Item = std::io::Result<Bytes>> + Send {
+    futures::stream::unfold(Some(body.into_data_stream()), move |st| async move {
+        let mut s = st?;
+        match tokio::time::timeout(idle, s.next()).await {
+            Err(_) => Some((
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("the request body sent nothing for {:.1} s", idle.as_secs_f64()),
+                )),
+                None,
+            )),
+            Ok(None) => None,
+            Ok(Some(Ok(b))) => Some((Ok(b), Some(s))),
+            Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e)), None)),
+        }
+    })
 }
 
 type St = State<Arc<AppState>>;
@@ -61,8 +82,8 @@ fn path<T>(p: std::result::Result<Path<T>, PathRejection>) -> Result<T> {
 }
 
 /// Reads a whole (small) body, at most `limit` bytes (413 over it).
-async fn body_bytes(body: Body, limit: usize, what: &str) -> Result<Vec<u8>> {
-    let mut s = body.into_data_stream();
+async fn body_bytes(body: Body, idle: std::time::Duration, limit: usize, what: &str) -> Result<Vec<u8>> {
+    let mut s = std::pin::pin!(idle_limited(body, idle));
     let mut out = Vec::new();
     while let Some(b) = s.next().await {
         let b = b.map_err(|e| StoreError::BadRequest(format!("reading the {what}: {e}")))?;
@@ -111,7 +132,7 @@ async fn info(State(st): St) -> Response {
 async fn query(State(st): St, p: std::result::Result<Path<String>, PathRejection>, h: HeaderMap, body: Body) -> Result<Response> {
     let ns = path(p)?;
     auth(&st, &h, &ns, Scope::Read)?;
-    let b = body_bytes(body, MAX_QUERY_IDS * 32, "query").await?;
+    let b = body_bytes(body, st.body_idle, MAX_QUERY_IDS * 32, "query").await?;
     let ids = decode_ids(&b, MAX_QUERY_IDS)?;
     let st2 = st.clone();
     let missing = blocking(move || st2.store.query(&ns, &ids)).await?;
@@ -125,7 +146,7 @@ async fn upload(State(st): St, p: std::result::Result<Path<String>, PathRejectio
     if content_length(&h).is_some_and(|n| n > max) {
         return Err(StoreError::TooLarge(format!("the pack is larger than this store's limit of {max} bytes")));
     }
-    let stream = body.into_data_stream().map_err(std::io::Error::other);
+    let stream = Box::pin(idle_limited(body, st.body_idle));
     let reader = SyncIoBridge::new(StreamReader::new(stream));
     let st2 = st.clone();
     let rep = blocking(move || st2.store.ingest(&ns, reader)).await?;
@@ -143,7 +164,7 @@ async fn list(State(st): St, p: std::result::Result<Path<String>, PathRejection>
 async fn commit(State(st): St, p: std::result::Result<Path<(String, String)>, PathRejection>, h: HeaderMap, body: Body) -> Result<Response> {
     let (ns, name) = path(p)?;
     auth(&st, &h, &ns, Scope::Write)?;
-    let b = body_bytes(body, st.store.limits.max_recipe as usize, "recipe").await?;
+    let b = body_bytes(body, st.body_idle, st.store.limits.max_recipe as usize, "recipe").await?;
     let st2 = st.clone();
     let v = blocking(move || st2.store.commit(&ns, &name, &b)).await?;
     Ok((StatusCode::CREATED, Json(v)).into_response())
@@ -309,15 +330,36 @@ pub fn router(state: Arc<AppState>, cors_origins: &[String]) -> Router {
         .with_state(state)
 }
 
+/// Where a server keeps its objects and its index.
+#[derive(Clone, Debug)]
+pub enum Data {
+    /// A directory: objects in `DIR/objects`, the index in `DIR/index.sqlite`.
+    Dir(std::path::PathBuf),
+    /// An S3-compatible bucket (`s3://BUCKET/PREFIX`); the index is a cache in `cache`
+    /// (`cache/index.sqlite`, spool files in `cache/tmp`), rebuilt from the bucket.
+    S3 {
+        bucket: String,
+        prefix: String,
+        endpoint: Option<String>,
+        cache: std::path::PathBuf,
+    },
+}
+
 /// Server settings (`cutpoint serve`).
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    pub data: std::path::PathBuf,
+    pub data: Data,
     pub listen: std::net::SocketAddr,
     pub tokens: Option<std::path::PathBuf>,
     pub cors_origins: Vec<String>,
     pub limits: crate::store::Limits,
     pub reindex: bool,
+    /// With a shared bucket: how long a gc holds its lock before reading the recipes.
+    pub gc_settle: std::time::Duration,
+    /// A client must send a request's head within this (slowloris).
+    pub header_timeout: std::time::Duration,
+    /// A request body that sends nothing for this long is cut.
+    pub body_idle: std::time::Duration,
 }
 
 /// Opens the store and serves until SIGINT/SIGTERM. `ready` gets the bound address (port 0
@@ -340,27 +382,80 @@ pub async fn serve(
     };
     let rt = tokio::runtime::Handle::current();
     let c2 = cfg.clone();
-    let (store, rep) = blocking(move || crate::store::Store::open_dir(&c2.data, rt, c2.limits.clone(), c2.reindex)).await?;
+    let (store, rep) = blocking(move || match &c2.data {
+        Data::Dir(d) => crate::store::Store::open_dir(d, rt, c2.limits.clone(), c2.reindex),
+        Data::S3 {
+            bucket,
+            prefix,
+            endpoint,
+            cache,
+        } => {
+            let objects = crate::backend::Objects::s3(bucket, prefix, endpoint.as_deref(), rt)?;
+            crate::store::Store::open(objects, &cache.join("index.sqlite"), &cache.join("tmp"), c2.limits.clone(), c2.reindex)
+        }
+    })
+    .await?;
+    let mut store = store;
+    store.gc_settle = cfg.gc_settle;
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|e| StoreError::BadRequest(format!("cannot listen on {}: {e}", cfg.listen)))?;
     let addr = listener.local_addr().map_err(StoreError::internal)?;
-    let state = Arc::new(AppState { store, tokens });
+    let state = Arc::new(AppState {
+        store,
+        tokens,
+        body_idle: cfg.body_idle,
+    });
     ready(addr, &rep, &state);
     let app = router(state, &cfg.cors_origins);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let ctrl_c = tokio::signal::ctrl_c();
-            #[cfg(unix)]
-            {
-                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
-                tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
+    let mut stop = std::pin::pin!(async {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+            tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = ctrl_c.await;
+        }
+    });
+    // One task per connection: HTTP/1.1 with keep-alive and a timeout on each request's head
+    // (axum::serve sets none). On SIGINT/SIGTERM: stop accepting, let the connections finish
+    // their requests in flight.
+    let conns = tokio_util::task::TaskTracker::new();
+    let (closing_tx, closing_rx) = tokio::sync::watch::channel(false);
+    loop {
+        let sock = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    // Out of file descriptors and the like: back off a moment.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        let svc = hyper_util::service::TowerToHyperService::new(app.clone());
+        let header_timeout = cfg.header_timeout;
+        let mut closing = closing_rx.clone();
+        conns.spawn(async move {
+            let mut b = hyper::server::conn::http1::Builder::new();
+            b.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_timeout).keep_alive(true);
+            let conn = b.serve_connection(hyper_util::rt::TokioIo::new(sock), svc);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = closing.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
             }
-            #[cfg(not(unix))]
-            {
-                let _ = ctrl_c.await;
-            }
-        })
-        .await
-        .map_err(StoreError::internal)
+        });
+    }
+    let _ = closing_tx.send(true);
+    conns.close();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(30), conns.wait()).await;
+    Ok(())
 }

@@ -28,7 +28,8 @@ use std::collections::{HashMap, HashSet};
 use std::io::{self, BufWriter, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 /// Body limits.
 #[derive(Clone, Debug)]
@@ -54,6 +55,14 @@ pub struct Store {
     tmp: PathBuf,
     pub limits: Limits,
     gc_lock: RwLock<()>,
+    /// Objects in a bucket that other nodes may share: the index is a cache, refreshed from
+    /// the bucket's listing where an answer depends on what other nodes wrote.
+    shared: bool,
+    /// When each namespace's last refresh started (refreshes of one namespace coalesce).
+    refreshed: Mutex<HashMap<String, Instant>>,
+    /// How long a gc in a shared bucket waits, holding its lock object, before it reads the
+    /// recipes (commits that passed their lock check before it finish their put meanwhile).
+    pub gc_settle: Duration,
 }
 
 #[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
@@ -201,12 +210,16 @@ impl Store {
         let index = Index::open(index_path, reindex)?;
         let _ = std::fs::remove_dir_all(tmp);
         std::fs::create_dir_all(tmp)?;
+        let shared = !objects.is_local();
         let store = Store {
             objects,
             index,
             tmp: tmp.to_path_buf(),
             limits,
             gc_lock: RwLock::new(()),
+            shared,
+            refreshed: Mutex::new(HashMap::new()),
+            gc_settle: Duration::from_secs(5),
         };
         let rep = store.reconcile()?;
         Ok((store, rep))
@@ -222,8 +235,53 @@ impl Store {
     /// but not indexed (a crash between a put and its indexing) are indexed; rows whose object
     /// is gone are dropped.
     pub fn reconcile(&self) -> Result<ReconcileReport> {
+        self.reconcile_prefix("ns", None)
+    }
+
+    /// In a shared bucket: brings namespace `ns`'s index in line with the bucket's listing
+    /// (packs and versions other nodes stored are indexed, rows of objects another node's gc
+    /// deleted are dropped), unless a refresh of `ns` that started after `since` has already
+    /// done so. A no-op over a local directory (one server owns it).
+    pub fn refresh(&self, ns: &str, since: Instant) -> Result<()> {
+        if !self.shared {
+            return Ok(());
+        }
+        let mut at = self.refreshed.lock().unwrap_or_else(|p| p.into_inner());
+        if at.get(ns).is_some_and(|t| *t > since) {
+            return Ok(());
+        }
+        at.insert(ns.to_string(), Instant::now());
+        self.reconcile_prefix(&format!("ns/{ns}"), Some(ns))?;
+        Ok(())
+    }
+
+    /// In a shared bucket: indexes the versions of `name` other nodes committed (and drops
+    /// those deleted), from one listing of the name's recipe prefix.
+    fn refresh_name(&self, ns: &str, name: &str) -> Result<()> {
+        if !self.shared {
+            return Ok(());
+        }
+        let have: HashSet<u64> = self.stored_versions(ns, name)?.into_iter().collect();
+        for v in self.index.versions(ns, Some(name))? {
+            if !have.contains(&v.version) {
+                self.index.delete_version(ns, name, v.version)?;
+            }
+        }
+        for v in have {
+            if self.index.version(ns, name, Some(v))?.is_none() {
+                if let Some(b) = self.objects.get(&recipe_key(ns, &name_key(name), v))? {
+                    if let Ok(r) = Recipe::read(&b[..]) {
+                        self.index.add_version(ns, &version_row(name, v, &r))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn reconcile_prefix(&self, prefix: &str, only: Option<&str>) -> Result<ReconcileReport> {
         let mut rep = ReconcileReport::default();
-        let objs = self.objects.list("ns")?;
+        let objs = self.objects.list(prefix)?;
         let mut packs: HashMap<String, HashSet<String>> = HashMap::new();
         let mut recipes: HashMap<String, HashSet<(String, u64)>> = HashMap::new();
         for (k, _, _) in &objs {
@@ -245,15 +303,28 @@ impl Store {
                 Key::Other => {}
             }
         }
-        let mut namespaces: HashSet<String> = self.index.namespaces()?.into_iter().collect();
+        let mut namespaces: HashSet<String> = match only {
+            Some(ns) => [ns.to_string()].into(),
+            None => self.index.namespaces()?.into_iter().collect(),
+        };
         namespaces.extend(packs.keys().cloned());
         namespaces.extend(recipes.keys().cloned());
         for ns in &namespaces {
             let have = packs.get(ns).cloned().unwrap_or_default();
+            let mut lost_rows = 0;
             for (p, _, _) in self.index.packs(ns)? {
                 if !have.contains(&p) {
+                    lost_rows += self.index.pack_chunks(ns, &p)?.len();
                     self.index.remove_pack(ns, &p)?;
                     rep.packs_dropped += 1;
+                }
+            }
+            if lost_rows > 0 && self.shared {
+                // The dropped rows' chunks may sit in other packs too (a pack another node's
+                // gc rewrote, or a duplicate pack from a race): the index keeps one location per
+                // chunk, so re-read the namespace's packs to find them again.
+                for (p, _, _) in self.index.packs(ns)? {
+                    self.index.remove_pack(ns, &p)?;
                 }
             }
             for p in &have {
@@ -340,7 +411,14 @@ impl Store {
     /// Step 1: which of `ids` the namespace lacks.
     pub fn query(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Digest>> {
         check_ns(ns)?;
-        self.index.missing(ns, ids)
+        let t = Instant::now();
+        let miss = self.index.missing(ns, ids)?;
+        if miss.is_empty() || !self.shared {
+            return Ok(miss);
+        }
+        // Another node may have stored them: look at the bucket before saying "missing".
+        self.refresh(ns, t)?;
+        self.index.missing(ns, &miss)
     }
 
     /// Step 2: a pack upload, read from `body` (at most `limits.max_pack` bytes).
@@ -439,8 +517,9 @@ impl Store {
         rep.duplicates += rep.stored - added;
         rep.stored = added;
         rep.stored_bytes = added_bytes;
-        if added == 0 && !existed {
-            // Every chunk was there already: the new pack holds nothing the index names.
+        if added == 0 && !existed && !self.shared {
+            // Every chunk was there already: the new pack holds nothing the index names. (In a
+            // shared bucket another node may be indexing it right now: gc removes it later.)
             self.index.remove_pack(ns, &id)?;
             self.objects.delete(&pack_key(ns, &id))?;
             return Ok(rep);
@@ -491,6 +570,18 @@ impl Store {
             )));
         }
         let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
+        if self.shared {
+            // A gc on another node holds the namespace: refuse rather than race its sweep.
+            if self.objects.exists(&gc_lock_key(ns))? {
+                return Err(StoreError::Busy(format!(
+                    "a gc of namespace '{ns}' is running on a node of this bucket; try again shortly"
+                )));
+            }
+            // Every chunk the recipe names is checked against the bucket's listing, not only
+            // this node's cache: packs another node's gc deleted are dropped, packs other nodes
+            // stored are indexed.
+            self.refresh(ns, Instant::now())?;
+        }
         let ids: Vec<Digest> = recipe.entries.iter().map(|e| e.fp).collect();
         let lens = self.index.lengths(ns, &ids)?;
         let mut missing = Vec::new();
@@ -548,6 +639,7 @@ impl Store {
             Some(v) => StoreError::NotFound(format!("no version {v} of '{name}' in namespace '{ns}'")),
             None => StoreError::NotFound(format!("no file '{name}' in namespace '{ns}'")),
         };
+        self.refresh_name(ns, name)?;
         let row = self.index.version(ns, name, version)?.ok_or_else(not_found)?;
         let b = self
             .objects
@@ -559,6 +651,7 @@ impl Store {
 
     pub fn list(&self, ns: &str) -> Result<Vec<Version>> {
         check_ns(ns)?;
+        self.refresh(ns, Instant::now())?;
         self.index.versions(ns, None)
     }
 
@@ -566,6 +659,7 @@ impl Store {
     pub fn delete(&self, ns: &str, name: &str, version: Option<u64>) -> Result<u64> {
         check_ns(ns)?;
         validate_name(name).map_err(StoreError::bad)?;
+        self.refresh_name(ns, name)?;
         let vs: Vec<u64> = match version {
             Some(v) => self.index.version(ns, name, Some(v))?.map(|r| r.version).into_iter().collect(),
             None => self.index.versions(ns, Some(name))?.into_iter().map(|r| r.version).collect(),
@@ -608,7 +702,12 @@ impl Store {
         const MAX_READ: u64 = 8 << 20;
         for batch in todo.chunks(BATCH) {
             let ids: Vec<Digest> = batch.iter().map(|t| t.1).collect();
-            let locs = self.index.lookup(ns, &ids)?;
+            let mut locs = self.index.lookup(ns, &ids)?;
+            let mut refreshed = false;
+            if self.shared && locs.iter().any(|l| l.is_none()) {
+                self.refresh(ns, Instant::now())?;
+                locs = self.index.lookup(ns, &ids)?;
+            }
             let mut i = 0;
             while i < batch.len() {
                 let l0: &Loc = locs[i]
@@ -626,7 +725,18 @@ impl Store {
                         _ => break,
                     }
                 }
-                let bytes = self.objects.get_range(&pack_key(ns, &l0.pack), l0.offset..end)?;
+                let bytes = match self.objects.get_range(&pack_key(ns, &l0.pack), l0.offset..end) {
+                    Ok(b) => b,
+                    // In a shared bucket another node's gc may have deleted or rewritten the
+                    // pack since this node indexed it: refresh from the bucket, look up again.
+                    Err(StoreError::NotFound(_)) if self.shared && !refreshed => {
+                        refreshed = true;
+                        self.refresh(ns, Instant::now())?;
+                        locs = self.index.lookup(ns, &ids)?;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 // The run's pieces are verified one by one, then sent as few buffers as
                 // possible (the pack's frame heads lie between them).
                 let mut pieces: Vec<Bytes> = Vec::new();
@@ -663,6 +773,27 @@ impl Store {
     pub fn gc(&self, ns: &str, grace_secs: u64) -> Result<GcReport> {
         check_ns(ns)?;
         let _excl = self.gc_lock.write().unwrap_or_else(|p| p.into_inner());
+        if !self.shared {
+            return self.gc_locked(ns, grace_secs);
+        }
+        // A shared bucket: one gc at a time per namespace, by a create-only lock object that
+        // every node's commit checks; then a settle period for commits already past that check.
+        let lock = gc_lock_key(ns);
+        let body = format!("gc started at {} (Unix seconds)\n", now()).into_bytes();
+        if !self.objects.put_new(&lock, body)? {
+            return Err(StoreError::Busy(format!(
+                "another gc of namespace '{ns}' holds {lock} (if no gc is running, a node died during one: delete that object)"
+            )));
+        }
+        std::thread::sleep(self.gc_settle);
+        let r = self.refresh(ns, Instant::now()).and_then(|_| self.gc_locked(ns, grace_secs));
+        let d = self.objects.delete(&lock);
+        let rep = r?;
+        d?;
+        Ok(rep)
+    }
+
+    fn gc_locked(&self, ns: &str, grace_secs: u64) -> Result<GcReport> {
         let mut rep = GcReport::default();
         let mut live: HashSet<Digest> = HashSet::new();
         for v in self.index.versions(ns, None)? {
@@ -738,6 +869,7 @@ impl Store {
     /// version's chunks are indexed.
     pub fn check(&self, ns: &str) -> Result<CheckReport> {
         check_ns(ns)?;
+        self.refresh(ns, Instant::now())?;
         let mut rep = CheckReport::default();
         let objs = self.objects.list(&format!("ns/{ns}/packs"))?;
         let stored: HashSet<String> = objs
@@ -797,6 +929,11 @@ impl Store {
         v.sort();
         Ok(v)
     }
+}
+
+/// The gc lock object of a namespace in a shared bucket.
+pub fn gc_lock_key(ns: &str) -> String {
+    format!("ns/{ns}/gc-lock")
 }
 
 /// One buffer of several (a copy, unless there is only one).
