@@ -36,6 +36,7 @@ pub mod protocol;
 pub mod rapid;
 pub mod reference;
 pub mod sequential;
+pub mod skipmin;
 pub mod stage1;
 pub mod stage2;
 
@@ -46,6 +47,7 @@ pub use fingerprint::{hex, Digest, HashAlg};
 pub use profile::{Family, Profile};
 pub use reference::{naive_cuts, reference_cuts};
 pub use sequential::sequential_cuts;
+pub use skipmin::skip_min_cuts;
 
 /// Cut offsets of `data` under `profile` with the default engine (all cores, detected backend).
 pub fn cut(profile: &Profile, data: &[u8]) -> Result<Vec<usize>, Error> {
