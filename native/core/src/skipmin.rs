@@ -143,7 +143,7 @@ fn warm(g: &[u64; 256], d: &[u8], a: usize) -> u64 {
     let mut h = 0u64;
     for pair in w.chunks_exact(2) {
         let x = (g[pair[0] as usize] << 1).wrapping_add(g[pair[1] as usize]);
-        h = (h << 2).wrapping_add(x);
+        h = (h << 2).wrapping_add(opaque(x)); // one operation on the chain (see `opaque`)
     }
     h
 }
@@ -167,7 +167,10 @@ unsafe fn find(g: &[u64; 256], d: *const u8, mut e: usize, e1: usize, mut h: u64
     while e < stop {
         // Four two-byte steps with one loop test: positions e+1 .. e+8.
         for j in [0usize, 2, 4, 6] {
-            let (x, y) = (byte(e + j), byte(e + j + 1));
+            // `y` opaque too: then LLVM loads it with a `mov` and forms `2x + y` with one
+            // `lea` (rather than `add x, x` + `add x, [mem]`), one ALU operation fewer a step;
+            // measured 5-15% faster on Zen 3 in a stand-alone copy of the loop.
+            let (x, y) = (byte(e + j), opaque(byte(e + j + 1)));
             let h1 = (h << 1).wrapping_add(x);
             if h1 <= lim {
                 return Ok(e + j + 1);
