@@ -4,7 +4,8 @@
 //! `perf stat -e instructions,cycles target/release/examples/perbyte MODE`, MODE one of
 //! `none` (only the data generation: subtract it), `skipmin` (skip_min_cuts), `engine1t` /
 //! `engine2t` (the default engine, 1 / 2 threads), `interleaved` (stage 1 alone, the
-//! interleaved kernel), `fastcdc` (fastcdc 5 v2020), all at the default profile gear:2k:8k:64k.
+//! interleaved kernel), `fastcdc` (fastcdc 5 v2020), all at the default profile gear:2k:8k:64k;
+//! `touched` prints the fraction of the bytes each skip-MIN scan hashes.
 //! Prints the bytes processed so that per-byte figures can be computed, and the best repetition's
 //! throughput in process CPU time (for engine2t that is both threads' CPU time).
 
@@ -31,6 +32,16 @@ fn main() {
     let (e1, e2) = (engine(1), engine(2));
     let (mut s, mut l) = (Vec::new(), Vec::new());
     let k = Backend::Interleaved.stage1_kernel().unwrap();
+    if mode == "touched" {
+        // The fraction of the input's bytes each skip-MIN scan hashes: cutpoint from s + MIN - 64
+        // (the warm-up) to the cut, fastcdc from s + MIN to the cut.
+        let ours = skip_min_cuts(&p, &data).unwrap().len();
+        let theirs = fastcdc::v2020::FastCDC::new(&data, 2048, 8192, 65536).count();
+        let frac = |chunks: usize, skipped: usize| 1.0 - (chunks * skipped) as f64 / n as f64;
+        println!("cutpoint {p}: {ours} chunks, mean {:.0} B, hashes {:.3} of the bytes", n as f64 / ours as f64, frac(ours, p.min - 64));
+        println!("fastcdc 5 v2020 2k:8k:64k: {theirs} chunks, mean {:.0} B, hashes {:.3} of the bytes", n as f64 / theirs as f64, frac(theirs, 2048));
+        return;
+    }
     let t0 = std::time::Instant::now();
     let mut best = f64::INFINITY;
     for _ in 0..reps {

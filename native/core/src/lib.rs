@@ -5,6 +5,8 @@
 //! * [`Engine::cuts`] / [`Engine::chunks`] — SS-CDC over a slice (stage 1 on all threads and
 //!   SIMD lanes, stage 2 sequential), with fingerprints;
 //! * [`Engine::stream`] — the same over any `Read`, with bounded memory.
+//! * [`skipmin`] — for gear, the engine's other way to chunk: one chain that skips MIN after
+//!   each boundary (used when the calibration measures it faster; same boundaries).
 //! * [`rapid::Rapid`] — RapidCDC: hints from duplicate locality on top of the engine
 //!   (FF+RWT+FPT keeps the reference's boundaries).
 //!
