@@ -1,5 +1,6 @@
 //! `cutpoint backends`: the stage-1 backends this CPU supports, the one chosen by default, and
-//! per family the kernel dispatch measured fastest (with the figures) or the one forced.
+//! per family the kernel dispatch measured fastest (with the figures) or the one forced; for
+//! gear also the skip-MIN engine's figure and whether engines use it.
 
 use super::common::Fail;
 use cutpoint_core::{backend, Profile};
@@ -42,6 +43,16 @@ pub fn run() -> Result<(), Fail> {
             .collect();
         let why = if figs.is_empty() { "preference order (nothing timed here)".to_string() } else { figs.join(", ") };
         println!("  {:<6} {:<12} {why}  [{}, {} KiB x {}]", f.name(), used.name(), c.profile, c.bytes >> 10, c.runs);
+        // gear: the skip-MIN engine (whole chunking, one chain that skips MIN after each cut),
+        // which replaces stage 1 + stage 2 when it measured faster.
+        if let Some(g) = c.skip_min {
+            let verdict = if c.skip_min_chosen {
+                format!("used by default (faster than {}'s stage 1 alone)", used.name())
+            } else {
+                format!("not used ({}'s stage 1 is as fast)", used.name())
+            };
+            println!("  {:<6} {:<12} skip-min {g:.2}: {verdict}", "", "");
+        }
     }
     Ok(())
 }

@@ -489,7 +489,7 @@ pub fn cmd(
         profile: engine.profile().to_string(),
         criterion: criterion.name(),
         hint_list: ra.hint_list,
-        backend: engine.backend().name(),
+        backend: engine.kernel_name(),
         threads: engine.threads(),
         hash: engine.hash_alg().name(),
         hints_loaded,

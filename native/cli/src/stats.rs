@@ -199,7 +199,7 @@ fn cmd_stats(files: &[PathBuf], args: &EngineArgs, json: bool, jobs: usize, naiv
     let report = Report {
         profile: probe.profile().to_string(),
         mode: naive.map(|s| format!("naive:{}", cutpoint_core::profile::fmt_size(s))).unwrap_or_else(|| "ss-cdc".into()),
-        backend: probe.backend().name(),
+        backend: probe.kernel_name(),
         threads: total_threads,
         hash: probe.hash_alg().name(),
         files: per,

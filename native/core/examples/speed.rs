@@ -89,7 +89,11 @@ fn main() {
     for f in [Family::Crc32, Family::Rabin, Family::Gear] {
         let c = backend::calibration(f);
         let figs: Vec<String> = c.figures.iter().map(|(b, g)| format!("{} {g:.2}", b.name())).collect();
-        println!("dispatch calibration {:<5} (GB/s, best of {} x {} KiB): {} -> {}", f.name(), c.runs, c.bytes >> 10, figs.join(", "), c.chosen.name());
+        let skip = match c.skip_min {
+            Some(g) => format!("; skip-min {g:.2}{}", if c.skip_min_chosen { " -> engines use skip-min" } else { "" }),
+            None => String::new(),
+        };
+        println!("dispatch calibration {:<5} (GB/s, best of {} x {} KiB): {} -> {}{skip}", f.name(), c.runs, c.bytes >> 10, figs.join(", "), c.chosen.name());
     }
     println!("{:<34} {:>8} {:>8}", "", "wall", "cpu");
     println!("{:<34} {:>8} {:>8}", "", "GB/s", "GB/s");
@@ -174,15 +178,37 @@ fn main() {
     let d2s = median(reps, || {
         black_box(d2.cuts(black_box(&data)));
     });
-    row(&format!("sscdc/{def}/1t"), dss, d1.backend().name());
+    // Both ways of chunking, whatever dispatch chose: the skip-MIN engine and the two stages.
+    let mode = |threads: usize, on: bool| one(&def, threads).with_skip_min(on).unwrap();
+    let (s1, s2, t1, t2) = (mode(1, true), mode(2, true), mode(1, false), mode(2, false));
+    let want = d1.cuts(&data);
+    for e in [&s1, &s2, &t1, &t2] {
+        assert_eq!(e.cuts(&data), want, "{} threads {}", e.kernel_name(), e.threads());
+    }
+    assert_eq!(skip_min_cuts(&def, &data).unwrap(), want);
+    let time = |e: &Engine| {
+        median(reps, || {
+            black_box(e.cuts(black_box(&data)));
+        })
+    };
+    let (s1m, s2m, t1m, t2m) = (time(&s1), time(&s2), time(&t1), time(&t2));
+    row(&format!("sscdc/{def}/1t"), dss, &format!("{} (what dispatch chose)", d1.kernel_name()));
     row("fastcdc-v2020/2k:8k:64k", fc, "fastcdc 5.x (newest)");
     row("fastcdc3-v2020/2k:8k:64k", fc3, "fastcdc 3.x");
-    row(&format!("sscdc/{def}/2t"), d2s, "(cpu column = both threads' CPU time)");
+    row(&format!("sscdc/{def}/2t"), d2s, &format!("{} (cpu column = both threads' CPU time)", d2.kernel_name()));
+    row(&format!("skip-min/{def}/1t"), s1m, "skip-MIN engine, forced on");
+    row(&format!("skip-min/{def}/2t"), s2m, "skip-MIN, speculative parts");
+    row(&format!("two-stage/{def}/1t"), t1m, &format!("stage 1 ({}) + stage 2, forced", t1.backend().name()));
+    row(&format!("two-stage/{def}/2t"), t2m, "");
 
     println!("\nratios (same run, medians; wall / cpu-time based):");
     println!("  SS-CDC / sequential (crc32:2k:16k:64k, 1 thread): {:.2}x / {:.2}x", seq.0 / ss.0, seq.1 / ss.1);
     println!("  default profile / fastcdc 5 v2020 (1 thread):     {:.2}x / {:.2}x", fc.0 / dss.0, fc.1 / dss.1);
     println!("  default profile / fastcdc 3 v2020 (1 thread):     {:.2}x / {:.2}x", fc3.0 / dss.0, fc3.1 / dss.1);
+    println!("  skip-MIN engine / fastcdc 5 v2020 (1 thread):     {:.2}x / {:.2}x", fc.0 / s1m.0, fc.1 / s1m.1);
+    println!("  two-stage engine / fastcdc 5 v2020 (1 thread):    {:.2}x / {:.2}x", fc.0 / t1m.0, fc.1 / t1m.1);
+    println!("  skip-MIN 2 threads / 1 thread (wall):             {:.2}x", s1m.0 / s2m.0);
+    println!("  two-stage 2 threads / 1 thread (wall):            {:.2}x", t1m.0 / t2m.0);
     println!("  default profile 1 thread vs memcpy:               {:.2} / {:.2}", mcp.0 / dss.0, mcp.1 / dss.1);
     println!("  fastcdc 5 v2020 vs memcpy:                           {:.2} / {:.2}", mcp.0 / fc.0, mcp.1 / fc.1);
     println!("  2-thread parallel efficiency (default, wall):      {:.2}", dss.0 / d2s.0 / 2.0);
@@ -211,7 +237,7 @@ fn main() {
         },
         &mut || timed(&d1),
     );
-    println!("\npaired ratios (median of {pairs} interleaved pairs [min..max]):");
+    println!("\npaired ratios (median of {pairs} interleaved pairs [min..max]; the default engine is {}):", d1.kernel_name());
     println!("  default profile / fastcdc 5 v2020 (1 thread):     {m:.2}x [{lo:.2}..{hi:.2}]");
     // Right after the one-thread run the second core has been idle for its whole length (a
     // virtual machine's idle vCPU is halted and takes a while to wake)...

@@ -201,6 +201,12 @@ pub struct Calibration {
     /// timed.
     pub figures: Vec<(Backend, f64)>,
     pub chosen: Backend,
+    /// gear only: GB/s of the best run of the skip-MIN engine ([`crate::skipmin`]) chunking
+    /// the same bytes (whole chunking, cuts included, against stage 1 alone for the kernels).
+    pub skip_min: Option<f64>,
+    /// Whether engines of this family chunk with the skip-MIN loop by default: it was measured
+    /// more than 3% faster than the chosen kernel's stage 1 (see [`crate::Engine::skip_min`]).
+    pub skip_min_chosen: bool,
 }
 
 /// Stage-1 throughput of every supported backend for `family`, measured once per process the
@@ -212,7 +218,9 @@ pub struct Calibration {
 ///
 /// CPUs differ in which kernel wins: gathers are fast on Intel cores and slow on AMD Zen 3,
 /// where the interleaved scalar chains win for gear; so the choice is measured, not read from
-/// the feature flags.
+/// the feature flags. For gear the skip-MIN engine is timed as well ([`Calibration::skip_min`]):
+/// engines use it instead of stage 1 + stage 2 when it is more than 3% faster than the chosen
+/// kernel's stage 1 alone.
 pub fn calibration(family: Family) -> &'static Calibration {
     static CAL: [OnceLock<Calibration>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
     CAL[slot(family)].get_or_init(|| calibrate(family))
@@ -232,7 +240,16 @@ fn calibrate(family: Family) -> Calibration {
     let supported: Vec<Backend> = preference(family).iter().copied().filter(|b| b.is_supported()).collect();
     let first = supported.first().copied().unwrap_or(Backend::Scalar);
     #[cfg_attr(target_arch = "wasm32", allow(unused_mut))] // filled in by the timing below
-    let mut cal = Calibration { family, profile, bytes: CALIBRATION_BYTES, runs: CALIBRATION_RUNS, figures: Vec::new(), chosen: first };
+    let mut cal = Calibration {
+        family,
+        profile,
+        bytes: CALIBRATION_BYTES,
+        runs: CALIBRATION_RUNS,
+        figures: Vec::new(),
+        chosen: first,
+        skip_min: None,
+        skip_min_chosen: false,
+    };
     #[cfg(not(target_arch = "wasm32"))]
     {
         let p: crate::profile::Profile = profile.parse().expect("calibration profile");
@@ -262,6 +279,23 @@ fn calibrate(family: Family) -> Calibration {
         }
         if let Some((b, _)) = best {
             cal.chosen = b;
+        }
+        // gear: the skip-MIN loop chunking the same bytes, timed the same way.
+        if let Some(sm) = crate::skipmin::SkipMin::new(&p, &t) {
+            let mut cuts = Vec::new();
+            let mut fastest = f64::INFINITY;
+            for run in 0..=CALIBRATION_RUNS {
+                cuts.clear();
+                let t0 = std::time::Instant::now();
+                std::hint::black_box(sm.cuts_in(&data, 0, 0, p.window, data.len(), &mut cuts));
+                let dt = t0.elapsed().as_secs_f64();
+                if run > 0 {
+                    fastest = fastest.min(dt);
+                }
+            }
+            let gbs = CALIBRATION_BYTES as f64 / fastest.max(1e-9) / 1e9;
+            cal.skip_min = Some(gbs);
+            cal.skip_min_chosen = best.is_some_and(|(_, g)| gbs > g * 1.03);
         }
     }
     cal
@@ -342,6 +376,11 @@ mod tests {
             let got = c.figures.iter().find(|x| x.0 == c.chosen).unwrap().1;
             assert!(got.is_finite() && got > 0.0 && got * 1.03 >= top, "{f:?}: {:?}", c.figures);
             assert_eq!(fastest(f), c.chosen);
+            // skip-MIN: timed for gear only (where anything is timed), chosen only when faster.
+            assert_eq!(c.skip_min.is_some(), f == Family::Gear && !c.figures.is_empty(), "{f:?}");
+            if c.skip_min_chosen {
+                assert!(c.skip_min.unwrap() > got * 1.03, "{f:?}: {:?} vs {got}", c.skip_min);
+            }
         }
     }
 

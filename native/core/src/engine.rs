@@ -5,6 +5,14 @@
 //! A block is cut into spans (1 MiB by default) that the threads take in turn; stage 2 follows
 //! the spans in order on whichever thread is free, so there is one barrier per block.
 //!
+//! For gear profiles the engine may instead run the skip-MIN loop ([`crate::skipmin`]), which
+//! hashes only from `s + MIN - 64` after each boundary `s` (about 79% of the bytes at
+//! `gear:2k:8k:64k`): on one thread sequentially; on several, each thread chunks a part of the
+//! block speculatively from the part's start and the parts are joined where the true chain of
+//! cuts meets a speculative one (see [`Engine::skip_min`]). It is chosen when the dispatch
+//! calibration measured it faster than the family's fastest stage-1 kernel and no backend was
+//! forced. The boundaries are the same either way.
+//!
 //! Memory is bounded: a block of positions at a time ([`Engine::spans_per_block`] spans: 4 per
 //! thread, at most 16, at least one per thread), its bitmaps (1/8 of that, kept by the engine
 //! for the next run), and for streams the bytes of the current chunk (at most MAX) carried over
@@ -14,8 +22,9 @@
 use crate::backend::{self, Backend};
 use crate::error::Error;
 use crate::fingerprint::{Digest, HashAlg};
+use crate::profile::{Family, Profile};
 use crate::rolling::Tables;
-use crate::profile::Profile;
+use crate::skipmin::SkipMin;
 use crate::stage1::Stage1Fn;
 use crate::stage2::{Bits, Selector};
 use std::io::Read;
@@ -58,6 +67,8 @@ pub struct Engine {
     lane_segment: Option<usize>,
     span: usize,
     hash: HashAlg,
+    /// Chunk with the skip-MIN loop instead of the two stages (gear only).
+    skip_min: bool,
     #[cfg(feature = "parallel")]
     pool: Option<Arc<rayon::ThreadPool>>,
     /// Bitmaps kept from the last [`Engine::cuts`] call, so that repeated calls do not
@@ -70,6 +81,12 @@ const DEFAULT_SPAN: usize = 1 << 20;
 impl Engine {
     pub fn new(profile: Profile, opts: Options) -> Result<Engine, Error> {
         profile.validate()?;
+        // The skip-MIN loop replaces stage 1: used when the calibration measured it faster and
+        // no stage-1 backend was asked for (by the options or CUTPOINT_BACKEND).
+        let skip_min = profile.family == Family::Gear
+            && opts.backend.is_none()
+            && backend::env_override().is_none()
+            && backend::calibration(Family::Gear).skip_min_chosen;
         let backend = match opts.backend {
             Some(b) if !b.is_supported() => {
                 return Err(Error::config(format!("backend '{}' is not supported on this CPU", b.name())))
@@ -106,6 +123,7 @@ impl Engine {
             lane_segment: opts.lane_segment,
             span,
             hash: opts.hash,
+            skip_min,
             #[cfg(feature = "parallel")]
             pool,
             spare: std::sync::Mutex::new((Vec::new(), Vec::new())),
@@ -123,6 +141,46 @@ impl Engine {
     }
     pub fn hash_alg(&self) -> HashAlg {
         self.hash
+    }
+
+    /// Whether this engine chunks with the skip-MIN loop ([`crate::skipmin`]) rather than
+    /// stage 1 + stage 2. Then [`Engine::backend`] is the stage-1 kernel it would use
+    /// otherwise, and the segment size and span options do not apply.
+    ///
+    /// With one thread the loop runs sequentially. With several, a block is cut into one part
+    /// per thread (each at least 8 × MAX positions, else fewer parts); the first part is
+    /// chunked from the true chunk start and each other part speculatively, as if a chunk
+    /// started at the part's first position. The parts are then joined in order: from the true
+    /// open chunk, true cuts are computed one by one into the next part until one equals a cut
+    /// of that part's speculative list; from there on the lists agree (a cut decides the next
+    /// one), so the rest is taken as is. The join usually takes a chunk or two; on input where
+    /// the chains do not meet (no candidates for long runs, so every chunk is MAX long and the
+    /// two chains stay offset) it continues sequentially to the part's end: the same cuts,
+    /// at one thread's speed.
+    pub fn skip_min(&self) -> bool {
+        self.skip_min
+    }
+
+    /// This engine with the skip-MIN loop on or off (overriding what [`Engine::new`] chose;
+    /// the boundaries are the same either way). Only gear profiles have it.
+    pub fn with_skip_min(mut self, on: bool) -> Result<Engine, Error> {
+        if on && self.profile.family != Family::Gear {
+            return Err(Error::config(format!(
+                "the skip-MIN engine is for gear profiles only (profile {})",
+                self.profile
+            )));
+        }
+        self.skip_min = on;
+        Ok(self)
+    }
+
+    /// What chunks: `skip-min` or the stage-1 backend's name.
+    pub fn kernel_name(&self) -> &'static str {
+        if self.skip_min {
+            "skip-min"
+        } else {
+            self.backend.name()
+        }
     }
     /// The rolling-hash tables of the profile.
     pub(crate) fn tables(&self) -> &Tables {
@@ -225,6 +283,9 @@ impl Engine {
     /// So threads never wait for each other inside the call (a slower thread just takes fewer
     /// spans) and stage 2 overlaps stage 1 of later spans; the only barrier is the call's end.
     fn scan(&self, sc: &mut Scanner, buf: &[u8], base: usize, p: usize, q: usize, out: &mut Vec<usize>) {
+        if self.skip_min {
+            return self.scan_skip(sc, buf, base, p, q, out);
+        }
         let n = q - p;
         let words = n.div_ceil(64);
         // Resized without clearing: whoever runs stage 1 over a span zeroes its words first.
@@ -324,6 +385,54 @@ impl Engine {
             stage1(j, s, l);
             select(sel, j, s, l, out);
         }
+    }
+
+    /// [`Engine::scan`] with the skip-MIN loop (see [`Engine::skip_min`]): the same contract,
+    /// the same cuts. The selector keeps only the open chunk's start.
+    fn scan_skip(&self, sc: &mut Scanner, buf: &[u8], base: usize, p: usize, q: usize, out: &mut Vec<usize>) {
+        let sm = SkipMin::new(&self.profile, &self.tables).expect("the skip-MIN engine is gear only");
+        let start = sc.sel.start();
+        let n = q - p;
+        let parts = if self.threads > 1 { self.threads.min(n / (8 * self.profile.max)) } else { 1 };
+        #[cfg(feature = "parallel")]
+        if let Some(pool) = self.pool.as_ref().filter(|_| parts > 1) {
+            let piece = n.div_ceil(parts);
+            let ranges: Vec<(usize, usize)> = (0..parts).map(|k| (p + k * piece, (p + (k + 1) * piece).min(q))).collect();
+            // Per part: its cuts and the chunk start it leaves open at its end.
+            let mut found: Vec<(Vec<usize>, usize)> = vec![(Vec::new(), 0); parts];
+            pool.scope(|s| {
+                for (k, f) in found.iter_mut().enumerate() {
+                    let ((a, b), sm) = (ranges[k], &sm);
+                    s.spawn(move |_| {
+                        // Part 0 from the true start, the others as if a chunk started at a.
+                        let from = if k == 0 { start } else { a };
+                        f.0.reserve(piece / self.profile.avg + 1);
+                        f.1 = sm.cuts_in(buf, base, from, a, b, &mut f.0);
+                    });
+                }
+            });
+            let mut s = found[0].1;
+            out.extend_from_slice(&found[0].0);
+            for k in 1..parts {
+                let ((a, b), (cuts, open)) = (ranges[k], &found[k]);
+                // True cuts from s (positions before a decided none) until one is in the
+                // speculative list; from there the list is the truth.
+                while let Some(c) = sm.next_cut_in(buf, base, s, a, b) {
+                    if let Ok(i) = cuts.binary_search(&c) {
+                        out.extend_from_slice(&cuts[i..]);
+                        s = *open;
+                        break;
+                    }
+                    out.push(c);
+                    s = c;
+                }
+            }
+            sc.sel.restart(s);
+            return;
+        }
+        let _ = parts;
+        let s = sm.cuts_in(buf, base, start, p, q, out);
+        sc.sel.restart(s);
     }
 
     /// Fingerprints `chunks` (bytes from `buf`, whose first byte is at `base`) in parallel;

@@ -5,6 +5,8 @@
 //! * [`Engine::cuts`] / [`Engine::chunks`] — SS-CDC over a slice (stage 1 on all threads and
 //!   SIMD lanes, stage 2 sequential), with fingerprints;
 //! * [`Engine::stream`] — the same over any `Read`, with bounded memory.
+//! * [`skipmin`] — for gear, the engine's other way to chunk: one chain that skips MIN after
+//!   each boundary (used when the calibration measures it faster; same boundaries).
 //! * [`rapid::Rapid`] — RapidCDC: hints from duplicate locality on top of the engine
 //!   (FF+RWT+FPT keeps the reference's boundaries).
 //!
@@ -48,10 +50,11 @@ pub mod rapid;
 pub mod reference;
 pub mod rolling;
 pub mod sequential;
+pub mod skipmin;
 pub mod stage1;
 pub mod stage2;
 /// The old path of [`rolling`] (rolling hashes: gear, Rabin, CRC-32), kept so that code written
-/// against `cutpoint_core::hash::Tables` still builds. "Hash" alone is ambiguous here: chunk
+/// against `cutpoint_core::rolling::Tables` still builds. "Hash" alone is ambiguous here: chunk
 /// *fingerprints* (BLAKE3, SHA-256) are in [`fingerprint`].
 #[doc(hidden)]
 pub use rolling as hash;
@@ -63,6 +66,7 @@ pub use fingerprint::{hex, Digest, HashAlg};
 pub use profile::{Family, Profile};
 pub use reference::{naive_cuts, reference_cuts};
 pub use sequential::sequential_cuts;
+pub use skipmin::skip_min_cuts;
 
 /// Cut offsets of `data` under `profile` with the default engine (all cores, detected backend).
 pub fn cut(profile: &Profile, data: &[u8]) -> Result<Vec<usize>, Error> {
