@@ -233,13 +233,7 @@ mod tests {
     use crate::reference_cuts;
 
     fn bytes(n: usize, seed: u64) -> Vec<u8> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                (s >> 33) as u8
-            })
-            .collect()
+        crate::datagen::random_bytes(n, seed)
     }
 
     #[test]
