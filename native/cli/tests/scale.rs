@@ -200,6 +200,10 @@ fn sigkill_at_random_points_loses_no_committed_version(b: Backend) {
     let mut committed: BTreeMap<(String, u64), usize> = BTreeMap::new();
     let mut pushed_under: BTreeMap<String, HashSet<usize>> = BTreeMap::new();
     let mut kills = 0;
+    // How long an uninterrupted push takes here (the first push is not killed, and every push
+    // that ran to its end updates it): kill times are drawn inside it, so that a fast machine
+    // (a 3 MiB push to a local store can take 30 ms) still sees its store die mid-push.
+    let mut push_ms: u64 = 0;
     for i in 0..pushes {
         let mut f = base.clone();
         let at = rng.below(base.len() as u64 - 300_000) as usize;
@@ -211,6 +215,7 @@ fn sigkill_at_random_points_loses_no_committed_version(b: Backend) {
         pushed_under.entry(name.clone()).or_default().insert(i);
         let mut attempt = 0;
         loop {
+            let started = std::time::Instant::now();
             let mut push = bin()
                 .args(["push", path.to_str().unwrap(), "--name", &name, "--json", "--pack-size", "256k", "--store", &srv.url])
                 .stdout(Stdio::piped())
@@ -219,10 +224,13 @@ fn sigkill_at_random_points_loses_no_committed_version(b: Backend) {
                 .unwrap();
             // Every third push gets a SIGKILL of the store early (its first attempt), half the
             // others at a random moment.
-            let kill_after = if i % 3 == 0 && attempt == 0 {
-                Some(Duration::from_millis(rng.below(60)))
+            let window = (push_ms * 9 / 10).max(2);
+            let kill_after = if i == 0 {
+                None
+            } else if i % 3 == 0 && attempt == 0 {
+                Some(Duration::from_millis(rng.below(window / 2)))
             } else {
-                (rng.below(2) == 0).then(|| Duration::from_millis(rng.below(400)))
+                (rng.below(2) == 0).then(|| Duration::from_millis(rng.below(window)))
             };
             attempt += 1;
             if let Some(after) = kill_after {
@@ -237,6 +245,7 @@ fn sigkill_at_random_points_loses_no_committed_version(b: Backend) {
             }
             let out = push.wait_with_output().unwrap();
             assert!(out.status.success(), "push {i}: {}", String::from_utf8_lossy(&out.stderr));
+            push_ms = started.elapsed().as_millis() as u64;
             let r: Value = serde_json::from_slice(&out.stdout).unwrap();
             committed.insert((name.clone(), r["version"].as_u64().unwrap()), i);
             break;
