@@ -1,0 +1,146 @@
+//! The store's index at scale: fills a real store (local directory) with N chunks through the
+//! store's own upload path (`Store::ingest`: every chunk re-hashed, the pack fsync'd and stored,
+//! then indexed by `Index::add_pack`), then times existence queries through `Store::query` in
+//! batches as the client sends them (`MAX_QUERY_IDS` ids), half the ids present, half absent.
+//!
+//!   cargo run --release -p cutpoint-store --example index_scale -- \
+//!       [--chunks 10000000] [--per-pack 100000] [--batches 200] [--batch 16384] [--dir DIR] [--json]
+//!
+//! Chunks are 8 bytes (a counter), so the run measures the index, not the disk: a pack of 100k
+//! chunks is ~4 MiB of frames. Prints the fill rate, per-batch query latency p50/p99, ids per
+//! second, the index file size (database + WAL) and the process's peak RSS (`VmHWM`).
+//! `--dir` keeps the store (and reuses one already filled to at least N chunks).
+
+use cutpoint_core::protocol::pack::PackWriter;
+use cutpoint_core::protocol::query::MAX_QUERY_IDS;
+use cutpoint_core::{Digest, HashAlg};
+use cutpoint_store::{Limits, Store};
+use std::time::Instant;
+
+fn arg(name: &str, default: u64) -> u64 {
+    let a: Vec<String> = std::env::args().collect();
+    a.iter()
+        .position(|x| x == name)
+        .and_then(|i| a.get(i + 1))
+        .map(|v| v.parse().unwrap_or_else(|_| panic!("{name}: not a number: {v}")))
+        .unwrap_or(default)
+}
+
+fn vm_hwm_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse().unwrap_or(0)))
+        .unwrap_or(0)
+}
+
+fn chunk(i: u64) -> [u8; 8] {
+    i.to_le_bytes()
+}
+
+fn id(i: u64) -> Digest {
+    HashAlg::Blake3.digest(&chunk(i)).expect("blake3")
+}
+
+fn file_size(p: &std::path::Path) -> u64 {
+    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
+fn main() {
+    let n = arg("--chunks", 10_000_000);
+    let per_pack = arg("--per-pack", 100_000).max(1);
+    let batches = arg("--batches", 200) as usize;
+    let batch = (arg("--batch", MAX_QUERY_IDS as u64) as usize).clamp(2, MAX_QUERY_IDS);
+    let json = std::env::args().any(|a| a == "--json");
+    let keep = std::env::args().position(|a| a == "--dir").and_then(|i| std::env::args().nth(i + 1));
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = keep.as_ref().map(std::path::PathBuf::from).unwrap_or_else(|| tmp.path().to_path_buf());
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (store, _) = Store::open_dir(&dir, rt.handle().clone(), Limits::default(), false).expect("open store");
+    let ns = "scale";
+
+    // Fill: one pack of `per_pack` chunks at a time; a pack is built while none is ingested
+    // (the store and this client share the machine's cores, as in the push benches).
+    let have = store.index.chunk_count(ns).unwrap_or(0);
+    let t = Instant::now();
+    let mut next = have;
+    let mut packs = 0;
+    while next < n {
+        let end = (next + per_pack).min(n);
+        let mut w = PackWriter::new(Vec::with_capacity(((end - next) * 48) as usize), HashAlg::Blake3).expect("pack");
+        for i in next..end {
+            w.add(&id(i), &chunk(i)).expect("add");
+        }
+        let body = w.finish().expect("finish");
+        let rep = store.ingest(ns, &body[..]).expect("ingest");
+        assert_eq!(rep.stored, end - next, "every chunk of a fresh pack is new");
+        next = end;
+        packs += 1;
+        if packs % 10 == 0 && !json {
+            eprintln!("  filled {next} chunks in {:.1} s", t.elapsed().as_secs_f64());
+        }
+    }
+    let fill_s = t.elapsed().as_secs_f64();
+    let count = store.index.chunk_count(ns).expect("count");
+    assert!(count >= n, "the index holds {count} chunks, wanted {n}");
+    let rss_after_fill = vm_hwm_kib();
+
+    // Queries: batch b asks for `batch/2` present ids (spread over the whole range) and as many
+    // absent ones (ids of counters past the end), shuffled together.
+    let mut x = 0x9E3779B97F4A7C15u64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut lat = Vec::with_capacity(batches);
+    let t_all = Instant::now();
+    for _ in 0..batches {
+        let mut ids: Vec<Digest> = Vec::with_capacity(batch);
+        for k in 0..batch {
+            let i = if k % 2 == 0 { rnd() % count } else { count + 1_000_000_000 + rnd() % (1 << 40) };
+            ids.push(id(i));
+        }
+        let t = Instant::now();
+        let miss = store.query(ns, &ids).expect("query");
+        lat.push(t.elapsed().as_secs_f64());
+        assert_eq!(miss.len(), batch / 2, "half the ids are absent");
+    }
+    let q_s = t_all.elapsed().as_secs_f64();
+    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let pct = |p: f64| lat[((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1] * 1e3;
+    let qtime: f64 = lat.iter().sum();
+    let db = dir.join("index.sqlite");
+    let wal = dir.join("index.sqlite-wal");
+    let (db_b, wal_b) = (file_size(&db), file_size(&wal));
+    let rss = vm_hwm_kib();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_default();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "chunks": count, "filled_now": count - have, "fill_s": fill_s, "packs": packs,
+                "batch": batch, "batches": batches, "p50_ms": pct(0.5), "p99_ms": pct(0.99), "max_ms": pct(1.0),
+                "ids_per_s": (batch * batches) as f64 / qtime, "query_wall_s": q_s,
+                "index_bytes": db_b, "wal_bytes": wal_b, "peak_rss_kib": rss, "rss_after_fill_kib": rss_after_fill,
+                "cpu": cpu, "loadavg": load,
+            })
+        );
+    } else {
+        println!("index: {count} chunks ({} added now in {fill_s:.1} s, {packs} packs: {:.0} chunks/s)", count - have, (count - have) as f64 / fill_s.max(1e-9));
+        println!(
+            "query: {batches} batches of {batch} ids (half present): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms per batch; {:.0} ids/s",
+            pct(0.5),
+            pct(0.99),
+            pct(1.0),
+            (batch * batches) as f64 / qtime
+        );
+        println!("index file: {:.1} MiB (+ WAL {:.1} MiB); peak RSS {:.1} MiB (after fill {:.1} MiB)", db_b as f64 / 1048576.0, wal_b as f64 / 1048576.0, rss as f64 / 1024.0, rss_after_fill as f64 / 1024.0);
+        println!("cpu: {cpu}; load average {}", load.join(" "));
+    }
+}
