@@ -30,3 +30,16 @@ else
   GOBIN="$GOBIN_DIR" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
   touch "$GOBIN_DIR/.versitygw-$VERSITYGW_VERSION"
 fi
+
+# cargo-fuzz for scripts/fuzz.sh (a step of scripts/test.sh), pinned; only where a nightly
+# toolchain is present (libFuzzer needs nightly's -Z flags). Without nightly, fuzz.sh says
+# plainly that fuzzing did not run.
+CARGO_FUZZ_VERSION=0.13.2
+if have rustup && rustup toolchain list | grep -q '^nightly'; then
+  if ! cargo fuzz --version 2>/dev/null | grep -qx "cargo-fuzz $CARGO_FUZZ_VERSION"; then
+    step "cargo-fuzz $CARGO_FUZZ_VERSION (cargo install --locked)"
+    cargo install --locked cargo-fuzz --version "$CARGO_FUZZ_VERSION"
+  fi
+else
+  echo "install: no nightly Rust toolchain: cargo-fuzz not installed, fuzzing will not run (rustup toolchain install nightly)" >&2
+fi

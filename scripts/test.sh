@@ -15,4 +15,17 @@ if [ -f scripts/test-js.sh ]; then
   step "wasm + TypeScript + browser"
   bash scripts/test-js.sh
 fi
-step "all tests passed"
+
+# Bounded-time fuzzing (cargo-fuzz; needs nightly): each target FUZZ_SECONDS (default 20).
+step "fuzz: native/fuzz targets for a bounded time (scripts/fuzz.sh)"
+fuzz_note=""
+set +e
+bash scripts/fuzz.sh
+fuzz_rc=$?
+set -e
+case $fuzz_rc in
+  0) ;;
+  3) fuzz_note=" -- but FUZZING DID NOT RUN (see the fuzz step above)" ;;
+  *) echo "fuzzing failed" >&2; exit 1 ;;
+esac
+step "all tests passed$fuzz_note"

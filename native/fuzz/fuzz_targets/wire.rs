@@ -1,5 +1,5 @@
 //! Fuzz target: every parser of the store's wire format (packs, deltas, query bodies, recipes,
-//! Range headers). The first byte picks the parser; the checks live in
+//! Range headers, names and namespaces, the Authorization header and the tokens file). The first byte picks the parser; the checks live in
 //! `native/store/tests/common/wire_case.rs`, shared with the seeded loop `cargo test` runs
 //! (`native/store/tests/parsers.rs`). Run: `cd native/fuzz && cargo fuzz run wire`.
 #![no_main]

@@ -1,6 +1,6 @@
 //! Seeded differential fuzzing of every parser the server has (packs, deltas, queries, recipes,
-//! ranges): valid bodies, then mutated (bytes flipped, cut, spliced), through the shared checks
-//! of `common/wire_case.rs` (the cargo-fuzz target `wire` runs the same checks, unbounded).
+//! ranges, names and namespaces, the Authorization header and the tokens file): valid bodies,
+//! then mutated (bytes flipped, cut, spliced), through the shared checks of `common/wire_case.rs` (the cargo-fuzz target `wire` runs the same checks, unbounded).
 
 #[path = "common/wire_case.rs"]
 mod wire_case;
@@ -24,7 +24,7 @@ fn seeds() -> Vec<Vec<u8>> {
     base.write(&mut recipe).unwrap();
     let ids: Vec<_> = base.entries.iter().map(|e| e.fp).collect();
     let tag = |t: u8, b: &[u8]| [&[t][..], b].concat();
-    vec![tag(0, &pack), tag(1, &d), tag(2, &encode_ids(&ids)), tag(3, &recipe), tag(4, b"bytes=10-99"), tag(4, b"bytes=-5"), tag(4, b"bytes=3-")]
+    vec![tag(0, &pack), tag(1, &d), tag(2, &encode_ids(&ids)), tag(3, &recipe), tag(4, b"bytes=10-99"), tag(4, b"bytes=-5"), tag(4, b"bytes=3-"), tag(5, b"dir/file.txt"), tag(5, "caf\u{e9}/r\u{e9}sum\u{e9}.pdf".as_bytes()), tag(6, format!("Bearer {}", wire_case::TOKEN).as_bytes())]
 }
 
 #[test]
@@ -32,10 +32,21 @@ fn valid_bodies_pass_their_checks() {
     for s in seeds() {
         wire_case::check(&s).unwrap();
     }
+    // scripts/fuzz.sh seeds the cargo-fuzz corpus of the `wire` target with these bodies.
+    if let Some(dir) = std::env::var_os("CUTPOINT_FUZZ_SEEDS") {
+        for (i, s) in seeds().iter().enumerate() {
+            std::fs::write(std::path::Path::new(&dir).join(format!("seed-{i}")), s).unwrap();
+        }
+    }
     // And the valid ones are accepted, not merely not rejected badly.
     let s = seeds();
     assert_eq!(cutpoint_core::protocol::pack::decode_pack(&s[0][1..], true).unwrap().1.len(), 4);
     assert_eq!(delta::parse(&s[1][1..]).unwrap().expand(&wire_case::base()).unwrap().entries.len(), 6);
+    assert!(cutpoint_core::protocol::name::validate_name(std::str::from_utf8(&s[8][1..]).unwrap()).is_ok());
+    let grant = format!("{} a rw", cutpoint_core::hex(&HashAlg::Blake3.digest(wire_case::TOKEN.as_bytes()).unwrap()));
+    let t = cutpoint_store::auth::Tokens::parse(&grant).unwrap();
+    let h = std::str::from_utf8(&s[9][1..]).unwrap();
+    assert!(cutpoint_store::auth::authorize(Some(&t), Some(h), "a", cutpoint_store::auth::Scope::Write).is_ok());
 }
 
 #[test]

@@ -3,10 +3,15 @@
 //! rest is its input. Every parser must return a value or an error — never panic, hang or
 //! allocate without bound — and what it accepts must be consistent.
 
+use cutpoint_core::protocol::name::{encode_segment, name_from_key, name_key, validate_name, validate_namespace};
 use cutpoint_core::protocol::{delta, pack, query};
 use cutpoint_core::rapid::{Recipe, RecipeEntry};
 use cutpoint_core::HashAlg;
+use cutpoint_store::auth::{authorize, Scope, Tokens};
 use cutpoint_store::range::parse_range;
+
+/// The token the fixed tokens file of the `Authorization` case grants (`rw` on namespace `a`).
+pub const TOKEN: &str = "cpt_0123456789abcdef";
 
 /// A small base recipe that deltas are expanded against.
 pub fn base() -> Recipe {
@@ -22,7 +27,7 @@ pub fn base() -> Recipe {
 
 pub fn check(input: &[u8]) -> Result<(), String> {
     let Some((&which, body)) = input.split_first() else { return Ok(()) };
-    match which % 5 {
+    match which % 7 {
         0 => {
             // A pack: what verifies must be a frame list whose data hashes to the ids.
             if let Ok((alg, frames)) = pack::decode_pack(body, true) {
@@ -61,7 +66,7 @@ pub fn check(input: &[u8]) -> Result<(), String> {
                 }
             }
         }
-        _ => {
+        4 => {
             // A Range header against a few lengths: a range given is inside the file.
             for len in [0u64, 1, 100, u64::MAX / 2] {
                 if let Ok(Some(r)) = parse_range(Some(body), len) {
@@ -69,6 +74,53 @@ pub fn check(input: &[u8]) -> Result<(), String> {
                         return Err(format!("range {r:?} for a file of {len} bytes"));
                     }
                 }
+            }
+        }
+        5 => {
+            // A file name and a namespace (URL path segments, after percent-decoding; a name
+            // that is not UTF-8 is refused before these). What is accepted is safe as a key.
+            let Ok(text) = std::str::from_utf8(body) else { return Ok(()) };
+            if validate_name(text).is_ok() {
+                if text.is_empty() || text.len() > 255 || text.starts_with('/') || text.chars().any(char::is_control) {
+                    return Err(format!("accepted name {text:?}"));
+                }
+                if text.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+                    return Err(format!("accepted a traversal name {text:?}"));
+                }
+                if name_from_key(&name_key(text)).as_deref() != Some(text) {
+                    return Err(format!("name {text:?} does not survive its key"));
+                }
+                if !encode_segment(text).bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(&b)) {
+                    return Err(format!("name {text:?} encodes to an unsafe segment"));
+                }
+            }
+            if validate_namespace(text).is_ok()
+                && (text.is_empty() || text.starts_with('.') || text.contains('/') || text.len() > 64)
+            {
+                return Err(format!("accepted namespace {text:?}"));
+            }
+            // Any text as a recipe key: decodes to something or nothing, without a panic.
+            let _ = name_from_key(text);
+        }
+        _ => {
+            // An Authorization header against a fixed tokens file, and the text as a tokens
+            // file. A grant is given only for the token itself, only on its namespace, and
+            // a read token never writes.
+            let line = format!("{} a rw\n", cutpoint_core::hex(&HashAlg::Blake3.digest(TOKEN.as_bytes()).unwrap()));
+            let tokens = Tokens::parse(&format!("# fixed\n{line}")).map_err(|e| e.to_string())?;
+            let Ok(h) = std::str::from_utf8(body) else { return Ok(()) };
+            for ns in ["a", "b"] {
+                for need in [Scope::Read, Scope::Write] {
+                    let ok = authorize(Some(&tokens), Some(h), ns, need).is_ok();
+                    let right = ns == "a" && h.strip_prefix("Bearer ").map(str::trim) == Some(TOKEN);
+                    if ok != right {
+                        return Err(format!("Authorization {h:?} on {ns}: granted {ok}"));
+                    }
+                }
+            }
+            if let Ok(t) = Tokens::parse(h) {
+                // A tokens file that parses still gives no grant without its token.
+                let _ = authorize(Some(&t), Some(h), "a", Scope::Write);
             }
         }
     }
