@@ -6,6 +6,7 @@
 // and, for a full run into bench/results, the README's performance section (readme.mjs).
 //
 //   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,browser-push]
+//   (opt-in, not in the default list: --only index-scale, the store's index at 10^7 chunks)
 //
 // Sizes: full = 64 MiB of seeded random bytes for speed rows, medians of 5 (JS: 3); a synthetic
 // versioned dataset of 4 × 32 MiB (`cutpoint gen`); four TypeScript releases as real data
@@ -260,6 +261,12 @@ if (only.includes('store')) {
   // The store end to end: push (first, identical, 1%-modified) and pull of a 1 GiB file through
   // `cutpoint serve` on 127.0.0.1, against chunk + hash alone and a plain whole-file upload.
   await jsonRows('store', 'native', process.execPath, [`${root}bench/harness/store.mjs`, ...(quick ? ['--quick'] : [])])
+}
+if (only.includes('index-scale')) {
+  // Opt-in (not in the default list; ~6 min on 2 vCPUs): the store's SQLite index filled with
+  // 10^7 chunks through Store::ingest, then Store::query batches of 16384 ids, half present:
+  // p50/p99 per batch, ids/s, index size, peak RSS. --quick: 10^5 chunks.
+  await jsonRows('index-scale', 'native', ex('index_scale'), ['--json', '--chunks', quick ? '100000' : '10000000', '--batches', quick ? '20' : '200'])
 }
 if (only.includes('browser-push')) {
   // The web page in Chromium pushing through the library's client (2 workers) vs `cutpoint push`,

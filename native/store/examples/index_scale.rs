@@ -6,6 +6,8 @@
 //!   cargo run --release -p cutpoint-store --example index_scale -- \
 //!       [--chunks 10000000] [--per-pack 100000] [--batches 200] [--batch 16384] [--dir DIR] [--json]
 //!
+//! `--json`: bench rows (section `index`), one JSON object a line, for bench/harness/run.mjs.
+//!
 //! Chunks are 8 bytes (a counter), so the run measures the index, not the disk: a pack of 100k
 //! chunks is ~4 MiB of frames. Prints the fill rate, per-batch query latency p50/p99, ids per
 //! second, the index file size (database + WAL) and the process's peak RSS (`VmHWM`).
@@ -121,16 +123,27 @@ fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let load: Vec<&str> = load.split_whitespace().take(3).collect();
     if json {
-        println!(
-            "{}",
-            serde_json::json!({
-                "chunks": count, "filled_now": count - have, "fill_s": fill_s, "packs": packs,
-                "batch": batch, "batches": batches, "p50_ms": pct(0.5), "p99_ms": pct(0.99), "max_ms": pct(1.0),
-                "ids_per_s": (batch * batches) as f64 / qtime, "query_wall_s": q_s,
-                "index_bytes": db_b, "wal_bytes": wal_b, "peak_rss_kib": rss, "rss_after_fill_kib": rss_after_fill,
-                "cpu": cpu, "loadavg": load,
-            })
-        );
+        // Bench rows (bench/harness/run.mjs --only index-scale): one JSON object a line.
+        let common = serde_json::json!({
+            "section": "index", "runtime": "native", "chunks": count, "batch": batch, "batches": batches,
+            "index_bytes": db_b, "wal_bytes": wal_b, "peak_rss_kib": rss, "fill_s": fill_s, "query_wall_s": q_s, "cpu": cpu, "loadavg": load,
+        });
+        let row = |name: &str, what: String, value: f64, unit: &str| {
+            let mut r = common.clone();
+            let o = r.as_object_mut().unwrap();
+            o.insert("name".into(), name.into());
+            o.insert("what".into(), what.into());
+            o.insert("value".into(), value.into());
+            o.insert("unit".into(), unit.into());
+            println!("{r}");
+        };
+        let half = format!("{batch} ids, half present, index of {count} chunks");
+        row("index/query/p50", format!("Store::query batch latency p50 ({half})"), pct(0.5), "ms");
+        row("index/query/p99", format!("Store::query batch latency p99 ({half})"), pct(0.99), "ms");
+        row("index/query/ids", format!("Store::query ids per second ({half})"), (batch * batches) as f64 / qtime, "ids/s");
+        row("index/fill", format!("Store::ingest of {} chunks of 8 B in packs of {per_pack}", count - have), (count - have) as f64 / fill_s.max(1e-9), "chunks/s");
+        row("index/size", format!("index file (SQLite + WAL) at {count} chunks"), (db_b + wal_b) as f64 / 1048576.0, "MiB");
+        row("index/rss", format!("peak RSS of the process (store + client) at {count} chunks"), rss as f64 / 1024.0, "MiB");
     } else {
         println!("index: {count} chunks ({} added now in {fill_s:.1} s, {packs} packs: {:.0} chunks/s)", count - have, (count - have) as f64 / fill_s.max(1e-9));
         println!(
