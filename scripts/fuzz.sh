@@ -45,7 +45,7 @@ fail=0
 for t in $TARGETS; do
   step "fuzz: $t for ${SECONDS_PER_TARGET} s"
   if (cd native/fuzz && cargo +nightly fuzz run -O -a -s "$SANITIZER" "$t" "corpus/$t" -- \
-        -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 2>&1 | tail -n 25); then
+        -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 2>&1 | tail -n 60); then
     echo "fuzz: $t clean"
   else
     echo "fuzz: $t FAILED (input in native/fuzz/artifacts/$t/)" >&2
