@@ -31,8 +31,15 @@ have rustup || not_run "rustup not found (cargo-fuzz needs a nightly toolchain)"
 rustup toolchain list | grep -q '^nightly' || not_run "no nightly toolchain (install: rustup toolchain install nightly; then scripts/install.sh installs cargo-fuzz)"
 cargo +nightly fuzz --version >/dev/null 2>&1 || not_run "cargo-fuzz is not installed (scripts/install.sh installs it when a nightly toolchain is present)"
 
+# The corpus grows from run to run (coverage carries over); past 4000 inputs a target's corpus
+# starts again from the seeds, so its loading time stays bounded.
+for t in $TARGETS; do
+  d="native/fuzz/corpus/$t"
+  if [ -d "$d" ] && [ "$(find "$d" -type f | wc -l)" -gt 4000 ]; then rm -rf "$d"; fi
+  mkdir -p "$d"
+done
 # Seeds for the wire target: the valid bodies the parser tests start from.
-mkdir -p native/fuzz/corpus/wire native/fuzz/corpus/engines
+mkdir -p native/fuzz/corpus/wire
 (cd native && CUTPOINT_FUZZ_SEEDS="$PWD/fuzz/corpus/wire" cargo test --release -q -p cutpoint-store --test parsers valid_bodies 2>&1 | tail -n 3)
 
 step "fuzz: build ($TARGETS; sanitizer $SANITIZER, release with debug assertions)"
