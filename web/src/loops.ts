@@ -122,10 +122,10 @@ export interface Chunker {
   readonly rapid?: RapidResult
 }
 
-function rapidChunker(session: RapidSession): Chunker {
-  let closed = false
-  const guard = async <T>(f: () => Promise<T>): Promise<T> => {
-    if (closed) throw new Error('cutpoint: the chunker is closed')
+/** Wraps a chunker's calls: refused once it is closed, and an error closes it. */
+function guarded(isClosed: () => boolean, close: () => void) {
+  return async <T>(f: () => Promise<T>): Promise<T> => {
+    if (isClosed()) throw new Error('cutpoint: the chunker is closed')
     try {
       return await f()
     } catch (e) {
@@ -133,6 +133,11 @@ function rapidChunker(session: RapidSession): Chunker {
       throw e
     }
   }
+}
+
+function rapidChunker(session: RapidSession): Chunker {
+  let closed = false
+  const guard = guarded(() => closed, () => close())
   const close = () => {
     closed = true
     session.close()
@@ -200,15 +205,7 @@ export async function createChunker(opts: ChunkOptions = {}): Promise<Chunker> {
       base = keep
     }
   }
-  const guard = async <T>(f: () => Promise<T>): Promise<T> => {
-    if (closed) throw new Error('cutpoint: the chunker is closed')
-    try {
-      return await f()
-    } catch (e) {
-      close()
-      throw e
-    }
-  }
+  const guard = guarded(() => closed, () => close())
   const close = () => {
     if (closed) return
     closed = true
