@@ -19,6 +19,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { chromium } from 'playwright-core'
+import { storeDataset } from './store-data.mjs'
 
 const root = new URL('../../', import.meta.url).pathname
 const argv = process.argv.slice(2)
@@ -31,14 +32,7 @@ const gcMode = argv.includes('--gc')
 const cli = `${root}native/target/release/cutpoint`
 const exe = process.env.CUTPOINT_CHROMIUM ?? '/usr/bin/chromium'
 const log = (l) => process.stderr.write(`${l}\n`)
-const bytesOf = (s) => Number(s.replace(/[kmg]$/i, '')) * { k: 1024, m: 1 << 20, g: 1 << 30 }[s.slice(-1).toLowerCase()]
-const total = bytesOf(size)
-const mods = Math.round((total * 0.01) / 65536)
-const dataDir = `${root}bench/data/store-${size}-${mods}`
-if (!existsSync(`${dataDir}/v1.bin`)) {
-  log(`generating ${dataDir} (v0 ${size} random, v1 = ${mods} edits of 64 KiB)`)
-  execFileSync(cli, ['gen', '--out', dataDir, '--size', size, '--versions', '1', '--mods', String(mods), '--mod-size', '65536', '--seed', '9'], { stdio: ['ignore', 'ignore', 'inherit'] })
-}
+const { total, mods, dataDir } = storeDataset(root, cli, size, log)
 const app = `${root}web/app/dist`
 if (!existsSync(`${app}/index.html`) || process.env.CUTPOINT_BENCH_REBUILD !== '0') {
   log('building the page: vite build -c web/app/vite.config.ts')

@@ -19,6 +19,7 @@ import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, createReadStream, createWriteStream, mkdirSync } from 'node:fs'
 import { createServer, request } from 'node:http'
 import os from 'node:os'
+import { storeDataset } from './store-data.mjs'
 
 const root = new URL('../../', import.meta.url).pathname
 const argv = process.argv.slice(2)
@@ -44,16 +45,7 @@ const cli = `${root}native/target/release/cutpoint`
 const size = opt('--size', quick ? '16m' : '1g')
 const reps = Number(opt('--reps', quick ? '1' : '3'))
 const log = (l) => process.stderr.write(`${l}\n`)
-const bytesOf = (s) => Number(s.replace(/[kmg]$/i, '')) * { k: 1024, m: 1 << 20, g: 1 << 30 }[s.slice(-1).toLowerCase()]
-const total = bytesOf(size)
-const mods = Math.round((total * 0.01) / 65536)
-const dataDir = `${root}bench/data/store-${size}-${mods}`
-if (!existsSync(`${dataDir}/v1.bin`)) {
-  log(`generating ${dataDir} (v0 ${size} random, v1 = ${mods} edits of 64 KiB)`)
-  execFileSync(cli, ['gen', '--out', dataDir, '--size', size, '--versions', '1', '--mods', String(mods), '--mod-size', '65536', '--seed', '9'], { stdio: ['ignore', 'ignore', 'inherit'] })
-}
-const v0 = `${dataDir}/v0.bin`
-const v1 = `${dataDir}/v1.bin`
+const { total, mods, dataDir, v0, v1 } = storeDataset(root, cli, size, log)
 const clk = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
 const serverCpu = (pid) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
