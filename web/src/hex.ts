@@ -31,14 +31,35 @@ export function hexDigests(d: Uint8Array, n: number, size = 32): string[] {
   return out
 }
 
+// Nibble values of char codes (-1: not a hex digit).
+const NIB = new Int8Array(128).fill(-1)
+for (let i = 0; i < 16; i++) {
+  NIB['0123456789abcdef'.charCodeAt(i)] = i
+  NIB['0123456789ABCDEF'.charCodeAt(i)] = i
+}
+
 /** The bytes of a hex string (even length, 0-9 a-f A-F); throws on anything else. */
 export function unhex(h: string): Uint8Array {
   if (h.length % 2 !== 0) throw new Error(`cutpoint: odd-length hex string`)
   const out = new Uint8Array(h.length / 2)
-  for (let i = 0; i < out.length; i++) {
-    const v = parseInt(h.substr(2 * i, 2), 16)
-    if (Number.isNaN(v)) throw new Error(`cutpoint: not a hex string: ${h.slice(0, 70)}`)
-    out[i] = v
-  }
+  unhexInto(h, out, 0)
   return out
+}
+
+/**
+ * Writes the bytes of hex string `h` into `out` at `at` (no new array: the push loop decodes
+ * every chunk id this way, where `parseInt` per byte was its largest cost). Throws on an odd
+ * length or a character that is not a hex digit.
+ */
+export function unhexInto(h: string, out: Uint8Array, at: number): void {
+  const n = h.length >> 1
+  if (h.length !== 2 * n) throw new Error(`cutpoint: odd-length hex string`)
+  for (let i = 0; i < n; i++) {
+    const a = h.charCodeAt(2 * i)
+    const b = h.charCodeAt(2 * i + 1)
+    const hi = a < 128 ? NIB[a] : -1
+    const lo = b < 128 ? NIB[b] : -1
+    if ((hi | lo) < 0) throw new Error(`cutpoint: not a hex string: ${h.slice(0, 70)}`)
+    out[at + i] = (hi << 4) | lo
+  }
 }

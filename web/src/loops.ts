@@ -4,7 +4,7 @@
 import { stage1Job, type Stage1Res } from '../../common/protocol.js'
 import type { WasmStage2 } from '../../common/wasm.js'
 import { Breather, Emitter, iterable, type Chunk, type ChunkIterable } from './emitter.js'
-import { checkChunkOptions, resolve, type ChunkOptions, type Resolved } from './options.js'
+import { BLOB_SPAN, checkChunkOptions, DEFAULT_SPAN, resolve, type ChunkOptions, type Resolved } from './options.js'
 import { RapidSession, type RapidResult } from './rapid.js'
 import { need } from './runtime.js'
 import { pieces, type Input, type sourceOf } from './sources.js'
@@ -55,7 +55,7 @@ export function chunkRapid(input: Input, opts: ChunkOptions): ChunkIterable {
 }
 
 export async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: ChunkOptions): AsyncGenerator<Chunk[]> {
-  const r = await resolve(opts)
+  const r = await resolve(opts, src.desc.kind === 'blob' ? BLOB_SPAN : DEFAULT_SPAN)
   const size = await src.size()
   const pool = await startPool(r, src.desc)
   const st2 = new (need().mod.Stage2)(r.profile.canonical)
