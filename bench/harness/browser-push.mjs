@@ -12,6 +12,10 @@
 // Browser time: the page's own (from the push call to its result, `data-elapsed-ms`); native
 // time: the whole `cutpoint push` process. Figures are medians of the repetitions. Also the peak
 // memory (PSS summed over the browser's processes, sampled every 250 ms) during the first push.
+// And two floors in the same browser, same file, no store and no chunking: Chromium reading the
+// File (2 workers, 16 MiB slices, what the chunking workers do) and Chromium uploading it
+// (`fetch` POSTs of the File's own 8 MiB slices, 2 in flight, to a sink on 127.0.0.1 that only
+// counts bytes): what a browser push cannot go below on this machine whatever the library does.
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, linkSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { createReadStream } from 'node:fs'
@@ -71,6 +75,13 @@ const stop = (p) => new Promise((r) => (p.exitCode !== null ? r() : (p.once('exi
 // The page, cross-origin isolated like the dev server.
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' }
 const server = http.createServer((req, res) => {
+  // The floors' sink: takes a body, answers its length (what the store would read, no storing).
+  if (req.method === 'POST' && req.url === '/sink') {
+    let n = 0
+    req.on('data', (d) => (n += d.length))
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ n })))
+    return
+  }
   const file = path.join(app, path.normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)))
   if (!file.startsWith(app) || !existsSync(file) || !statSync(file).isFile()) return res.writeHead(404).end()
   res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream', 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' })
@@ -91,6 +102,51 @@ function browserPss() {
     } catch {}
   }
   return sum
+}
+
+/** Chromium's own floors for `file` in `page` (see the head of this file), seconds. */
+async function floors(page, file) {
+  await page.evaluate(() => {
+    const i = document.createElement('input')
+    i.type = 'file'
+    i.id = 'floor-file'
+    i.hidden = true
+    document.body.append(i)
+  })
+  await page.setInputFiles('#floor-file', file)
+  return page.evaluate(async () => {
+    const f = document.getElementById('floor-file').files[0]
+    let t0 = performance.now()
+    const src = `onmessage = async (e) => { const { f, a, b } = e.data; let n = 0
+      for (let o = a; o < b; o += 16 << 20) n += (await f.slice(o, Math.min(o + (16 << 20), b)).arrayBuffer()).byteLength
+      postMessage(n) }`
+    const url = URL.createObjectURL(new Blob([src], { type: 'text/javascript' }))
+    const half = Math.ceil(f.size / 2)
+    const got = await Promise.all(
+      [0, 1].map((i) => new Promise((res, rej) => {
+        const w = new Worker(url)
+        w.onmessage = (e) => (w.terminate(), res(e.data))
+        w.onerror = (e) => (w.terminate(), rej(new Error(e.message)))
+        w.postMessage({ f, a: i * half, b: Math.min(f.size, (i + 1) * half) })
+      })),
+    )
+    const read_s = (performance.now() - t0) / 1000
+    if (got[0] + got[1] !== f.size) throw new Error(`read ${got[0] + got[1]} of ${f.size} bytes`)
+    t0 = performance.now()
+    const inflight = new Set()
+    let sent = 0
+    for (let o = 0; o < f.size; o += 8 << 20) {
+      while (inflight.size >= 2) await Promise.race(inflight)
+      const p = fetch('/sink', { method: 'POST', body: f.slice(o, o + (8 << 20)) })
+        .then((r) => r.json())
+        .then((j) => (sent += j.n))
+        .finally(() => inflight.delete(p))
+      inflight.add(p)
+    }
+    await Promise.all([...inflight])
+    if (sent !== f.size) throw new Error(`the sink got ${sent} of ${f.size} bytes`)
+    return { read_s, upload_s: (performance.now() - t0) / 1000 }
+  })
 }
 
 const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
@@ -149,6 +205,8 @@ try {
         run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), sent_bytes: Number(row.sentBytes), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak }
       }
     } finally {
+      run.floor = await floors(page, files.base)
+      log(`  floors: Chromium reads the File in ${run.floor.read_s.toFixed(2)} s, uploads it to a sink in ${run.floor.upload_s.toFixed(2)} s`)
       await page.close()
       await stop(bs)
     }
@@ -186,5 +244,10 @@ for (const [k, what] of [['base', `browser push (Chromium, web page, ${workers} 
     native_sent_bytes: runs.at(-1)[`native_${k}`].sent_bytes,
   })
 }
+// The floors, and the push against them (a ratio near 1: the browser itself is the limit).
+const readS = med(runs.map((x) => x.floor.read_s))
+const upS = med(runs.map((x) => x.floor.upload_s))
+emit({ name: 'store/browser-push/floor-read', what: `Chromium reading the ${size} File, 2 workers, 16 MiB slices (no chunking)`, value: total / readS / 1e9, unit: 'GB/s', seconds: readS, browser_mod_over_floor: med(runs.map((x) => x.browser_mod.s)) / readS })
+emit({ name: 'store/browser-push/floor-upload', what: `Chromium uploading the ${size} File: fetch POSTs of its 8 MiB slices, 2 in flight, to a sink on 127.0.0.1`, value: total / upS / 1e9, unit: 'GB/s', seconds: upS, vs_native: med(runs.map((x) => x.native_base.s)) / upS, native_push_seconds: med(runs.map((x) => x.native_base.s)), browser_first_over_floor: med(runs.map((x) => x.browser_base.s)) / upS, native_over_floor: med(runs.map((x) => x.native_base.s)) / upS })
 const peak = Math.max(...runs.map((x) => x.browser_base.pss_peak))
 process.stdout.write(`${JSON.stringify({ section: 'memory', runtime: 'chromium', name: `memory/browser-push/${size}${gcMode ? '/gc' : ''}`, what: `peak PSS of the browser's processes during the web page's push of a ${size} File (${workers} workers)${gcMode ? ', garbage collected before each sample' : ''}`, value: peak / 2 ** 20, unit: 'MiB', size, hash: 'blake3', workers, before_mib: Math.min(...runs.map((x) => x.browser_base.pss_before)) / 2 ** 20, chunks: runs.at(-1).browser_base.chunks, seconds: runs.at(-1).browser_base.s })}\n`)

@@ -57,12 +57,13 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
     if (r.engine === 'reference' || r.engine === 'sequential') return `${r.engine} (1 thread)`
     if (r.engine === 'stage1') return `stage 1 only: ${r.backend}`
     if (r.engine === 'sscdc') return `SS-CDC ${r.backend}, 1 thread`
-    if (r.engine === 'sscdc-threads') return `SS-CDC default backend (${r.backend}), ${r.threads} thread${r.threads > 1 ? 's' : ''}`
+    if (r.engine === 'sscdc-threads') return `SS-CDC default engine (${r.backend}), ${r.threads} thread${r.threads > 1 ? 's' : ''}`
+    if (r.engine === 'skip-min') return `skip-MIN engine (gear), ${r.threads} thread${r.threads > 1 ? 's' : ''}`
     if (r.engine === 'naive') return `naive 1 MiB segments, ${r.threads} thread${r.threads > 1 ? 's' : ''}`
     return r.name
   }
   const order = (rows) => rows.sort((a, b) => rank(a) - rank(b))
-  const rank = (r) => ({ reference: 0, sequential: 1, stage1: 2, sscdc: 3, 'sscdc-threads': 4, naive: 5 })[r.engine] * 100 + (r.threads ?? 0)
+  const rank = (r) => ({ reference: 0, sequential: 1, stage1: 2, sscdc: 3, 'sscdc-threads': 4, 'skip-min': 5, naive: 6 })[r.engine] * 100 + (r.threads ?? 0)
   const cols = PROFILE_ORDER.filter((p) => nat.some((r) => r.profile === p))
   out.push('\n### Chunking, native: GB/s (× the optimized sequential chunker, the paper\'s baseline)\n')
   out.push('Profiles are `FAMILY:AVG/4:AVG:AVG×8`. "stage 1 only" rows time the rolling-hash kernel alone (`avx512-gather` = the SS-CDC paper\'s gather design, `avx512` = what dispatch runs: GF(2)-affine for crc32/rabin); SS-CDC rows are the whole engine (stage 1 + stage 2, no fingerprints).\n')
@@ -73,7 +74,7 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
   img('chunking-native.svg', 'native chunking throughput per engine and profile')
   out.push('\nRatio to memcpy (native memcpy of the same buffer) and parallel efficiency (GB/s ÷ (1-thread GB/s × threads)), native:\n')
   {
-    const sel = order(nat.filter((r) => r.engine === 'sscdc-threads' || r.engine === 'naive' || (r.engine === 'sscdc' && r.backend === res.dispatch?.[r.family])))
+    const sel = order(nat.filter((r) => r.engine === 'sscdc-threads' || r.engine === 'skip-min' || r.engine === 'naive' || (r.engine === 'sscdc' && r.backend === res.dispatch?.[r.family])))
     const p = pivot(sel, label, (r) => r.profile, (r) => `${f2(r.ratio_to_memcpy)}${r.efficiency ? ` / eff ${f2(r.efficiency)}` : ''}`, cols)
     out.push(table(['engine', ...p.cols], p.body))
   }
@@ -169,7 +170,7 @@ function specs(res) {
   const nat = R.filter((r) => r.section === 'chunking' && r.runtime === 'native' && r.threads === 1)
   s['chunking-native.svg'] = {
     title: 'Native chunking, one thread (GB/s)', ...W,
-    data: { values: nat.map((r) => ({ profile: r.profile, engine: r.engine === 'sscdc' ? `SS-CDC ${r.backend}` : r.engine === 'stage1' || r.engine === 'sscdc-threads' ? null : r.engine === 'naive' ? 'naive (1 MiB segments)' : r.engine, gbs: r.value })).filter((x) => x.engine) },
+    data: { values: nat.map((r) => ({ profile: r.profile, engine: r.engine === 'sscdc' ? `SS-CDC ${r.backend}` : r.engine === 'stage1' || r.engine === 'sscdc-threads' || (r.engine === 'skip-min' && r.threads > 1) ? null : r.engine === 'naive' ? 'naive (1 MiB segments)' : r.engine === 'skip-min' ? 'skip-MIN (gear)' : r.engine, gbs: r.value })).filter((x) => x.engine) },
     mark: 'bar',
     encoding: { x: { field: 'profile', type: 'nominal', sort: PROFILE_ORDER, axis: { labelAngle: -30 } }, xOffset: { field: 'engine' }, y: { field: 'gbs', type: 'quantitative', title: 'GB/s' }, color: { field: 'engine', type: 'nominal', scale: { scheme: 'tableau10' } } },
   }

@@ -280,9 +280,25 @@ fn chunking(a: &Args, data: &[u8]) {
                     n,
                     t,
                     ex(
-                        json!({"engine": "sscdc-threads", "backend": e.backend().name(), "threads": th, "chunks": chunks}),
+                        json!({"engine": "sscdc-threads", "backend": e.kernel_name(), "threads": th, "chunks": chunks}),
                     ),
                 );
+                // gear: the skip-MIN engine forced on (the default engine uses it only where the
+                // calibration measured it faster), with its speculative parts on several threads.
+                if family == "gear" {
+                    let e = e.with_skip_min(true).unwrap();
+                    assert_eq!(e.cuts(data), expect, "skip-min {ps} t{th}");
+                    let t = time(a.reps, || {
+                        black_box(e.cuts(black_box(data)));
+                    });
+                    speed(
+                        "chunking",
+                        &format!("chunk/native/skip-min/{ps}/t{th}"),
+                        n,
+                        t,
+                        ex(json!({"engine": "skip-min", "backend": "skip-min", "threads": th, "chunks": chunks})),
+                    );
+                }
                 let seg = 1 << 20;
                 let cuts = naive_parallel(&p, data, seg, th);
                 let t = time(a.reps, || {
