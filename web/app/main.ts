@@ -4,7 +4,7 @@
 //
 // State lives in plain objects; the DOM shows it. Each file row carries its exact numbers as
 // data-* attributes (bytes, chunks, novel/sent bytes, version), which the Playwright test reads.
-import { init, createClient, type Client, type FileVersion, type PushProgress, type PushResult, type ChunkInfo } from '@cutpoint/web'
+import { init, createClient, type Client, type FileVersion, type PushProgress, type PushResult, type ChunkInfo, type PendingPush } from '@cutpoint/web'
 import { ChunkMap } from './chunkmap'
 import * as fmt from './format'
 import { loadSettings, saveSettings, storeBase, type Settings } from './settings'
@@ -87,6 +87,7 @@ async function connect(): Promise<void> {
     status.textContent = message(e)
     status.className = 'status bad'
   }
+  await refreshPending()
   await refreshList()
 }
 
@@ -150,7 +151,9 @@ function render(job: Job): void {
   li.dataset.state = job.state
   const stage = job.state === 'running' ? (p?.stage ?? 'starting') : job.state
   const state = li.querySelector('.job-state')!
-  state.textContent = job.state === 'error' ? `error: ${job.error}` : job.state === 'done' && r ? `done: version ${r.version}` : stage
+  const resumed = r?.resumed ?? p?.resumed
+  const again = resumed ? ` (resumed: ${fmt.count(resumed.packs)} pack${resumed.packs === 1 ? '' : 's'} already stored)` : ''
+  state.textContent = (job.state === 'error' ? `error: ${job.error}` : job.state === 'done' && r ? `done: version ${r.version}` : stage) + again
   ;(li.querySelector('.retry') as HTMLButtonElement).hidden = !(job.state === 'error' || job.state === 'stopped')
   const bytes = r?.bytes ?? p?.bytes ?? 0
   const novel = r?.novelBytes ?? p?.novelBytes ?? 0
@@ -168,8 +171,12 @@ function render(job: Job): void {
     ['chunks', `${fmt.count(chunks)} (${fmt.count(novelChunks)} novel, ${fmt.count(job.map.hintedChunks)} hinted)`],
     ['dedup ratio', fmt.ratio(ratio)],
     ['throughput', fmt.rate(thr)],
+    ...(resumed ? [['resumed', `${fmt.count(resumed.packs)} packs, ${fmt.bytes(resumed.bytes)} stored before`] as [string, string]] : []),
   ])
   Object.assign(li.dataset, {
+    resumedPacks: resumed ? String(resumed.packs) : '',
+    resumedChunks: resumed ? String(resumed.chunks) : '',
+    resumedBytes: resumed ? String(resumed.bytes) : '',
     size: String(job.file.size),
     bytes: String(bytes),
     novelBytes: String(novel),
@@ -282,7 +289,50 @@ async function pushOne(job: Job): Promise<void> {
     if (frame) cancelAnimationFrame(frame)
     frame = 0
     render(job)
+    await refreshPending()
   }
+}
+
+// ---- unfinished pushes (the library's journal in IndexedDB) ------------------------------------
+
+/** Lists the pushes of this store and namespace that a reload, a closed tab or an error cut off. */
+async function refreshPending(): Promise<void> {
+  const box = $('pending-box')
+  const list = $('pending')
+  let entries: PendingPush[] = []
+  try {
+    entries = (await (await getClient()).pending()).filter((e) => e.state !== 'running')
+  } catch {
+    entries = []
+  }
+  list.replaceChildren()
+  for (const e of entries) {
+    const li = el('li')
+    Object.assign(li.dataset, { name: e.name, file: e.fileName, size: String(e.size), sent: String(e.sentBytes), packs: String(e.packs), state: e.state })
+    const pct = e.size > 0 ? Math.min(100, Math.floor((100 * e.sentBytes) / e.size)) : 0
+    const when = new Date(e.updatedAt).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+    const file = e.fileName && e.fileName !== e.name.split('/').pop() ? ` (${e.fileName})` : ''
+    const why = e.state === 'failed' && e.error ? `: ${e.error}` : ''
+    const what = el('span', 'what', `${e.name}${file} — ${pct}% sent (${fmt.bytes(e.sentBytes)} of ${fmt.bytes(e.size)}), ${e.state} ${when}${why} — pick or drop the same file to resume`)
+    const forget = el('button', 'forget', 'Forget')
+    forget.type = 'button'
+    forget.setAttribute('aria-label', `Forget the unfinished push of ${e.name}`)
+    forget.addEventListener('click', async () => {
+      forget.disabled = true
+      try {
+        await (await getClient()).forget(e)
+      } finally {
+        await refreshPending()
+        // Keep the keyboard somewhere sensible: the next Forget, else the drop zone.
+        ;(list.querySelector<HTMLButtonElement>('button.forget') ?? $('drop')).focus()
+      }
+    })
+    li.append(what, forget)
+    list.append(li)
+  }
+  box.hidden = entries.length === 0
+  list.dataset.count = String(entries.length)
+  document.body.dataset.pending = '1'
 }
 
 function enqueue(files: { file: File; name: string }[]): void {

@@ -10,6 +10,7 @@ import type { PushInput } from './input.js'
 import { pull, type PullInfo, type PullOptions } from './pull.js'
 import { push, type PushOptions, type PushResult } from './push.js'
 import { wire } from './wire.js'
+import { forgetPush, pendingPushes, type PendingPush } from './journal.js'
 
 export interface ClientOptions {
   /** The store's URL, e.g. `http://127.0.0.1:7373` (what `cutpoint serve` listens on by default). */
@@ -61,6 +62,14 @@ export interface Client {
   fileUrl(name: string, version?: number): Promise<string>
   /** The store's `GET /v1` (service, protocol, limits); rejects when it is not a cutpoint store. */
   info(): Promise<Record<string, any>>
+  /**
+   * Browsers: the unfinished pushes of File/Blob inputs to this store and namespace, kept in
+   * IndexedDB across reloads (newest first; [] where there is no IndexedDB). Push the same file
+   * under the same name again to resume one; `forget` drops one.
+   */
+  pending(): Promise<PendingPush[]>
+  /** Drops an unfinished push's record (an entry of `pending()`, or its `id`). */
+  forget(entry: PendingPush | string): Promise<void>
   /** Stops the workers. */
   close(): Promise<void>
   readonly store: string
@@ -155,6 +164,13 @@ export function createClient(opts: ClientOptions): Client {
       const v: any = await res.json().catch(() => undefined)
       if (v?.service !== 'cutpoint') throw new StoreError(`cutpoint: ${h.base} is not a cutpoint store`, { code: 'protocol' })
       return v
+    },
+    async pending() {
+      const h = await ready()
+      return pendingPushes(h.base, h.ns)
+    },
+    async forget(entry) {
+      return forgetPush(entry)
     },
     async close() {
       closed = true

@@ -20,6 +20,7 @@ import { checkAbort, StoreError, usage } from './errors.js'
 import { Http, sleep } from './http.js'
 import { isStream, openReader, StreamWindow, type PushInput, type RangeReader } from './input.js'
 import { wire } from './wire.js'
+import { PushJournal, type Resumed } from './journal.js'
 
 export interface PushProgress {
   stage: 'chunking' | 'querying' | 'uploading' | 'committing' | 'done'
@@ -34,6 +35,8 @@ export interface PushProgress {
   dedupRatio: number
   /** Bytes per second processed. */
   throughput: number
+  /** A push started again of a file whose earlier attempt the journal kept (browsers; see journal.ts). */
+  resumed?: Resumed
 }
 
 export interface ChunkInfo {
@@ -79,6 +82,12 @@ export interface PushResult {
   seconds: number
   profile: string
   hash: string
+  /**
+   * Browsers, a File/Blob input: an earlier attempt of this push (the same store, namespace, name,
+   * file, profile, fingerprint) was cut off, and its journal gave the chunks the store had
+   * acknowledged in packs: not queried again (the commit still checks them all).
+   */
+  resumed?: Resumed
 }
 
 /** What a client gives each push. */
@@ -143,6 +152,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
   const onUserAbort = () => inner.abort(userSignal!.reason)
   userSignal?.addEventListener('abort', onUserAbort, { once: true })
   let succeeded = false
+  let journal: PushJournal | undefined
   try {
     // Counters (the native report's fields).
     let bytes = 0
@@ -173,6 +183,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
         novelChunks,
         dedupRatio: novelBytes ? bytes / novelBytes : Infinity,
         throughput: secs > 0 ? bytes / secs : 0,
+        resumed: journal?.resumed,
       })
     }
     progress(true)
@@ -200,6 +211,9 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
       } else await res.body?.cancel()
     }
     const baseIds = new Set(known)
+    // The journal (browsers, File/Blob): what an earlier attempt had stored is known present.
+    journal = await PushJournal.open({ store: http.base, namespace: http.ns, name, profile, hash }, input, () => ({ stage, bytes, chunks, novelBytes }))
+    if (journal) for (const id of journal.known) known.add(id)
 
     const stream = isStream(input)
     let reader: RangeReader
@@ -234,12 +248,15 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     const header = wire().packHeader(hash)
     const pack = new PackBuffer(header, ctx.packSize)
     const idBuf = new Uint8Array(32)
+    let packNovel: Novel[] = []
     let packCount = 0
     const inflight = new Set<Promise<void>>()
 
     const upload = async () => {
       pack.add(wire().packEnd(packCount))
       const body = pack.take()
+      const inPack = packNovel
+      packNovel = []
       packCount = 0
       while (inflight.size >= ctx.concurrency) await Promise.race(inflight)
       if (failure) throw failure
@@ -251,6 +268,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
           sent += packSizeOf(body)
           packBytes += packSizeOf(body)
           packs++
+          journal?.acked(inPack)
           progress()
         })
         .catch((e) => {
@@ -275,6 +293,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
           const at = n.off - list[i].off
           unhexInto(n.id, idBuf, 0)
           pack.add(wire().packFrameHead(n.len, idBuf), buf.subarray(at, at + n.len))
+          packNovel.push(n)
           packCount++
           if (pack.len >= ctx.packSize) await upload()
         }
@@ -475,8 +494,9 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
           }
         }
         stage = 'done'
-        progress(true)
         succeeded = true
+        await journal?.succeeded()
+        progress(true)
         return {
           name,
           version,
@@ -496,6 +516,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
           seconds: (performance.now() - t0) / 1000,
           profile,
           hash,
+          resumed: journal?.resumed,
         }
       } finally {
         if (full !== recipe) full.free()
@@ -508,6 +529,9 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
       base?.recipe.free()
       await reader.close()
     }
+  } catch (e) {
+    await journal?.failed(e, !!userSignal?.aborted)
+    throw e
   } finally {
     userSignal?.removeEventListener('abort', onUserAbort)
     if (!succeeded) inner.abort(new StoreError('cutpoint: the push failed', { code: 'aborted' }))
