@@ -310,7 +310,7 @@ async function refreshPending(): Promise<void> {
     const li = el('li')
     Object.assign(li.dataset, { name: e.name, file: e.fileName, size: String(e.size), sent: String(e.sentBytes), packs: String(e.packs), state: e.state })
     const pct = e.size > 0 ? Math.min(100, Math.floor((100 * e.sentBytes) / e.size)) : 0
-    const when = new Date(e.updatedAt).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+    const when = new Date(e.updatedAt).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', hour12: false })
     const file = e.fileName && e.fileName !== e.name.split('/').pop() ? ` (${e.fileName})` : ''
     const why = e.state === 'failed' && e.error ? `: ${e.error}` : ''
     const what = el('span', 'what', `${e.name}${file} — ${pct}% sent (${fmt.bytes(e.sentBytes)} of ${fmt.bytes(e.size)}), ${e.state} ${when}${why} — pick or drop the same file to resume`)
