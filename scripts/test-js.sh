@@ -8,6 +8,8 @@
 #                                         real `cutpoint serve` (tests/js/store.ts starts it)
 #   tests/js/web-app.test.ts              the web page (web/app, Vite build) in chromium against
 #                                         real `cutpoint serve`s; screenshots in tests/artifacts/
+#   tests/js/web-journal.test.ts          the push journal (IndexedDB): a push cut off by a page
+#                                         reload resumes without re-sending what was stored
 # The >= 1 GiB picked-File browser test runs too (CUTPOINT_BIG=0 skips it; CUTPOINT_BIG_SIZE=2g,
 # CUTPOINT_BIG_WORKERS=1,2 and CUTPOINT_BIG_OUT=FILE.json change or record it).
 set -euo pipefail
