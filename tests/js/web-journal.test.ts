@@ -6,11 +6,12 @@
 // `cutpoint push` commits and pulls back byte for byte; its journal record is gone afterwards.
 // A record whose chunks the store no longer has (collected by `cutpoint gc --grace 0`) still
 // commits correctly (the commit's 409 sends them again). A push stopped on the page keeps its
-// record ('interrupted'), which the keyboard can forget.
+// record ('interrupted'), which the keyboard can forget. The unfinished list after the reload is
+// saved as tests/artifacts/web-journal-pending.png (not committed).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromium, type BrowserContext, type Page, type Route } from 'playwright-core'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import type { Server } from 'node:http'
 import { root } from './helpers'
@@ -247,6 +248,8 @@ describe('the push journal (IndexedDB) across a page reload', () => {
     expect(Number(listed.packs)).toBe(2)
     expect(listed.text).toMatch(/resume\.bin — \d+% sent .*interrupted .*pick or drop the same file to resume/)
     expect(await page.isVisible('#pending-box')).toBe(true)
+    mkdirSync(`${root}tests/artifacts`, { recursive: true })
+    await page.locator('#pending-box').screenshot({ path: `${root}tests/artifacts/web-journal-pending.png` })
     // Nothing committed.
     expect(JSON.parse(cutpoint(['ls', '--json'], store).stdout)).toEqual([])
 
