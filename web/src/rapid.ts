@@ -14,6 +14,7 @@ import { stage1Job, type Stage1Res } from '../../common/protocol.js'
 import { hexDigests } from './hex.js'
 import { isDeno, isNode, type WasmModule, type WasmRapidRun, type WasmRapidTable } from '../../common/wasm.js'
 import { optBool, optFunction, optInt, optOneOf, shown } from './check.js'
+import { done, req } from './idb.js'
 
 export type Criterion = 'ff' | 'ff+mt' | 'ff+rwt' | 'ff+rwt+fpt'
 export const CRITERIA: readonly Criterion[] = ['ff', 'ff+mt', 'ff+rwt', 'ff+rwt+fpt']
@@ -320,21 +321,6 @@ function idbOpen(idb: IDBFactory, name: string): Promise<IDBDatabase> {
     r.onsuccess = () => resolve(r.result)
     r.onerror = () => reject(new Error(`cutpoint: cannot open IndexedDB '${name}': ${r.error?.message ?? 'error'}`))
     r.onblocked = () => reject(new Error(`cutpoint: IndexedDB '${name}' is blocked by another connection`))
-  })
-}
-
-function done(tx: IDBTransaction): Promise<void> {
-  return new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve()
-    tx.onerror = () => reject(new Error(`cutpoint: IndexedDB: ${tx.error?.message ?? 'error'}`))
-    tx.onabort = () => reject(new Error(`cutpoint: IndexedDB: ${tx.error?.message ?? 'aborted'}`))
-  })
-}
-
-function req<T>(r: IDBRequest<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    r.onsuccess = () => resolve(r.result)
-    r.onerror = () => reject(new Error(`cutpoint: IndexedDB: ${r.error?.message ?? 'error'}`))
   })
 }
 

@@ -14,6 +14,7 @@
 // commit still checks every chunk on the store (a journaled chunk it lost is answered 409 and
 // sent again by the push's commit loop).
 import { hexDigests, unhexInto } from '../hex.js'
+import { done, req } from '../idb.js'
 
 export const JOURNAL_DB = 'cutpoint-push'
 const PUSHES = 'pushes'
@@ -110,21 +111,6 @@ function openDb(): Promise<IDBDatabase> {
   })
   dbPromise.catch(() => (dbPromise = undefined))
   return dbPromise
-}
-
-function done(tx: IDBTransaction): Promise<void> {
-  return new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve()
-    tx.onerror = () => reject(new Error(`cutpoint: IndexedDB: ${tx.error?.message ?? 'error'}`))
-    tx.onabort = () => reject(new Error(`cutpoint: IndexedDB: ${tx.error?.message ?? 'aborted'}`))
-  })
-}
-
-function req<T>(r: IDBRequest<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    r.onsuccess = () => resolve(r.result)
-    r.onerror = () => reject(new Error(`cutpoint: IndexedDB: ${r.error?.message ?? 'error'}`))
-  })
 }
 
 const idRange = (id: string) => IDBKeyRange.bound([id, 0], [id, Number.MAX_SAFE_INTEGER])
