@@ -85,6 +85,15 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
       expect(row.vs_native).toBeGreaterThan(0)
     }
     expect(has((r) => r.name.startsWith('memory/browser-push/') && r.value > 0)).toBe(true)
+    // Chromium's own floors beside it (reading the File, uploading it to a sink).
+    for (const k of ['floor-read', 'floor-upload']) {
+      const row = res.rows.find((r: any) => r.name === `store/browser-push/${k}`)
+      expect(row, `store/browser-push/${k}`).toBeDefined()
+      expect(row.seconds).toBeGreaterThan(0)
+      expect(row.value).toBeGreaterThan(0)
+    }
+    // gear: the skip-MIN engine's own rows, one thread and more.
+    expect(has((r) => r.engine === 'skip-min' && r.family === 'gear' && r.threads === 1 && r.value > 0)).toBe(true)
     expect(has((r) => r.name === 'limits/native/memcpy')).toBe(true)
     expect(has((r) => r.name.startsWith('chunk/native/sequential/'))).toBe(true)
     expect(has((r) => r.name.startsWith('chunk/native/reference/'))).toBe(true)
