@@ -128,6 +128,9 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   })
 }
 
+/** In a browser (a `document` or a worker scope), large bodies are sent as Blobs (see `asBody`). */
+export const BLOB_BODIES = typeof Blob !== 'undefined' && (typeof (globalThis as any).document !== 'undefined' || typeof (globalThis as any).WorkerGlobalScope !== 'undefined')
+
 /**
  * A request body as `fetch` sends it fastest: in a browser (a `document` or a worker scope),
  * large byte bodies go as a `Blob`, because Chromium uploaded an 8 MiB `Uint8Array` body to
@@ -136,9 +139,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * Deno get the bytes as they are.
  */
 function asBody(body: Uint8Array | Blob | string | undefined): BodyInit | undefined {
-  const g = globalThis as any
-  const browser = typeof g.document !== 'undefined' || typeof g.WorkerGlobalScope !== 'undefined'
-  if (browser && body instanceof Uint8Array && body.byteLength >= 1 << 16 && typeof Blob !== 'undefined') {
+  if (BLOB_BODIES && body instanceof Uint8Array && body.byteLength >= 1 << 16) {
     return new Blob([body as Uint8Array<ArrayBuffer>])
   }
   return body as BodyInit | undefined

@@ -17,7 +17,7 @@ import { hexDigests, unhexInto } from '../hex.js'
 import { parseProfile } from '../runtime.js'
 import type { WasmStoreRecipe } from '../../../common/wasm.js'
 import { checkAbort, StoreError, usage } from './errors.js'
-import { Http, sleep } from './http.js'
+import { BLOB_BODIES, Http, sleep } from './http.js'
 import { isStream, openReader, StreamWindow, type PushInput, type RangeReader } from './input.js'
 import { wire } from './wire.js'
 import { PushJournal, type Resumed } from './journal.js'
@@ -112,8 +112,6 @@ const MAX_READ = 16 << 20
 // buffer kept for the whole push (the Blob copies it): a fresh 8 MiB array per pack cost more
 // than the copying itself (allocation and first touch), and a Blob of the frames as separate
 // parts was slower still (about 3.7 s of the page's thread for 1 GiB, Chromium 156).
-const g = globalThis as any
-const BLOB_BODIES = typeof Blob !== 'undefined' && (typeof g.document !== 'undefined' || typeof g.WorkerGlobalScope !== 'undefined')
 
 interface Novel {
   off: number
@@ -293,7 +291,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
           const at = n.off - list[i].off
           unhexInto(n.id, idBuf, 0)
           pack.add(wire().packFrameHead(n.len, idBuf), buf.subarray(at, at + n.len))
-          packNovel.push(n)
+          if (journal) packNovel.push(n) // what the journal records once the store acknowledges the pack
           packCount++
           if (pack.len >= ctx.packSize) await upload()
         }
