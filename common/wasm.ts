@@ -32,7 +32,8 @@ export interface WasmModule {
   RapidRun: new (table: WasmRapidTable, profile: string, hash: string, criterion: string, block: number, backend: string, recipe: boolean) => WasmRapidRun
   hintCacheVersion(): number
   // The store's wire format (native/core/src/protocol), for the client (web/src/client/).
-  packHeader(hash: string): Uint8Array
+  packHeader(hash: string, headsFirst?: boolean): Uint8Array
+  packMaxHeadsFirst(): number
   packFrameHead(len: number, id: Uint8Array): Uint8Array
   packEnd(count: number): Uint8Array
   packedLen(lengths: Uint32Array): number

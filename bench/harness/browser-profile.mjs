@@ -10,18 +10,20 @@
 //   upread|upbuf|upslice  read 4 MiB runs, frame ~9.6 KiB pieces into packs (PACK MiB, default 8),
 //                    POST them 2 in flight as a Blob | a Uint8Array | a Blob of File slices
 //   upxhrblob|upxhrbuf    the same through XMLHttpRequest
-//   upfile           POST the File's own 8 MiB slices (CONC in flight, default 2)
+//   upfile|uptoc     POST the File's own 8 MiB slices (CONC in flight, default 2) | each as a Blob
+//                    behind a 32 KiB Uint8Array (a heads-first pack's shape)
 //   wkup-blob|wkup-buf    read and POST from a worker, as a Blob | a Uint8Array
 //   chunk[-S]|chunknone[-S]  chunk() with BLAKE3 | no fingerprint, 2 workers, span S MiB (default: the library's)
 //   push | pushNAME  createClient().push of the File (a new name | NAME), with its stage times
 //   file:PATH        pick another file
+// PS=1: CPU seconds each process name used during each step (/proc: Chromium's, the store's, node's).
 // PROF=PREFIX: a CPU profile of the page's main thread for the steps starting with PREFIX (the
 // 25 functions with the most self time).
 // Build first: native/target/release/cutpoint, `npm run build:js`.
 import { chromium } from 'playwright-core'
 import http from 'node:http'
 import { spawn } from 'node:child_process'
-import { existsSync, statSync, createReadStream, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, statSync, createReadStream, mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 const root = new URL('../..', import.meta.url).pathname.replace(/\/$/, '')
@@ -48,6 +50,20 @@ page.on('console', (m) => console.log('page:', m.text()))
 await page.goto(`${base}/tests/browser/index.html?pack=${process.env.PACK ?? 8}&conc=${process.env.CONC ?? 2}`)
 await page.evaluate(() => window.ready)
 await page.setInputFiles('#file', file)
+// CPU seconds by process name (utime + stime from /proc), this user's processes only
+const cpuByName = () => {
+  const out = {}
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const st = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'))
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ')
+      out[name] = (out[name] ?? 0) + (Number(f[11]) + Number(f[12])) / 100
+    } catch {}
+  }
+  return out
+}
+let cpu0 = cpuByName()
 for (const w of what) {
   if (w.startsWith('file:')) { await page.setInputFiles('#file', w.slice(5)); continue }
   const prof = process.env.PROF && w.startsWith(process.env.PROF)
@@ -62,7 +78,7 @@ for (const w of what) {
     if (w.startsWith('read')) {
       const sz = (Number(w.slice(4)) || 16) << 20
       for (let o = 0; o < f.size; o += sz) n += (await f.slice(o, o + sz).arrayBuffer()).byteLength
-    } else if (w.startsWith('up') && w !== 'upfile') {
+    } else if (w.startsWith('up') && w !== 'upfile' && w !== 'uptoc') {
       // upread: read 4 MiB runs, concat into 8 MiB packs, Blob, POST; upslice: Blob of heads + per-chunk slices
       const CH = 9576, PACK = (Number(new URLSearchParams(location.search).get('pack')) || 8) << 20
       let parts = [], len = 0
@@ -86,12 +102,14 @@ for (const w of what) {
       }
       if (len) await flush()
       await Promise.all([...inflight])
-    } else if (w === 'upfile') {
+    } else if (w === 'upfile' || w === 'uptoc') {
+      // uptoc: each slice behind a ~31 KiB part (a pack's heads, heads-first layout)
+      const toc = new Uint8Array(16 + 37 * 876)
       const inflight = new Set()
       const K = Number(new URLSearchParams(location.search).get('conc')) || 2
       for (let o = 0; o < f.size; o += 8 << 20) {
         while (inflight.size >= K) await Promise.race(inflight)
-        const p = fetch('/sink', { method: 'POST', body: f.slice(o, o + (8 << 20)) }).then((r) => r.json()).then((j) => { n += j.n }).finally(() => inflight.delete(p))
+        const p = fetch('/sink', { method: 'POST', body: w === 'uptoc' ? new Blob([toc, f.slice(o, o + (8 << 20))]) : f.slice(o, o + (8 << 20)) }).then((r) => r.json()).then((j) => { n += j.n }).finally(() => inflight.delete(p))
         inflight.add(p)
       }
       await Promise.all([...inflight])
@@ -141,6 +159,12 @@ for (const w of what) {
     return { w, n, s: (performance.now() - t0) / 1000, coi: crossOriginIsolated }
   }, { w, storeUrl })
   console.log(JSON.stringify(r))
+  // PS=1: the processes' CPU seconds so far (Chromium's, the store's, this harness's)
+  if (process.env.PS) {
+    const now = cpuByName()
+    console.log('cpu s:', Object.entries(now).map(([k, v]) => `${k} ${(v - (cpu0[k] ?? 0)).toFixed(1)}`).filter((x) => !x.endsWith(' 0.0')).join(', '))
+    cpu0 = now
+  }
   if (prof) {
     const { profile } = await cdp.send('Profiler.stop')
     const self = new Map(); const byId = new Map(profile.nodes.map((n) => [n.id, n]))

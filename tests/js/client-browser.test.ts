@@ -5,10 +5,11 @@
 // tests are the Vite app's; this checks the library under it.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Server } from 'node:http'
+import { createServer, request, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { root } from './helpers'
 import { serve } from './server'
 import { cutpoint, haveCutpoint, nativePush, startStore, type Store } from './store'
@@ -140,6 +141,69 @@ describe('the store client in Chromium', () => {
     expect(got.code).toBe('network')
     expect(got.error).toMatch(/cannot reach the store.*CORS/)
     await page.close()
+  })
+
+  it('a picked File goes up heads first, straight from the file; a file changed while it uploads fails clearly and commits nothing', async () => {
+    const page = await open(pageServer.url)
+    const f = join(dir, 'changing.bin')
+    copyFileSync(v(0), f)
+    await page.setInputFiles('#file', f)
+    // Between the page and the store, a proxy on 127.0.0.1 that keeps each pack body's header
+    // as Chromium sends it, and holds the second pack until the file on disk has changed.
+    const heads: string[] = []
+    let posts = 0
+    let release!: () => void
+    const held = new Promise<void>((r) => (release = r))
+    let reached!: () => void
+    const atSecond = new Promise<void>((r) => (reached = r))
+    const target = new URL(store.url)
+    const proxy = createServer(async (req, res) => {
+      const pack = req.method === 'POST' && /\/packs$/.test(req.url ?? '')
+      if (pack && ++posts === 2) {
+        reached()
+        await held
+      }
+      const up = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers)
+        r.pipe(res)
+      })
+      up.on('error', () => res.destroy())
+      let first = true
+      req.on('data', (d: Buffer) => {
+        if (pack && first) heads.push(d.subarray(0, 16).toString('hex'))
+        first = false
+      })
+      req.pipe(up)
+    })
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+    const run = page.evaluate(async (storeUrl) => {
+      const cp: any = await (window as any).eval("import('/web/dist/web/src/index.js')")
+      await cp.init()
+      const c = cp.createClient({ store: storeUrl, namespace: 'hf', packSize: 256 << 10, concurrency: 1 })
+      const f = (document.getElementById('file') as HTMLInputElement).files![0]
+      let err: any
+      try {
+        await c.push(f, { name: 'changing.bin' })
+      } catch (e: any) {
+        err = e
+      }
+      const list = await c.list()
+      await c.close()
+      return { message: String(err?.message ?? err), code: err?.code, list }
+    }, proxyUrl)
+    await atSecond
+    writeFileSync(f, readFileSync(v(1)).subarray(0, 1 << 20))
+    release()
+    const got = await run
+    expect(got.code, got.message).toBe('io')
+    expect(got.message).toMatch(/cannot read the file while uploading it \(was it changed or removed\?\).*nothing was committed/)
+    expect(got.list).toEqual([])
+    // Heads first: "CPPACK\0\x01", blake3 (1), layout 1, zeros.
+    expect(heads.length).toBeGreaterThanOrEqual(2)
+    for (const h of heads) expect(h).toBe('43505041434b0001' + '0101' + '0'.repeat(12))
+    await page.close()
+    proxy.close()
   })
 
   it('an abort in the page commits nothing', async () => {

@@ -783,17 +783,25 @@ impl Drop for RapidRun {
 // TypeScript client (`web/src/client/`), which only does the networking. No format is written
 // a second time in TypeScript.
 
-use cutpoint_core::protocol::pack::{encode_frame_head, encode_header, FrameHead, MAX_CHUNK};
+use cutpoint_core::protocol::pack::{encode_frame_head, encode_upload_header, FrameHead, Layout, MAX_CHUNK, MAX_HEADS_FIRST};
 use cutpoint_core::protocol::{delta, name as wire_name, query as wire_query, FileDigest};
 
 fn digest32(id: &[u8]) -> Result<cutpoint_core::Digest, JsError> {
     id.try_into().map_err(|_| err(format!("a chunk id is 32 bytes (got {})", id.len())))
 }
 
-/// The 16-byte header of a pack of `hash` chunks.
+/// The 16-byte header of a pack of `hash` chunks; with `heads_first`, of an upload whose heads
+/// (and end frame) all come before the data.
 #[wasm_bindgen(js_name = packHeader)]
-pub fn pack_header(hash: &str) -> Result<Vec<u8>, JsError> {
-    Ok(encode_header(alg(hash)?).map_err(err)?.to_vec())
+pub fn pack_header(hash: &str, heads_first: Option<bool>) -> Result<Vec<u8>, JsError> {
+    let layout = if heads_first == Some(true) { Layout::HeadsFirst } else { Layout::Framed };
+    Ok(encode_upload_header(alg(hash)?, layout).map_err(err)?.to_vec())
+}
+
+/// The most chunks a heads-first upload may list.
+#[wasm_bindgen(js_name = packMaxHeadsFirst)]
+pub fn pack_max_heads_first() -> usize {
+    MAX_HEADS_FIRST
 }
 
 /// The 36-byte frame head of one chunk (`len` bytes of data follow it).

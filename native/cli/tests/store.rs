@@ -9,7 +9,7 @@ use common::*;
 use cutpoint_core::protocol::query::encode_ids;
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::rapid::Recipe;
-use cutpoint_core::Digest;
+use cutpoint_core::{Digest, HashAlg};
 use serde_json::Value;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -175,6 +175,21 @@ fn bad_requests_get_their_4xx_and_store_nothing(b: Backend) {
     let mut m = good.clone();
     m.push(0);
     expect(http("POST", &u("a/packs"), Some(&wa), &[], Some(&m)), 400, "after the end");
+    // The same, heads first (every head, then all the data: what a browser sends): a wrong
+    // byte, cuts in the heads and in the data.
+    let hf = |ch: &[(Digest, Vec<u8>)]| {
+        let list: Vec<(Digest, &[u8])> = ch.iter().map(|(id, c)| (*id, &c[..])).collect();
+        cutpoint_core::protocol::pack::encode_heads_first(HashAlg::Blake3, &list).unwrap()
+    };
+    let mut wrong = hf(&ch);
+    wrong[16 + 4 * 36 + 10000 + 5] ^= 1;
+    expect(http("POST", &u("a/packs"), Some(&wa), &[], Some(&wrong)), 400, "frame 1");
+    for cut in [16 + 36 + 20, 16 + 4 * 36 + 500] {
+        expect(http("POST", &u("a/packs"), Some(&wa), &[], Some(&hf(&ch)[..cut])), 400, "truncated");
+    }
+    let mut m = hf(&ch);
+    m[9] = 7;
+    expect(http("POST", &u("a/packs"), Some(&wa), &[], Some(&m)), 400, "unknown layout 7");
     // Over the store's limit (64 KiB here).
     let big = pack(&chunks_of(&data(100_000, 4), &[50_000, 50_000]));
     expect(http("POST", &u("a/packs"), Some(&wa), &[], Some(&big)), 413, "larger than this store's limit");
@@ -210,6 +225,18 @@ fn bad_requests_get_their_4xx_and_store_nothing(b: Backend) {
     assert_eq!(packs_on_disk(&srv.data), 1);
     let (s, _, _) = http("PUT", &u("a/files/x"), Some(&wa), &[], Some(&recipe_text(&ch)));
     assert_eq!(s, 201);
+    // A heads-first upload is stored (framed, like every stored pack) and restores.
+    let bytes2 = data(30000, 5);
+    let ch2 = chunks_of(&bytes2, &[7000, 13000, 10000]);
+    let (s, _, b) = http("POST", &u("a/packs"), Some(&wa), &[], Some(&hf(&ch2)));
+    assert_eq!((s, json(&b)["stored"].as_u64()), (200, Some(3)), "{}", String::from_utf8_lossy(&b));
+    assert_eq!(packs_on_disk(&srv.data), 2);
+    let (s, _, _) = http("PUT", &u("a/files/y"), Some(&wa), &[], Some(&recipe_text(&ch2)));
+    assert_eq!(s, 201);
+    let (s, _, b) = http("GET", &u("a/files/y"), Some(&ra), &[("Range", "bytes=6990-7009")], None);
+    assert_eq!((s, &b[..]), (206, &bytes2[6990..7010]));
+    let (s, _, b) = http("GET", &u("a/files/y"), Some(&ra), &[], None);
+    assert_eq!((s, b == bytes2), (200, true));
     let (_, _, b) = http("POST", &u("b/query"), Some(&wb), &[], Some(&encode_ids(&ids)));
     assert_eq!(b, encode_ids(&ids), "namespace b does not see a's chunks");
     let (s, _, _) = http("GET", &u("b/files/x"), Some(&wb), &[], None);

@@ -439,7 +439,7 @@ impl Store {
         };
         let too_large = || StoreError::TooLarge(format!("the pack is larger than this store's limit of {max} bytes"));
         let wire = |e: WireError, over: bool| if over { too_large() } else { StoreError::from(e) };
-        let mut rd = match PackReader::new(&mut lim, MAX_CHUNK, true) {
+        let mut rd = match PackReader::upload(&mut lim, MAX_CHUNK, true) {
             Ok(r) => r,
             Err(e) => return Err(wire(e, lim.over)),
         };

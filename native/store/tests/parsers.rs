@@ -16,6 +16,9 @@ fn seeds() -> Vec<Vec<u8>> {
         p.add(&HashAlg::Blake3.digest(&c).unwrap(), &c).unwrap();
     }
     let pack = p.finish().unwrap();
+    let chunks: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 50 + i as usize]).collect();
+    let listed: Vec<_> = chunks.iter().map(|c| (HashAlg::Blake3.digest(c).unwrap(), &c[..])).collect();
+    let heads_first = cutpoint_core::protocol::pack::encode_heads_first(HashAlg::Blake3, &listed).unwrap();
     let mut r = base.clone();
     r.entries.swap(1, 5);
     r.entries.truncate(6);
@@ -24,7 +27,7 @@ fn seeds() -> Vec<Vec<u8>> {
     base.write(&mut recipe).unwrap();
     let ids: Vec<_> = base.entries.iter().map(|e| e.fp).collect();
     let tag = |t: u8, b: &[u8]| [&[t][..], b].concat();
-    vec![tag(0, &pack), tag(1, &d), tag(2, &encode_ids(&ids)), tag(3, &recipe), tag(4, b"bytes=10-99"), tag(4, b"bytes=-5"), tag(4, b"bytes=3-"), tag(5, b"dir/file.txt"), tag(5, "caf\u{e9}/r\u{e9}sum\u{e9}.pdf".as_bytes()), tag(6, format!("Bearer {}", wire_case::TOKEN).as_bytes())]
+    vec![tag(0, &pack), tag(1, &d), tag(2, &encode_ids(&ids)), tag(3, &recipe), tag(4, b"bytes=10-99"), tag(4, b"bytes=-5"), tag(4, b"bytes=3-"), tag(5, b"dir/file.txt"), tag(5, "caf\u{e9}/r\u{e9}sum\u{e9}.pdf".as_bytes()), tag(6, format!("Bearer {}", wire_case::TOKEN).as_bytes()), tag(0, &heads_first)]
 }
 
 #[test]
@@ -41,6 +44,7 @@ fn valid_bodies_pass_their_checks() {
     // And the valid ones are accepted, not merely not rejected badly.
     let s = seeds();
     assert_eq!(cutpoint_core::protocol::pack::decode_pack(&s[0][1..], true).unwrap().1.len(), 4);
+    assert_eq!(cutpoint_core::protocol::pack::decode_upload(&s[10][1..], true).unwrap().1.len(), 4);
     assert_eq!(delta::parse(&s[1][1..]).unwrap().expand(&wire_case::base()).unwrap().entries.len(), 6);
     assert!(cutpoint_core::protocol::name::validate_name(std::str::from_utf8(&s[8][1..]).unwrap()).is_ok());
     let grant = format!("{} a rw", cutpoint_core::hex(&HashAlg::Blake3.digest(wire_case::TOKEN.as_bytes()).unwrap()));

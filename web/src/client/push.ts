@@ -108,10 +108,15 @@ const MAX_QUERIES = 2
 // ones (AMD EPYC Zen 3); one run is held while it is framed.
 const MAX_READ = 16 << 20
 // In browsers a pack body is a Blob: Chromium uploads a Uint8Array body about 10x slower than a
-// Blob (measured with 256 MiB in 8 MiB packs: 24 s vs 2.3 s). The pack is framed into one
-// buffer kept for the whole push (the Blob copies it): a fresh 8 MiB array per pack cost more
-// than the copying itself (allocation and first touch), and a Blob of the frames as separate
-// parts was slower still (about 3.7 s of the page's thread for 1 GiB, Chromium 156).
+// Blob (measured with 256 MiB in 8 MiB packs: 24 s vs 2.3 s).
+// - A File/Blob input goes up heads first (PROTOCOL.md §2): a pack's body is a Blob of its heads
+//   and slices of the input, so novel chunks are neither read back into script nor copied; the
+//   browser reads them from the file as it uploads. Uploading 1 GiB this way took as long as
+//   uploading the File's own slices (7.2-8.1 s either way, browser-profile.mjs uptoc/upfile),
+//   where a Blob of frame heads interleaved with per-chunk slices took 77 s (Chromium 156).
+// - Other inputs are framed into one buffer kept for the whole push (the Blob copies it): a
+//   fresh 8 MiB array per pack cost more than the copying itself (allocation and first touch),
+//   and a Blob of the frames as separate parts was slower still.
 
 interface Novel {
   off: number
@@ -243,16 +248,17 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     const infos: { offset: number; length: number; id: string; hinted: boolean }[] = []
     const novelIds = opts.onChunks ? new Set<string>() : undefined
     let failure: unknown
-    const header = wire().packHeader(hash)
-    const pack = new PackBuffer(header, ctx.packSize)
+    const source = BLOB_BODIES && typeof Blob !== 'undefined' && input instanceof Blob ? input : undefined
+    const maxCount = source ? wire().packMaxHeadsFirst() : Infinity
+    const header = wire().packHeader(hash, source !== undefined)
+    const pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, ctx.packSize)
     const idBuf = new Uint8Array(32)
     let packNovel: Novel[] = []
     let packCount = 0
     const inflight = new Set<Promise<void>>()
 
     const upload = async () => {
-      pack.add(wire().packEnd(packCount))
-      const body = pack.take()
+      const body = pack.take(wire().packEnd(packCount))
       const inPack = packNovel
       packNovel = []
       packCount = 0
@@ -269,7 +275,16 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
           journal?.acked(inPack)
           progress()
         })
-        .catch((e) => {
+        .catch(async (e) => {
+          // The browser reads a heads-first body from the file as it sends it: a file changed
+          // or removed since it was picked fails the request, which is said as such.
+          if (source && !signal.aborted && e instanceof StoreError && e.code !== 'usage') {
+            try {
+              await source.slice(0, 1).arrayBuffer()
+            } catch (r: any) {
+              e = new StoreError(`cutpoint: cannot read the file while uploading it (was it changed or removed?): ${r?.message ?? r}; nothing was committed`, { code: 'io', cause: r })
+            }
+          }
           failure ??= e
           throw e
         })
@@ -279,6 +294,16 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     }
 
     const addNovel = async (list: Novel[]) => {
+      if (pack instanceof HeadsFirstPack) {
+        for (const n of list) {
+          unhexInto(n.id, idBuf, 0)
+          pack.add(wire().packFrameHead(n.len, idBuf), n.off, n.len)
+          if (journal) packNovel.push(n)
+          packCount++
+          if (pack.len >= ctx.packSize || packCount >= maxCount) await upload()
+        }
+        return
+      }
       let i = 0
       while (i < list.length) {
         let j = i
@@ -570,6 +595,53 @@ async function commit(http: Http, name: string, text: Uint8Array, digest: string
 
 const packSizeOf = (b: Uint8Array | Blob) => (b instanceof Uint8Array ? b.length : b.size)
 
+/**
+ * A heads-first pack being filled from a Blob input: the heads in one buffer, the data as runs
+ * of the input (adjacent chunks merged). Its body is a Blob of the header, the heads, the end
+ * frame and slices of the input: nothing of the input is read here.
+ */
+class HeadsFirstPack {
+  private heads: Uint8Array
+  private count = 0
+  private runs: number[] = [] // start, end, start, end, ...
+  len = 0
+
+  constructor(
+    private header: Uint8Array,
+    private source: Blob,
+  ) {
+    this.heads = new Uint8Array(36 * 1024)
+    this.len = header.length
+  }
+
+  add(head: Uint8Array, off: number, len: number): void {
+    const at = this.count * head.length
+    if (at + head.length > this.heads.length) {
+      const grown = new Uint8Array(2 * this.heads.length)
+      grown.set(this.heads)
+      this.heads = grown
+    }
+    this.heads.set(head, at)
+    this.count++
+    const r = this.runs
+    if (r.length && r[r.length - 1] === off) r[r.length - 1] = off + len
+    else r.push(off, off + len)
+    this.len += head.length + len
+  }
+
+  take(end: Uint8Array): Blob {
+    const parts: BlobPart[] = [this.header as Uint8Array<ArrayBuffer>, this.heads.slice(0, this.count * end.length), end as Uint8Array<ArrayBuffer>]
+    for (let i = 0; i < this.runs.length; i += 2) parts.push(this.source.slice(this.runs[i], this.runs[i + 1]))
+    const body = new Blob(parts, { type: 'application/octet-stream' })
+    const want = this.len + end.length
+    if (body.size !== want) throw new StoreError(`cutpoint: internal error: a pack of ${body.size} bytes, ${want} expected`, { code: 'protocol' })
+    this.count = 0
+    this.runs = []
+    this.len = this.header.length
+    return body
+  }
+}
+
 /** The pack being filled: its header, then frames, in one buffer reused pack after pack. */
 class PackBuffer {
   private buf: Uint8Array
@@ -598,7 +670,8 @@ class PackBuffer {
   }
 
   /** The body of the pack (a Blob in browsers, else a copy) and an empty pack after it. */
-  take(): Uint8Array | Blob {
+  take(end: Uint8Array): Uint8Array | Blob {
+    this.add(end)
     const data = this.buf.subarray(0, this.len)
     const body = BLOB_BODIES ? new Blob([data as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }) : data.slice()
     if (packSizeOf(body) !== this.len) throw new StoreError(`cutpoint: internal error: a pack of ${packSizeOf(body)} bytes, ${this.len} expected`, { code: 'protocol' })

@@ -1,7 +1,7 @@
 //! Packs: many chunks in one object, as they travel (a pack upload) and as they rest in the store.
 //!
 //! ```text
-//! header   16 bytes  "CPPACK\0\x01" | hash algorithm (1 = blake3, 2 = sha256) | 7 zero bytes
+//! header   16 bytes  "CPPACK\0\x01" | hash algorithm (1 = blake3, 2 = sha256) | layout 0 | 6 zero bytes
 //! frame    36 bytes  length u32 LE (1..=MAX_CHUNK) | fingerprint [32]     then `length` bytes
 //! ...
 //! end      36 bytes  0u32 | frame count u64 LE | 24 zero bytes
@@ -11,6 +11,14 @@
 //! [`PackReader`] checks the structure and (optionally) recomputes every fingerprint;
 //! [`PackWriter`] writes the same format. The server stores packs in this format too, so an
 //! index can be rebuilt from the packs alone.
+//!
+//! An **upload** may also come heads first (header byte 9 = 1, [`Layout::HeadsFirst`]): the
+//! header, every chunk's 36-byte head, the end frame, then the chunks' data back to back in the
+//! same order. A browser builds such a body from its header and slices of the user's File
+//! without reading the chunks into script (they cannot be interleaved with the heads without
+//! copying them). At most [`MAX_HEADS_FIRST`] chunks, so that the reader's list of heads stays
+//! small; [`PackReader::upload`] reads both layouts and yields the same frames, and the server
+//! stores what it reads in the framed layout.
 
 use super::WireError;
 use crate::fingerprint::{hex, Digest, HashAlg};
@@ -21,6 +29,17 @@ pub const HEADER_LEN: usize = 16;
 pub const FRAME_HEAD_LEN: usize = 36;
 /// The largest chunk a pack may carry (64 MiB); profiles with a larger MAX cannot be stored.
 pub const MAX_CHUNK: usize = 64 << 20;
+/// The most chunks a heads-first upload may list (their heads are held while the data streams).
+pub const MAX_HEADS_FIRST: usize = 1 << 16;
+
+/// How an upload lays out its heads and data (header byte 9). Stored packs are always framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Each chunk's head, then its data (the stored format).
+    Framed = 0,
+    /// Every head and the end frame first, then all the data.
+    HeadsFirst = 1,
+}
 
 /// The algorithm's code in a pack header.
 pub fn alg_code(alg: HashAlg) -> Option<u8> {
@@ -32,25 +51,48 @@ pub fn alg_code(alg: HashAlg) -> Option<u8> {
 }
 
 pub fn encode_header(alg: HashAlg) -> Result<[u8; HEADER_LEN], WireError> {
+    encode_upload_header(alg, Layout::Framed)
+}
+
+/// The header of an upload in `layout`.
+pub fn encode_upload_header(alg: HashAlg, layout: Layout) -> Result<[u8; HEADER_LEN], WireError> {
     let code = alg_code(alg).ok_or_else(|| WireError::malformed("a pack needs fingerprints (blake3 or sha256)"))?;
     let mut h = [0u8; HEADER_LEN];
     h[..8].copy_from_slice(&MAGIC);
     h[8] = code;
+    h[9] = layout as u8;
     Ok(h)
 }
 
+/// The header of a stored (framed) pack.
 pub fn decode_header(h: &[u8; HEADER_LEN]) -> Result<HashAlg, WireError> {
+    match decode_upload_header(h)? {
+        (alg, Layout::Framed) => Ok(alg),
+        (_, Layout::HeadsFirst) => Err(WireError::malformed(
+            "pack header: a heads-first upload where a stored (framed) pack was expected",
+        )),
+    }
+}
+
+/// The header of an upload: its algorithm and layout.
+pub fn decode_upload_header(h: &[u8; HEADER_LEN]) -> Result<(HashAlg, Layout), WireError> {
     if h[..8] != MAGIC {
         return Err(WireError::malformed("not a cutpoint pack (bad magic)"));
     }
-    if h[9..].iter().any(|&b| b != 0) {
+    if h[10..].iter().any(|&b| b != 0) {
         return Err(WireError::malformed("pack header: reserved bytes are not zero"));
     }
-    match h[8] {
-        1 => Ok(HashAlg::Blake3),
-        2 => Ok(HashAlg::Sha256),
-        c => Err(WireError::malformed(format!("pack header: unknown hash algorithm code {c}"))),
-    }
+    let layout = match h[9] {
+        0 => Layout::Framed,
+        1 => Layout::HeadsFirst,
+        l => return Err(WireError::malformed(format!("pack header: unknown layout {l}"))),
+    };
+    let alg = match h[8] {
+        1 => HashAlg::Blake3,
+        2 => HashAlg::Sha256,
+        c => return Err(WireError::malformed(format!("pack header: unknown hash algorithm code {c}"))),
+    };
+    Ok((alg, layout))
 }
 
 /// A frame head: a chunk, or the end of the pack.
@@ -113,6 +155,8 @@ pub struct PackReader<R: Read> {
     max_chunk: usize,
     verify: bool,
     done: bool,
+    /// A heads-first upload: the heads not yet matched with their data.
+    heads: Option<std::collections::VecDeque<(u32, Digest)>>,
 }
 
 fn read_exact_or<R: Read>(r: &mut R, buf: &mut [u8], what: impl FnOnce() -> String) -> Result<(), WireError> {
@@ -124,12 +168,25 @@ fn read_exact_or<R: Read>(r: &mut R, buf: &mut [u8], what: impl FnOnce() -> Stri
 }
 
 impl<R: Read> PackReader<R> {
-    /// Reads the header.
-    pub fn new(mut r: R, max_chunk: usize, verify: bool) -> Result<PackReader<R>, WireError> {
+    /// Reads the header of a stored pack (framed only).
+    pub fn new(r: R, max_chunk: usize, verify: bool) -> Result<PackReader<R>, WireError> {
+        Self::open(r, max_chunk, verify, false)
+    }
+
+    /// Reads the header of an upload, in either layout (and, heads first, every head).
+    pub fn upload(r: R, max_chunk: usize, verify: bool) -> Result<PackReader<R>, WireError> {
+        Self::open(r, max_chunk, verify, true)
+    }
+
+    fn open(mut r: R, max_chunk: usize, verify: bool, upload: bool) -> Result<PackReader<R>, WireError> {
         let mut h = [0u8; HEADER_LEN];
         read_exact_or(&mut r, &mut h, || "the pack ends inside its header".into())?;
-        let alg = decode_header(&h)?;
-        Ok(PackReader {
+        let (alg, layout) = if upload {
+            decode_upload_header(&h)?
+        } else {
+            (decode_header(&h)?, Layout::Framed)
+        };
+        let mut p = PackReader {
             r,
             alg,
             pos: HEADER_LEN as u64,
@@ -137,7 +194,43 @@ impl<R: Read> PackReader<R> {
             max_chunk: max_chunk.min(MAX_CHUNK),
             verify,
             done: false,
-        })
+            heads: None,
+        };
+        if layout == Layout::HeadsFirst {
+            let mut heads = std::collections::VecDeque::new();
+            loop {
+                let n = heads.len();
+                let at = p.pos;
+                let mut hb = [0u8; FRAME_HEAD_LEN];
+                read_exact_or(&mut p.r, &mut hb, || {
+                    format!("the pack ends at byte {at} where head {n} (or the end frame) should start")
+                })?;
+                p.pos += FRAME_HEAD_LEN as u64;
+                match decode_frame_head(&hb, p.max_chunk).map_err(|e| match e {
+                    WireError::Malformed(m) => WireError::Malformed(format!("head {n} at byte {at}: {m}")),
+                    e => e,
+                })? {
+                    FrameHead::End { count } => {
+                        if count != n as u64 {
+                            return Err(WireError::malformed(format!(
+                                "the end frame counts {count} chunks; the pack lists {n}"
+                            )));
+                        }
+                        break;
+                    }
+                    FrameHead::Chunk { len, id } => {
+                        if n == MAX_HEADS_FIRST {
+                            return Err(WireError::malformed(format!(
+                                "a heads-first pack lists at most {MAX_HEADS_FIRST} chunks"
+                            )));
+                        }
+                        heads.push_back((len, id));
+                    }
+                }
+            }
+            p.heads = Some(heads);
+        }
+        Ok(p)
     }
 
     pub fn alg(&self) -> HashAlg {
@@ -156,15 +249,23 @@ impl<R: Read> PackReader<R> {
         }
         let n = self.count;
         let at = self.pos;
-        let mut hb = [0u8; FRAME_HEAD_LEN];
-        read_exact_or(&mut self.r, &mut hb, || {
-            format!("the pack ends at byte {at} where frame {n} (or the end frame) should start")
-        })?;
-        self.pos += FRAME_HEAD_LEN as u64;
-        match decode_frame_head(&hb, self.max_chunk).map_err(|e| match e {
-            WireError::Malformed(m) => WireError::Malformed(format!("frame {n} at byte {at}: {m}")),
-            e => e,
-        })? {
+        let head = if let Some(heads) = &mut self.heads {
+            match heads.pop_front() {
+                Some((len, id)) => FrameHead::Chunk { len, id },
+                None => FrameHead::End { count: n },
+            }
+        } else {
+            let mut hb = [0u8; FRAME_HEAD_LEN];
+            read_exact_or(&mut self.r, &mut hb, || {
+                format!("the pack ends at byte {at} where frame {n} (or the end frame) should start")
+            })?;
+            self.pos += FRAME_HEAD_LEN as u64;
+            decode_frame_head(&hb, self.max_chunk).map_err(|e| match e {
+                WireError::Malformed(m) => WireError::Malformed(format!("frame {n} at byte {at}: {m}")),
+                e => e,
+            })?
+        };
+        match head {
             FrameHead::End { count } => {
                 if count != self.count {
                     return Err(WireError::malformed(format!(
@@ -223,6 +324,40 @@ pub fn decode_pack(bytes: &[u8], verify: bool) -> Result<(HashAlg, Vec<Frame>), 
         out.push(f);
     }
     Ok((r.alg(), out))
+}
+
+/// Decodes a whole upload held in memory, in either layout: its frames (offsets are where each
+/// chunk's data lies in `bytes`).
+pub fn decode_upload(bytes: &[u8], verify: bool) -> Result<(HashAlg, Vec<Frame>), WireError> {
+    let mut r = PackReader::upload(bytes, MAX_CHUNK, verify)?;
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    while let Some(f) = r.next_into(&mut buf)? {
+        out.push(f);
+    }
+    Ok((r.alg(), out))
+}
+
+/// A heads-first upload of these chunks (ids vouched for by the caller).
+pub fn encode_heads_first(alg: HashAlg, chunks: &[(Digest, &[u8])]) -> Result<Vec<u8>, WireError> {
+    if chunks.len() > MAX_HEADS_FIRST {
+        return Err(WireError::malformed(format!("a heads-first pack lists at most {MAX_HEADS_FIRST} chunks")));
+    }
+    let mut out = encode_upload_header(alg, Layout::HeadsFirst)?.to_vec();
+    for (id, data) in chunks {
+        if data.is_empty() || data.len() > MAX_CHUNK {
+            return Err(WireError::malformed(format!(
+                "a chunk of {} bytes cannot be packed (1..={MAX_CHUNK})",
+                data.len()
+            )));
+        }
+        out.extend_from_slice(&encode_frame_head(FrameHead::Chunk { len: data.len() as u32, id: *id }));
+    }
+    out.extend_from_slice(&encode_frame_head(FrameHead::End { count: chunks.len() as u64 }));
+    for (_, data) in chunks {
+        out.extend_from_slice(data);
+    }
+    Ok(out)
 }
 
 /// Writes a pack.
@@ -373,5 +508,82 @@ mod tests {
         let mut w = PackWriter::new(Vec::new(), HashAlg::Blake3).unwrap();
         assert!(w.add(&[0; 32], b"").is_err());
         assert!(PackWriter::new(Vec::new(), HashAlg::None).is_err());
+    }
+
+    fn heads_first_of(chunks: &[&[u8]], alg: HashAlg) -> Vec<u8> {
+        let list: Vec<(Digest, &[u8])> = chunks.iter().map(|c| (alg.digest(c).unwrap(), *c)).collect();
+        encode_heads_first(alg, &list).unwrap()
+    }
+
+    #[test]
+    fn heads_first_reads_as_the_same_frames() {
+        for alg in [HashAlg::Blake3, HashAlg::Sha256] {
+            let chunks: [&[u8]; 4] = [b"a", b"hello world", &[7u8; 1000], b"a"];
+            let framed = pack_of(&chunks, alg);
+            let hf = heads_first_of(&chunks, alg);
+            assert_eq!(hf.len(), framed.len(), "the same bytes, in another order");
+            let (a, frames) = decode_upload(&hf, true).unwrap();
+            let (_, want) = decode_pack(&framed, true).unwrap();
+            assert_eq!(a, alg);
+            assert_eq!(frames.len(), 4);
+            for ((f, w), c) in frames.iter().zip(&want).zip(chunks) {
+                assert_eq!((f.id, f.len), (w.id, w.len));
+                assert_eq!(&hf[f.offset as usize..f.offset as usize + f.len as usize], c);
+            }
+            // A framed upload reads as before; a stored pack may not be heads first.
+            assert_eq!(decode_upload(&framed, true).unwrap().1, want);
+            assert!(decode_pack(&hf, true).unwrap_err().to_string().contains("heads-first upload where a stored"));
+        }
+        let empty = heads_first_of(&[], HashAlg::Blake3);
+        assert!(decode_upload(&empty, true).unwrap().1.is_empty());
+    }
+
+    #[test]
+    fn heads_first_every_truncation_is_an_error() {
+        let p = heads_first_of(&[b"abc", b"defgh"], HashAlg::Blake3);
+        for cut in 0..p.len() {
+            match decode_upload(&p[..cut], true) {
+                Err(WireError::Truncated(_)) => {}
+                other => panic!("cut at {cut}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn heads_first_malformed_is_named() {
+        let p = heads_first_of(&[b"abc", b"defgh"], HashAlg::Blake3);
+        let err = |b: &[u8]| decode_upload(b, true).unwrap_err().to_string();
+        let data = HEADER_LEN + 3 * FRAME_HEAD_LEN;
+        // A flipped data byte in the second chunk.
+        let mut q = p.clone();
+        q[data + 3] ^= 1;
+        assert!(err(&q).contains("frame 1") && err(&q).contains("hash to"), "{}", err(&q));
+        // Heads and data that disagree in length: the data runs out, or bytes are left over.
+        let mut q = p.clone();
+        q[HEADER_LEN] = 4;
+        assert!(matches!(decode_upload(&q, false), Err(WireError::Truncated(_))));
+        let mut q = p.clone();
+        q[HEADER_LEN] = 2;
+        assert!(err(&q).contains("hash to"), "{}", err(&q));
+        assert!(decode_upload(&q, false).unwrap_err().to_string().contains("after the end"));
+        // The end frame's count, an unknown layout, a head over the limit.
+        let mut q = p.clone();
+        q[HEADER_LEN + 2 * FRAME_HEAD_LEN + 4] = 3;
+        assert!(err(&q).contains("counts 3 chunks; the pack lists 2"), "{}", err(&q));
+        let mut q = p.clone();
+        q[9] = 2;
+        assert!(err(&q).contains("unknown layout 2"), "{}", err(&q));
+        let mut q = p.clone();
+        q[HEADER_LEN + FRAME_HEAD_LEN..HEADER_LEN + FRAME_HEAD_LEN + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(err(&q).contains("head 1") && err(&q).contains("larger than the limit"), "{}", err(&q));
+        // More heads than a heads-first pack may list: refused before any data is read.
+        let mut q = encode_upload_header(HashAlg::Blake3, Layout::HeadsFirst).unwrap().to_vec();
+        for _ in 0..=MAX_HEADS_FIRST {
+            q.extend_from_slice(&encode_frame_head(FrameHead::Chunk { len: 1, id: [0; 32] }));
+        }
+        assert!(err(&q).contains("at most 65536 chunks"), "{}", err(&q));
+        let one: &[u8] = b"x";
+        let too_many = vec![([0u8; 32], one); MAX_HEADS_FIRST + 1];
+        assert!(encode_heads_first(HashAlg::Blake3, &too_many).is_err());
     }
 }

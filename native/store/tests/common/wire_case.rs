@@ -38,6 +38,24 @@ pub fn check(input: &[u8]) -> Result<(), String> {
                     }
                 }
             }
+            // An upload, in either layout: the same, and a heads-first upload that verifies
+            // holds the same bytes as the framed pack of its frames.
+            if let Ok((alg, frames)) = pack::decode_upload(body, true) {
+                let mut chunks = Vec::new();
+                for f in &frames {
+                    let d = &body[f.offset as usize..f.offset as usize + f.len as usize];
+                    if alg.digest(d) != Some(f.id) {
+                        return Err(format!("accepted upload frame at {} does not hash to its id", f.offset));
+                    }
+                    chunks.push((f.id, d));
+                }
+                if body.get(9) == Some(&1) {
+                    let again = pack::encode_heads_first(alg, &chunks).map_err(|e| e.to_string())?;
+                    if again != body {
+                        return Err("a heads-first upload that verifies does not encode back to itself".into());
+                    }
+                }
+            }
         }
         1 => {
             // A delta: what parses and expands must match its own end line.
