@@ -15,6 +15,7 @@
 //   wkup-blob|wkup-buf    read and POST from a worker, as a Blob | a Uint8Array
 //   chunk[-S]|chunknone[-S]  chunk() with BLAKE3 | no fingerprint, 2 workers, span S MiB (default: the library's)
 //   push | pushNAME  createClient().push of the File (a new name | NAME), with its stage times
+//                    (PCONC=N uploads in flight, PPACK=MiB per pack: the client's options)
 //   file:PATH        pick another file
 // PS=1: CPU seconds each process name used during each step (/proc: Chromium's, the store's, node's).
 // PROF=PREFIX: a CPU profile of the page's main thread for the steps starting with PREFIX (the
@@ -47,7 +48,7 @@ const profileDir = mkdtempSync(`${os.tmpdir()}/cutpoint-profile-chromium-`)
 const ctx = await chromium.launchPersistentContext(profileDir, { executablePath: '/usr/bin/chromium', headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu'] })
 const page = await ctx.newPage()
 page.on('console', (m) => console.log('page:', m.text()))
-await page.goto(`${base}/tests/browser/index.html?pack=${process.env.PACK ?? 8}&conc=${process.env.CONC ?? 2}`)
+await page.goto(`${base}/tests/browser/index.html?pack=${process.env.PACK ?? 8}&conc=${process.env.CONC ?? 2}&pconc=${process.env.PCONC ?? ''}&ppack=${process.env.PPACK ?? ''}`)
 await page.evaluate(() => window.ready)
 await page.setInputFiles('#file', file)
 // CPU seconds by process name (utime + stime from /proc), this user's processes only
@@ -149,7 +150,8 @@ for (const w of what) {
       const it = cp.chunk(f, { workers: 2, hash: kind === 'chunk' ? 'blake3' : 'none', span: sp ? Number(sp) << 20 : undefined })
       for await (const b of it.batches()) n += b.length
     } else if (w.startsWith('push')) {
-      const c = cp.createClient({ store: storeUrl, workers: 2 })
+      const q = new URLSearchParams(location.search)
+      const c = cp.createClient({ store: storeUrl, workers: 2, concurrency: Number(q.get('pconc')) || undefined, packSize: Number(q.get('ppack')) << 20 || undefined })
       const marks = []
       let last = ''
       const r = await c.push(f, { name: w === 'push' ? 'x' + Math.random() : w, onProgress: (p) => { if (p.stage !== last) { last = p.stage; marks.push(p.stage + '@' + ((performance.now() - t0) / 1000).toFixed(2)) } } })

@@ -16,6 +16,10 @@
 // File (2 workers, 16 MiB slices, what the chunking workers do) and Chromium uploading it
 // (`fetch` POSTs of the File's own 8 MiB slices, 2 in flight, to a sink on 127.0.0.1 that only
 // counts bytes): what a browser push cannot go below on this machine whatever the library does.
+// CPU seconds (/proc utime + stime) of each side during each push and floor: Chromium's processes
+// and the store for the browser, the `cutpoint push` process and the store for native. On a
+// machine with few cores the browser push is bound by its CPU: it cannot finish in less than
+// its CPU seconds ÷ the cores, which the rows report as `cpu_bound_seconds`.
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, linkSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { createReadStream } from 'node:fs'
@@ -104,6 +108,29 @@ function browserPss() {
   return sum
 }
 
+// CPU seconds from /proc: a process, the browser's processes, this process's waited-for children.
+const TICK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
+function cpuOf(pid, children = false) {
+  try {
+    const st = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' ')
+    return (children ? Number(f[13]) + Number(f[14]) : Number(f[11]) + Number(f[12])) / TICK
+  } catch {
+    return 0
+  }
+}
+function browserCpu() {
+  let sum = 0
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`${work}/profile`)) sum += cpuOf(pid)
+    } catch {}
+  }
+  return sum
+}
+const CORES = os.cpus().length
+
 /** Chromium's own floors for `file` in `page` (see the head of this file), seconds. */
 async function floors(page, file) {
   await page.evaluate(() => {
@@ -114,9 +141,10 @@ async function floors(page, file) {
     document.body.append(i)
   })
   await page.setInputFiles('#floor-file', file)
-  return page.evaluate(async () => {
+  let c0 = browserCpu()
+  const read_s = await page.evaluate(async () => {
     const f = document.getElementById('floor-file').files[0]
-    let t0 = performance.now()
+    const t0 = performance.now()
     const src = `onmessage = async (e) => { const { f, a, b } = e.data; let n = 0
       for (let o = a; o < b; o += 16 << 20) n += (await f.slice(o, Math.min(o + (16 << 20), b)).arrayBuffer()).byteLength
       postMessage(n) }`
@@ -130,9 +158,14 @@ async function floors(page, file) {
         w.postMessage({ f, a: i * half, b: Math.min(f.size, (i + 1) * half) })
       })),
     )
-    const read_s = (performance.now() - t0) / 1000
     if (got[0] + got[1] !== f.size) throw new Error(`read ${got[0] + got[1]} of ${f.size} bytes`)
-    t0 = performance.now()
+    return (performance.now() - t0) / 1000
+  })
+  const read_cpu = browserCpu() - c0
+  c0 = browserCpu()
+  const upload_s = await page.evaluate(async () => {
+    const f = document.getElementById('floor-file').files[0]
+    const t0 = performance.now()
     const inflight = new Set()
     let sent = 0
     for (let o = 0; o < f.size; o += 8 << 20) {
@@ -145,8 +178,9 @@ async function floors(page, file) {
     }
     await Promise.all([...inflight])
     if (sent !== f.size) throw new Error(`the sink got ${sent} of ${f.size} bytes`)
-    return { read_s, upload_s: (performance.now() - t0) / 1000 }
+    return (performance.now() - t0) / 1000
   })
+  return { read_s, upload_s, read_cpu, upload_cpu: browserCpu() - c0 }
 }
 
 const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
@@ -167,8 +201,10 @@ try {
     try {
       for (const k of ['base', 'mod']) {
         const t0 = performance.now()
+        const c0 = [cpuOf(process.pid, true), cpuOf(ns.pid)]
         const j = JSON.parse(execFileSync(cli, ['push', files[k], '--name', 'f.bin', '--store', ns.url, '--json'], { encoding: 'utf8' }).trim().split('\n').pop())
-        run[`native_${k}`] = { s: (performance.now() - t0) / 1000, ...j }
+        const cpu = { client: cpuOf(process.pid, true) - c0[0], store: cpuOf(ns.pid) - c0[1] }
+        run[`native_${k}`] = { s: (performance.now() - t0) / 1000, ...j, cpu }
       }
     } finally {
       await stop(ns)
@@ -185,6 +221,7 @@ try {
       await page.click('#check-store')
       for (const k of ['base', 'mod']) {
         const t0 = performance.now()
+        const c0 = [browserCpu(), cpuOf(bs.pid)]
         let peak = browserPss()
         const before = peak
         let sampling = false
@@ -199,20 +236,22 @@ try {
         const sel = 'li.job:last-of-type'
         await page.waitForFunction((s) => ['done', 'error', 'stopped'].includes(document.querySelector(s)?.dataset.state ?? ''), sel, { timeout: 600_000, polling: 100 })
         const wall = (performance.now() - t0) / 1000
+        const cpu = { chromium: browserCpu() - c0[0], store: cpuOf(bs.pid) - c0[1] }
         clearInterval(timer)
         const row = await page.$eval(sel, (li) => ({ ...li.dataset, text: li.querySelector('.job-state').textContent }))
         if (row.state !== 'done') throw new Error(`the page's push of ${k} ended: ${row.text}`)
-        run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), sent_bytes: Number(row.sentBytes), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak }
+        run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), sent_bytes: Number(row.sentBytes), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak, cpu }
       }
     } finally {
       run.floor = await floors(page, files.base)
-      log(`  floors: Chromium reads the File in ${run.floor.read_s.toFixed(2)} s, uploads it to a sink in ${run.floor.upload_s.toFixed(2)} s`)
+      log(`  floors: Chromium reads the File in ${run.floor.read_s.toFixed(2)} s (${run.floor.read_cpu.toFixed(1)} CPU s), uploads it to a sink in ${run.floor.upload_s.toFixed(2)} s (${run.floor.upload_cpu.toFixed(1)} CPU s)`)
       await page.close()
       await stop(bs)
     }
     const b = run.browser_base
     const n = run.native_base
     log(`rep ${r + 1}/${reps}: native push ${n.s.toFixed(2)} s, browser push (${workers} workers) ${b.s.toFixed(2)} s (${(n.s / b.s).toFixed(2)}× native); 1% re-push from the browser: sent ${run.browser_mod.sent_bytes} / novel ${run.browser_mod.novel_bytes}`)
+    log(`  CPU s: native client ${n.cpu.client.toFixed(1)} + store ${n.cpu.store.toFixed(1)}; browser Chromium ${b.cpu.chromium.toFixed(1)} + store ${b.cpu.store.toFixed(1)} (${CORES} cores)`)
     if (b.chunks !== n.chunks || b.novel_bytes !== n.novel_bytes) log(`  NOTE: browser chunks/novel ${b.chunks}/${b.novel_bytes} differ from native ${n.chunks}/${n.novel_bytes}`)
     runs.push(run)
   }
@@ -242,12 +281,19 @@ for (const [k, what] of [['base', `browser push (Chromium, web page, ${workers} 
     novel_chunks: last.novel_chunks,
     native_novel_bytes: runs.at(-1)[`native_${k}`].novel_bytes,
     native_sent_bytes: runs.at(-1)[`native_${k}`].sent_bytes,
+    // CPU seconds (medians): Chromium's processes and the store; the native client and the store
+    cores: CORES,
+    cpu_chromium: med(runs.map((x) => x[`browser_${k}`].cpu.chromium)),
+    cpu_store: med(runs.map((x) => x[`browser_${k}`].cpu.store)),
+    native_cpu_client: med(runs.map((x) => x[`native_${k}`].cpu.client)),
+    native_cpu_store: med(runs.map((x) => x[`native_${k}`].cpu.store)),
+    cpu_bound_seconds: med(runs.map((x) => (x[`browser_${k}`].cpu.chromium + x[`browser_${k}`].cpu.store) / CORES)),
   })
 }
 // The floors, and the push against them (a ratio near 1: the browser itself is the limit).
 const readS = med(runs.map((x) => x.floor.read_s))
 const upS = med(runs.map((x) => x.floor.upload_s))
-emit({ name: 'store/browser-push/floor-read', what: `Chromium reading the ${size} File, 2 workers, 16 MiB slices (no chunking)`, value: total / readS / 1e9, unit: 'GB/s', seconds: readS, browser_mod_over_floor: med(runs.map((x) => x.browser_mod.s)) / readS })
-emit({ name: 'store/browser-push/floor-upload', what: `Chromium uploading the ${size} File: fetch POSTs of its 8 MiB slices, 2 in flight, to a sink on 127.0.0.1`, value: total / upS / 1e9, unit: 'GB/s', seconds: upS, vs_native: med(runs.map((x) => x.native_base.s)) / upS, native_push_seconds: med(runs.map((x) => x.native_base.s)), browser_first_over_floor: med(runs.map((x) => x.browser_base.s)) / upS, native_over_floor: med(runs.map((x) => x.native_base.s)) / upS })
+emit({ name: 'store/browser-push/floor-read', what: `Chromium reading the ${size} File, 2 workers, 16 MiB slices (no chunking)`, value: total / readS / 1e9, unit: 'GB/s', seconds: readS, cpu_chromium: med(runs.map((x) => x.floor.read_cpu)), browser_mod_over_floor: med(runs.map((x) => x.browser_mod.s)) / readS })
+emit({ name: 'store/browser-push/floor-upload', what: `Chromium uploading the ${size} File: fetch POSTs of its 8 MiB slices, 2 in flight, to a sink on 127.0.0.1`, value: total / upS / 1e9, unit: 'GB/s', seconds: upS, cpu_chromium: med(runs.map((x) => x.floor.upload_cpu)), vs_native: med(runs.map((x) => x.native_base.s)) / upS, native_push_seconds: med(runs.map((x) => x.native_base.s)), browser_first_over_floor: med(runs.map((x) => x.browser_base.s)) / upS, native_over_floor: med(runs.map((x) => x.native_base.s)) / upS })
 const peak = Math.max(...runs.map((x) => x.browser_base.pss_peak))
 process.stdout.write(`${JSON.stringify({ section: 'memory', runtime: 'chromium', name: `memory/browser-push/${size}${gcMode ? '/gc' : ''}`, what: `peak PSS of the browser's processes during the web page's push of a ${size} File (${workers} workers)${gcMode ? ', garbage collected before each sample' : ''}`, value: peak / 2 ** 20, unit: 'MiB', size, hash: 'blake3', workers, before_mib: Math.min(...runs.map((x) => x.browser_base.pss_before)) / 2 ** 20, chunks: runs.at(-1).browser_base.chunks, seconds: runs.at(-1).browser_base.s })}\n`)

@@ -27,7 +27,10 @@ export interface ClientOptions {
   workers?: number
   /** The fetch to use (default the global one). */
   fetch?: typeof fetch
-  /** Pack uploads in flight (default 2, as `cutpoint push --uploads`). */
+  /**
+   * Pack uploads in flight (default 2, as `cutpoint push --uploads`; 4 for a File/Blob in a
+   * browser, whose packs in flight are slices of the file, not memory).
+   */
   concurrency?: number
   /** Pack size to aim at, bytes (default 8 MiB, as `cutpoint push --pack-size`). */
   packSize?: number
@@ -122,7 +125,7 @@ export function createClient(opts: ClientOptions): Client {
       live()
       const h = await ready()
       return push(
-        { http: h, profile: o.profile ?? 'gear:2k:8k:64k', hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency ?? 2, packSize: o.packSize ?? 8 << 20 },
+        { http: h, profile: o.profile ?? 'gear:2k:8k:64k', hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency, packSize: o.packSize ?? 8 << 20 },
         input,
         popts,
       )

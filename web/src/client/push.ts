@@ -6,6 +6,8 @@
 // core's frame encoder) → uploads, `concurrency` in flight → the commit, a delta against the
 // latest version when there is one (the core's encoder). Memory: the chunker's segments, the
 // queries in flight, one pack being filled and `concurrency` packs in flight; never the file.
+// In a browser a File/Blob goes up heads first: each pack a Blob of its heads and slices of
+// the input, so the novel chunks are not read back here at all (see HeadsFirstPack).
 //
 // The latest recipe of the name (same profile and fingerprint) is fetched first: its chunks are
 // known present (not queried), it is the delta's base, and with `rapid` it gives the hints.
@@ -97,7 +99,8 @@ export interface PushContext {
   hash: 'blake3' | 'sha256'
   /** Workers of the chunker (a kept pool when free). */
   chunkOptions(): Promise<{ opts: ChunkOptions; release(): void }>
-  concurrency: number
+  /** Uploads in flight; default 2, or HEADS_FIRST_CONCURRENCY for a heads-first push. */
+  concurrency?: number
   packSize: number
 }
 
@@ -117,6 +120,13 @@ const MAX_READ = 16 << 20
 // - Other inputs are framed into one buffer kept for the whole push (the Blob copies it): a
 //   fresh 8 MiB array per pack cost more than the copying itself (allocation and first touch),
 //   and a Blob of the frames as separate parts was slower still.
+
+// Heads-first packs in flight cost no memory here (their data are slices of the file), and
+// Chromium's uploads keep the pipeline waiting with only 2 in flight: a 1 GiB first push took
+// 14.7-15.9 s with 4 against 17.8-18.5 s with 2 (6: 16.5 s, 8: 14.9 s; AMD EPYC Zen 3, 2 vCPUs,
+// browser-profile.mjs push with PCONC). The native push gained nothing from 4 (6.3-6.5 s vs
+// 6.4-7.3 s), so its default stays 2.
+const HEADS_FIRST_CONCURRENCY = 4
 
 interface Novel {
   off: number
@@ -252,6 +262,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     const maxCount = source ? wire().packMaxHeadsFirst() : Infinity
     const header = wire().packHeader(hash, source !== undefined)
     const pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, ctx.packSize)
+    const concurrency = ctx.concurrency ?? (source ? HEADS_FIRST_CONCURRENCY : 2)
     const idBuf = new Uint8Array(32)
     let packNovel: Novel[] = []
     let packCount = 0
@@ -262,7 +273,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
       const inPack = packNovel
       packNovel = []
       packCount = 0
-      while (inflight.size >= ctx.concurrency) await Promise.race(inflight)
+      while (inflight.size >= concurrency) await Promise.race(inflight)
       if (failure) throw failure
       checkAbort(signal)
       const p: Promise<void> = http
