@@ -255,13 +255,18 @@ async function pushOne(job: Job): Promise<void> {
   const ac = new AbortController()
   current = ac
   const t0 = performance.now()
+  // The row is rendered at most about ten times a second while the push runs.
   let frame = 0
+  let timer: ReturnType<typeof setTimeout> | undefined
   const later = () => {
-    if (frame) return
-    frame = requestAnimationFrame(() => {
-      frame = 0
-      render(job)
-    })
+    if (frame || timer) return
+    timer = setTimeout(() => {
+      timer = undefined
+      frame = requestAnimationFrame(() => {
+        frame = 0
+        render(job)
+      })
+    }, 100)
   }
   try {
     const c = await getClient()
@@ -287,6 +292,7 @@ async function pushOne(job: Job): Promise<void> {
   } finally {
     job.elapsed = performance.now() - t0
     if (frame) cancelAnimationFrame(frame)
+    clearTimeout(timer)
     frame = 0
     render(job)
     await refreshPending()

@@ -248,15 +248,19 @@ export class PushJournal {
     }
   }
 
-  /** The store acknowledged a pack with these chunks (ids in hex, their lengths); flushed later. */
-  acked(chunks: { id: string; len: number }[]): void {
+  /**
+   * The store acknowledged a pack with these chunks (ids in hex, or their bytes at
+   * `raw[at .. at + 32]`; their lengths); flushed later.
+   */
+  acked(chunks: { id: string; len: number; raw?: Uint8Array; at?: number }[]): void {
     if (this.off || this.ended) return
     const seg = new Uint8Array(chunks.length * 32)
     let bytes = 0
     try {
       chunks.forEach((c, i) => {
-        if (c.id.length !== 64) throw new Error('not a chunk id')
-        unhexInto(c.id, seg, i * 32)
+        if (c.raw && c.at !== undefined) seg.set(c.raw.subarray(c.at, c.at + 32), i * 32)
+        else if (c.id.length !== 64) throw new Error('not a chunk id')
+        else unhexInto(c.id, seg, i * 32)
         bytes += c.len
       })
     } catch {

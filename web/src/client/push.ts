@@ -132,7 +132,13 @@ interface Novel {
   off: number
   len: number
   id: string
+  /** The id's bytes: `raw[at .. at + 32]` (decoded once, when the chunk arrived). */
+  raw: Uint8Array
+  at: number
 }
+
+/** Where an id first occurs in the input, and its bytes (`raw[at .. at + 32]`). */
+type Place = [off: number, len: number, raw: Uint8Array, at: number]
 
 export async function push(ctx: PushContext, input: PushInput, opts: PushOptions): Promise<PushResult> {
   const t0 = performance.now()
@@ -251,8 +257,9 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     if (criterion) chunkOpts.rapid = { criterion, base: base?.text, recipe: true, hinted: true }
 
     // Where each id first occurs (to read it back), the queries in flight, the pack being filled.
-    const offsets = new Map<string, [number, number]>()
+    const offsets = new Map<string, Place>()
     let ask: string[] = []
+    let askBuf = new Uint8Array(BATCH * 32)
     let askFrom = -1
     const queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number }[] = []
     const infos: { offset: number; length: number; id: string; hinted: boolean }[] = []
@@ -263,7 +270,6 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     const header = wire().packHeader(hash, source !== undefined)
     const pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, ctx.packSize)
     const concurrency = ctx.concurrency ?? (source ? HEADS_FIRST_CONCURRENCY : 2)
-    const idBuf = new Uint8Array(32)
     let packNovel: Novel[] = []
     let packCount = 0
     const inflight = new Set<Promise<void>>()
@@ -307,8 +313,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     const addNovel = async (list: Novel[]) => {
       if (pack instanceof HeadsFirstPack) {
         for (const n of list) {
-          unhexInto(n.id, idBuf, 0)
-          pack.add(wire().packFrameHead(n.len, idBuf), n.off, n.len)
+          pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), n.off, n.len)
           if (journal) packNovel.push(n)
           packCount++
           if (pack.len >= ctx.packSize || packCount >= maxCount) await upload()
@@ -325,8 +330,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
         for (let k = i; k <= j; k++) {
           const n = list[k]
           const at = n.off - list[i].off
-          unhexInto(n.id, idBuf, 0)
-          pack.add(wire().packFrameHead(n.len, idBuf), buf.subarray(at, at + n.len))
+          pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), buf.subarray(at, at + n.len))
           if (journal) packNovel.push(n) // what the journal records once the store acknowledges the pack
           packCount++
           if (pack.len >= ctx.packSize) await upload()
@@ -339,11 +343,11 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
       if (!ask.length) return
       const ids = ask
       const from = askFrom
+      const buf = askBuf.subarray(0, ids.length * 32)
       ask = []
+      askBuf = new Uint8Array(BATCH * 32)
       askFrom = -1
       sent += ids.length * 32
-      const buf = new Uint8Array(ids.length * 32)
-      ids.forEach((h, i) => unhexInto(h, buf, i * 32))
       const body = wire().queryEncode(buf)
       const p = http
         .request('POST', http.url('query'), { body, retry: true, signal })
@@ -384,7 +388,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
         novelChunks++
         novelBytes += at[1]
         novelIds?.add(id)
-        list.push({ off: at[0], len: at[1], id })
+        list.push({ off: at[0], len: at[1], id, raw: at[2], at: at[3] })
       }
       await addNovel(list)
       emitInfos(q.upto)
@@ -396,25 +400,22 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
       if (failure) throw failure
       checkAbort(signal)
       if (!batch.length) return
-      if (recipe) {
-        const ids = new Uint8Array(batch.length * 32)
-        const sizes = new Uint32Array(batch.length)
-        batch.forEach((c, i) => {
-          unhexInto(c.hash!, ids, i * 32)
-          sizes[i] = c.length
-        })
-        recipe.add(ids, sizes)
-      }
-      for (const c of batch) {
+      // Every id decoded once, here: the recipe, the queries and the pack heads use these bytes.
+      const ids = new Uint8Array(batch.length * 32)
+      batch.forEach((c, i) => unhexInto(c.hash!, ids, i * 32))
+      if (recipe) recipe.add(ids, Uint32Array.from(batch, (c) => c.length))
+      for (let i = 0; i < batch.length; i++) {
+        const c = batch[i]
         const id = c.hash!
         bytes += c.length
         chunks++
         if (c.hinted) hinted++
-        if (!offsets.has(id)) offsets.set(id, [c.offset, c.length])
+        if (!offsets.has(id)) offsets.set(id, [c.offset, c.length, ids, i * 32])
         if (baseIds.has(id)) knownFromBase++
         if (!known.has(id)) {
           known.add(id)
           if (askFrom < 0) askFrom = c.offset
+          askBuf.set(ids.subarray(i * 32, i * 32 + 32), ask.length * 32)
           ask.push(id)
         }
         if (opts.onChunks) infos.push({ offset: c.offset, length: c.length, id, hinted: !!c.hinted })
@@ -517,7 +518,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
               for (const id of e.missing) {
                 const at = offsets.get(id)
                 if (!at) throw new StoreError(`cutpoint: the store asks for chunk ${id}, which the input lacks`, { code: 'protocol' })
-                list.push({ off: at[0], len: at[1], id })
+                list.push({ off: at[0], len: at[1], id, raw: at[2], at: at[3] })
               }
               if (window) throw new StoreError('cutpoint: the store lost chunks of a stream during the push; push it again', { code: 'io' })
               await addNovel(list)
