@@ -73,6 +73,39 @@ fn cpu_model() -> String {
     )
 }
 
+/// The core clock in GHz, from a chain of dependent 64-bit adds (one cycle each on every
+/// x86-64 core): median of 3 runs of 0.8 G adds. `None` elsewhere.
+fn clock_ghz() -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut runs: Vec<f64> = (0..3)
+            .map(|_| {
+                let n = 50_000_000u64;
+                let mut x = 1u64;
+                let t = Instant::now();
+                for _ in 0..n {
+                    // SAFETY: register arithmetic only.
+                    unsafe {
+                        std::arch::asm!(
+                            "add {0}, {0}", "add {0}, {0}", "add {0}, {0}", "add {0}, {0}",
+                            "add {0}, {0}", "add {0}, {0}", "add {0}, {0}", "add {0}, {0}",
+                            "add {0}, {0}", "add {0}, {0}", "add {0}, {0}", "add {0}, {0}",
+                            "add {0}, {0}", "add {0}, {0}", "add {0}, {0}", "add {0}, {0}",
+                            inout(reg) x, options(nomem, nostack)
+                        )
+                    };
+                }
+                black_box(x);
+                16.0 * n as f64 / t.elapsed().as_secs_f64() / 1e9
+            })
+            .collect();
+        runs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        Some(runs[1])
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
 fn main() {
     let reps = env("CUTPOINT_REPS", 7);
     // CUTPOINT_ONLY=substring: run only the stage-1 rows whose name contains it (for profiling);
@@ -200,6 +233,23 @@ fn main() {
     row(&format!("skip-min/{def}/2t"), s2m, "skip-MIN, speculative parts");
     row(&format!("two-stage/{def}/1t"), t1m, &format!("stage 1 ({}) + stage 2, forced", t1.backend().name()));
     row(&format!("two-stage/{def}/2t"), t2m, "");
+
+    // Cycles per byte: the clock measured right after the rows, and the bytes each loop hashes
+    // (skip-MIN: from 64 bytes before s + MIN to the cut; fastcdc: from s + MIN to the cut).
+    if let Some(ghz) = clock_ghz() {
+        let (min, max) = (2048usize, 65536usize);
+        let hashed_ours: usize = {
+            let mut s = 0;
+            want.iter().map(|&e| { let l = e - s; s = e; if l > min { l - min + 64 } else { 0 } }).sum()
+        };
+        let hashed_fc: usize = fastcdc::v2020::FastCDC::new(&data, min as _, 8192, max as _).map(|c| c.length.saturating_sub(min)).sum();
+        let cyc = |secs: f64, hashed: usize| (secs * ghz * 1e9 / n as f64, secs * ghz * 1e9 / hashed as f64, hashed as f64 / n as f64);
+        let (a, b, f) = cyc(s1m.0, hashed_ours);
+        println!("\ncycles per byte (core clock {ghz:.2} GHz from dependent adds, measured after the rows):");
+        println!("  skip-MIN engine, 1 thread: {a:.2} per input byte, {b:.2} per hashed byte ({:.0}% of the bytes hashed)", f * 100.0);
+        let (a, b, f) = cyc(fc.0, hashed_fc);
+        println!("  fastcdc 5 v2020:           {a:.2} per input byte, {b:.2} per hashed byte ({:.0}% of the bytes hashed)", f * 100.0);
+    }
 
     println!("\nratios (same run, medians; wall / cpu-time based):");
     println!("  SS-CDC / sequential (crc32:2k:16k:64k, 1 thread): {:.2}x / {:.2}x", seq.0 / ss.0, seq.1 / ss.1);
