@@ -133,11 +133,18 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
   out.push('\n### End to end: chunk + BLAKE3 + dedup against the earlier files (synthetic versions, default profile)\n')
   out.push(table(['runtime', 'threads/workers', 'GB/s', 'dedup ratio', 'chunks', '× native memcpy'], e2e.map((r) => [r.name.split('/')[1], r.threads, f2(r.value), f2(r.dedup_ratio, 3), r.chunks, f2(r.ratio_to_memcpy, 3)])))
 
+  // browser-push.mjs: CPU seconds of each side, and the least wall time they allow on this many cores
+  const cpuCell = (r) =>
+    typeof r.cpu_store === 'number'
+      ? `${f2(r.cpu_chromium, 1)} + ${f2(r.cpu_store, 1)} (${f2(r.cpu_bound_seconds, 1)} s on ${r.cores}); ${f2(r.native_cpu_client, 1)} + ${f2(r.native_cpu_store, 1)}`
+      : typeof r.cpu_chromium === 'number'
+        ? `${f2(r.cpu_chromium, 1)} (Chromium)`
+        : '—'
   const st = R.filter((r) => r.section === 'store')
   if (st.length) {
     out.push(`\n### Store: push and pull through \`cutpoint serve\` on 127.0.0.1 (${st[0].size} file, medians of ${st[0].reps}; bench/harness/store.mjs${st.some((r) => r.runtime === 'chromium') ? ', browser-push.mjs' : ''})\n`)
     const mib = (n) => (typeof n === 'number' ? `${(n / 2 ** 20).toFixed(1)} MiB` : '—')
-    out.push(table(['what', 'GB/s', 'seconds', 'wall ÷ chunk+hash', '× native push', 'novel', 'sent', 'sent ÷ novel', 'server CPU s/GiB'], st.map((r) => [r.what, f2(r.value), f2(r.seconds), f2(r.push_over_chunk), f2(r.vs_native), mib(r.novel_bytes), mib(r.sent_bytes), f2(r.sent_over_novel, 3), f2(r.server_cpu_s_per_gib)])))
+    out.push(table(['what', 'GB/s', 'seconds', 'wall ÷ chunk+hash', '× native push', 'novel', 'sent', 'sent ÷ novel', 'server CPU s/GiB', 'CPU s: Chromium + store (÷ cores); native client + store'], st.map((r) => [r.what, f2(r.value), f2(r.seconds), f2(r.push_over_chunk), f2(r.vs_native), mib(r.novel_bytes), mib(r.sent_bytes), f2(r.sent_over_novel, 3), f2(r.server_cpu_s_per_gib), cpuCell(r)])))
   }
   const mem = R.filter((r) => r.section === 'memory')
   if (mem.length) {
