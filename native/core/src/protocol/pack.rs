@@ -317,19 +317,16 @@ impl<R: Read> PackReader<R> {
 
 /// Decodes a whole pack held in memory (tests, fuzzing, small packs).
 pub fn decode_pack(bytes: &[u8], verify: bool) -> Result<(HashAlg, Vec<Frame>), WireError> {
-    let mut r = PackReader::new(bytes, MAX_CHUNK, verify)?;
-    let mut out = Vec::new();
-    let mut buf = Vec::new();
-    while let Some(f) = r.next_into(&mut buf)? {
-        out.push(f);
-    }
-    Ok((r.alg(), out))
+    decode_all(PackReader::new(bytes, MAX_CHUNK, verify)?)
 }
 
 /// Decodes a whole upload held in memory, in either layout: its frames (offsets are where each
 /// chunk's data lies in `bytes`).
 pub fn decode_upload(bytes: &[u8], verify: bool) -> Result<(HashAlg, Vec<Frame>), WireError> {
-    let mut r = PackReader::upload(bytes, MAX_CHUNK, verify)?;
+    decode_all(PackReader::upload(bytes, MAX_CHUNK, verify)?)
+}
+
+fn decode_all(mut r: PackReader<&[u8]>) -> Result<(HashAlg, Vec<Frame>), WireError> {
     let mut out = Vec::new();
     let mut buf = Vec::new();
     while let Some(f) = r.next_into(&mut buf)? {
@@ -462,11 +459,15 @@ mod tests {
 
     #[test]
     fn every_truncation_is_an_error() {
-        let p = pack_of(&[b"abc", b"defgh"], HashAlg::Blake3);
-        for cut in 0..p.len() {
-            match decode_pack(&p[..cut], true) {
-                Err(WireError::Truncated(_)) => {}
-                other => panic!("cut at {cut}: {other:?}"),
+        let framed = pack_of(&[b"abc", b"defgh"], HashAlg::Blake3);
+        let hf = heads_first_of(&[b"abc", b"defgh"], HashAlg::Blake3);
+        for (p, upload) in [(&framed, false), (&framed, true), (&hf, true)] {
+            for cut in 0..p.len() {
+                let r = if upload { decode_upload(&p[..cut], true) } else { decode_pack(&p[..cut], true) };
+                match r {
+                    Err(WireError::Truncated(_)) => {}
+                    other => panic!("cut at {cut} (upload: {upload}): {other:?}"),
+                }
             }
         }
     }
@@ -536,17 +537,6 @@ mod tests {
         }
         let empty = heads_first_of(&[], HashAlg::Blake3);
         assert!(decode_upload(&empty, true).unwrap().1.is_empty());
-    }
-
-    #[test]
-    fn heads_first_every_truncation_is_an_error() {
-        let p = heads_first_of(&[b"abc", b"defgh"], HashAlg::Blake3);
-        for cut in 0..p.len() {
-            match decode_upload(&p[..cut], true) {
-                Err(WireError::Truncated(_)) => {}
-                other => panic!("cut at {cut}: {other:?}"),
-            }
-        }
     }
 
     #[test]
