@@ -285,7 +285,13 @@ describe('web page (Vite build) against cutpoint serve', () => {
     // Keyboard: focus the drop zone and press Enter.
     await page.focus('#drop')
     expect(await page.evaluate(() => document.activeElement?.tagName)).toBe('BUTTON')
-    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.keyboard.press('Enter')])
+    // Playwright turns on file-chooser interception when the listener is added, but does not wait
+    // for it: a key sent at once can reach Chromium first, and the chooser then opens unseen (8 to
+    // 14 of 60 tries here). A round trip to the page after subscribing orders the two (0 of 180).
+    const chosen = page.waitForEvent('filechooser')
+    await page.evaluate(() => 0)
+    await page.keyboard.press('Enter')
+    const chooser = await chosen
     expect(chooser.isMultiple()).toBe(true)
     // Phone: nothing wider than the screen.
     await page.setViewportSize({ width: 375, height: 740 })
