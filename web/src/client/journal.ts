@@ -13,7 +13,6 @@
 // Nothing of the journal is trusted for the data: the file is chunked and hashed in full, and the
 // commit still checks every chunk on the store (a journaled chunk it lost is answered 409 and
 // sent again by the push's commit loop).
-import { hexDigests, unhexInto } from '../hex.js'
 import { done, req } from '../idb.js'
 
 export const JOURNAL_DB = 'cutpoint-push'
@@ -168,8 +167,8 @@ export class PushJournal {
     rec: PendingPush,
     seq: number,
     private counters: () => JournalCounters,
-    /** The ids acknowledged before this attempt (hex). */
-    readonly known: string[],
+    /** The ids acknowledged before this attempt: segments of 32-byte ids. */
+    readonly known: Uint8Array[],
     resumed: Resumed | undefined,
   ) {
     this.rec = rec
@@ -197,15 +196,20 @@ export class PushJournal {
       const pushes = tx.objectStore(PUSHES)
       const ids = tx.objectStore(IDS)
       const prior = (await req(pushes.get(id))) as PendingPush | undefined
-      const known: string[] = []
+      const known: Uint8Array[] = []
+      let count = 0
       let seq = 0
       let resumed: Resumed | undefined
       if (prior) {
         const keys = (await req(ids.getAllKeys(idRange(id)))) as [string, number][]
         const segs = (await req(ids.getAll(idRange(id)))) as Uint8Array[]
-        for (const s of segs) if (s instanceof Uint8Array && s.length % 32 === 0) for (const h of hexDigests(s, s.length / 32)) known.push(h)
+        for (const s of segs)
+          if (s instanceof Uint8Array && s.length % 32 === 0) {
+            known.push(s)
+            count += s.length / 32
+          }
         for (const k of keys) seq = Math.max(seq, k[1] + 1)
-        if (prior.packs > 0 || known.length) resumed = { packs: prior.packs, chunks: known.length, bytes: prior.sentBytes, since: prior.updatedAt }
+        if (prior.packs > 0 || count) resumed = { packs: prior.packs, chunks: count, bytes: prior.sentBytes, since: prior.updatedAt }
       }
       const now = Date.now()
       const rec: PendingPush = {
@@ -249,18 +253,17 @@ export class PushJournal {
   }
 
   /**
-   * The store acknowledged a pack with these chunks (ids in hex, or their bytes at
-   * `raw[at .. at + 32]`; their lengths); flushed later.
+   * The store acknowledged a pack with these chunks (their ids at `raw[at .. at + 32]`, their
+   * lengths); flushed later.
    */
-  acked(chunks: { id: string; len: number; raw?: Uint8Array; at?: number }[]): void {
+  acked(chunks: { len: number; raw: Uint8Array; at: number }[]): void {
     if (this.off || this.ended) return
     const seg = new Uint8Array(chunks.length * 32)
     let bytes = 0
     try {
       chunks.forEach((c, i) => {
-        if (c.raw && c.at !== undefined) seg.set(c.raw.subarray(c.at, c.at + 32), i * 32)
-        else if (c.id.length !== 64) throw new Error('not a chunk id')
-        else unhexInto(c.id, seg, i * 32)
+        if (c.at < 0 || c.at + 32 > c.raw.length) throw new Error('not a chunk id')
+        seg.set(c.raw.subarray(c.at, c.at + 32), i * 32)
         bytes += c.len
       })
     } catch {

@@ -6,6 +6,8 @@
 // core's frame encoder) → uploads, `concurrency` in flight → the commit, a delta against the
 // latest version when there is one (the core's encoder). Memory: the chunker's segments, the
 // queries in flight, one pack being filled and `concurrency` packs in flight; never the file.
+// Per chunk, as the native client: the recipe (36 bytes in wasm) and the id table (ids.ts,
+// about 55-110 bytes a distinct id), which say what to commit and what was already asked.
 // In a browser a File/Blob goes up heads first: each pack a Blob of its heads and slices of
 // the input, so the novel chunks are not read back here at all (see HeadsFirstPack).
 //
@@ -15,7 +17,7 @@
 // --json` counts them, and the packs are cut where it cuts them, so they are equal.
 import { chunk, createChunker, type Chunk, type ChunkOptions, type WorkerPool } from '../index.js'
 import { CRITERIA, type Criterion } from '../rapid.js'
-import { hexDigests, unhexInto } from '../hex.js'
+import { hex, unhex, unhexInto } from '../hex.js'
 import { parseProfile } from '../runtime.js'
 import type { WasmStoreRecipe } from '../../../common/wasm.js'
 import { checkAbort, StoreError, usage } from './errors.js'
@@ -23,6 +25,7 @@ import { BLOB_BODIES, Http, sleep } from './http.js'
 import { isStream, openReader, StreamWindow, type PushInput, type RangeReader } from './input.js'
 import { wire } from './wire.js'
 import { PushJournal, type Resumed } from './journal.js'
+import { BASE, IdTable, KNOWN, NOVEL } from './ids.js'
 
 export interface PushProgress {
   stage: 'chunking' | 'querying' | 'uploading' | 'committing' | 'done'
@@ -131,14 +134,10 @@ const HEADS_FIRST_CONCURRENCY = 4
 interface Novel {
   off: number
   len: number
-  id: string
-  /** The id's bytes: `raw[at .. at + 32]` (decoded once, when the chunk arrived). */
+  /** The id's bytes: `raw[at .. at + 32]` (the id table's array). */
   raw: Uint8Array
   at: number
 }
-
-/** Where an id first occurs in the input, and its bytes (`raw[at .. at + 32]`). */
-type Place = [off: number, len: number, raw: Uint8Array, at: number]
 
 export async function push(ctx: PushContext, input: PushInput, opts: PushOptions): Promise<PushResult> {
   const t0 = performance.now()
@@ -210,7 +209,8 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     // The base: the latest recipe of the name, if it has this profile and fingerprint.
     let base: { version: number; recipe: WasmStoreRecipe; text: Uint8Array } | undefined
     let latest = 0
-    const known = new Set<string>()
+    // Every id met: the base recipe's, the journal's, the input's (where each first occurs).
+    const table = new IdTable()
     {
       const res = await http.request('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] })
       if (res.status === 200) {
@@ -225,14 +225,13 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
         }
         if (rec.profile === profile && rec.hash === hash) {
           base = { version: latest, recipe: rec, text }
-          for (let i = 0; i < rec.count; i += 65536) for (const h of hexDigests(rec.ids(i, i + 65536), Math.min(65536, rec.count - i))) known.add(h)
+          for (let i = 0; i < rec.count; i += 65536) table.addAll(rec.ids(i, i + 65536), KNOWN | BASE)
         } else rec.free()
       } else await res.body?.cancel()
     }
-    const baseIds = new Set(known)
     // The journal (browsers, File/Blob): what an earlier attempt had stored is known present.
     journal = await PushJournal.open({ store: http.base, namespace: http.ns, name, profile, hash }, input, () => ({ stage, bytes, chunks, novelBytes }))
-    if (journal) for (const id of journal.known) known.add(id)
+    if (journal) for (const seg of journal.known) table.addAll(seg, KNOWN)
 
     const stream = isStream(input)
     let reader: RangeReader
@@ -256,14 +255,12 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     chunkOpts.hash = hash
     if (criterion) chunkOpts.rapid = { criterion, base: base?.text, recipe: true, hinted: true }
 
-    // Where each id first occurs (to read it back), the queries in flight, the pack being filled.
-    const offsets = new Map<string, Place>()
-    let ask: string[] = []
+    // The ids to ask about next, the queries in flight, the pack being filled.
+    let ask = 0
     let askBuf = new Uint8Array(BATCH * 32)
     let askFrom = -1
     const queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number }[] = []
-    const infos: { offset: number; length: number; id: string; hinted: boolean }[] = []
-    const novelIds = opts.onChunks ? new Set<string>() : undefined
+    const infos: { offset: number; length: number; id: number; hinted: boolean }[] = []
     let failure: unknown
     const source = BLOB_BODIES && typeof Blob !== 'undefined' && input instanceof Blob ? input : undefined
     const maxCount = source ? wire().packMaxHeadsFirst() : Infinity
@@ -340,27 +337,27 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     }
 
     const launchQuery = () => {
-      if (!ask.length) return
-      const ids = ask
+      if (!ask) return
+      const n = ask
       const from = askFrom
-      const buf = askBuf.subarray(0, ids.length * 32)
-      ask = []
+      const buf = askBuf.subarray(0, n * 32)
+      ask = 0
       askBuf = new Uint8Array(BATCH * 32)
       askFrom = -1
-      sent += ids.length * 32
+      sent += n * 32
       const body = wire().queryEncode(buf)
       const p = http
         .request('POST', http.url('query'), { body, retry: true, signal })
         .then((r) => r.arrayBuffer())
         .then((b) => {
           try {
-            return wire().queryDecode(new Uint8Array(b), ids.length)
+            return wire().queryDecode(new Uint8Array(b), n)
           } catch (e: any) {
             throw new StoreError(`cutpoint: the store's query answer: ${e?.message ?? e}`, { code: 'protocol' })
           }
         })
       p.catch(() => {})
-      queries.push({ p, n: ids.length, from, upto: chunks })
+      queries.push({ p, n, from, upto: chunks })
     }
 
     const emitInfos = (upto: number) => {
@@ -371,7 +368,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
         offset: c.offset,
         length: c.length,
         hinted: c.hinted,
-        novel: novelIds!.has(c.id) && offsets.get(c.id)![0] === c.offset,
+        novel: (table.flags[c.id] & NOVEL) !== 0 && table.off(c.id) === c.offset,
       }))
       opts.onChunks(out)
     }
@@ -382,13 +379,13 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
       checkAbort(signal)
       const n = missing.length / 32
       const list: Novel[] = []
-      for (const id of hexDigests(missing, n)) {
-        const at = offsets.get(id)
-        if (!at) throw new StoreError(`cutpoint: the store names chunk ${id} as missing, which was not asked`, { code: 'protocol' })
+      for (let j = 0; j < n; j++) {
+        const i = table.find(missing, j * 32)
+        if (i < 0 || table.off(i) < 0) throw new StoreError(`cutpoint: the store names chunk ${hex(missing.subarray(j * 32, j * 32 + 32))} as missing, which was not asked`, { code: 'protocol' })
         novelChunks++
-        novelBytes += at[1]
-        novelIds?.add(id)
-        list.push({ off: at[0], len: at[1], id, raw: at[2], at: at[3] })
+        novelBytes += table.len(i)
+        table.flags[i] |= NOVEL
+        list.push({ off: table.off(i), len: table.len(i), raw: table.ids, at: i * 32 })
       }
       await addNovel(list)
       emitInfos(q.upto)
@@ -406,25 +403,26 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
       if (recipe) recipe.add(ids, Uint32Array.from(batch, (c) => c.length))
       for (let i = 0; i < batch.length; i++) {
         const c = batch[i]
-        const id = c.hash!
         bytes += c.length
         chunks++
         if (c.hinted) hinted++
-        if (!offsets.has(id)) offsets.set(id, [c.offset, c.length, ids, i * 32])
-        if (baseIds.has(id)) knownFromBase++
-        if (!known.has(id)) {
-          known.add(id)
+        const id = table.add(ids, i * 32)
+        table.place(id, c.offset, c.length)
+        const f = table.flags[id]
+        if (f & BASE) knownFromBase++
+        if (!(f & KNOWN)) {
+          table.flags[id] = f | KNOWN
           if (askFrom < 0) askFrom = c.offset
-          askBuf.set(ids.subarray(i * 32, i * 32 + 32), ask.length * 32)
-          ask.push(id)
+          askBuf.set(ids.subarray(i * 32, i * 32 + 32), ask * 32)
+          ask++
         }
         if (opts.onChunks) infos.push({ offset: c.offset, length: c.length, id, hinted: !!c.hinted })
-        if (ask.length >= BATCH) {
+        if (ask >= BATCH) {
           launchQuery()
           while (queries.length > MAX_QUERIES) await resolveOldest()
         }
       }
-      if (!queries.length && !ask.length) {
+      if (!queries.length && !ask) {
         emitInfos(chunks)
         window?.release(bytes)
       }
@@ -516,9 +514,12 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
               rounds++
               const list: Novel[] = []
               for (const id of e.missing) {
-                const at = offsets.get(id)
-                if (!at) throw new StoreError(`cutpoint: the store asks for chunk ${id}, which the input lacks`, { code: 'protocol' })
-                list.push({ off: at[0], len: at[1], id, raw: at[2], at: at[3] })
+                let i = -1
+                try {
+                  if (id.length === 64) i = table.find(unhex(id), 0)
+                } catch {}
+                if (i < 0 || table.off(i) < 0) throw new StoreError(`cutpoint: the store asks for chunk ${id}, which the input lacks`, { code: 'protocol' })
+                list.push({ off: table.off(i), len: table.len(i), raw: table.ids, at: i * 32 })
               }
               if (window) throw new StoreError('cutpoint: the store lost chunks of a stream during the push; push it again', { code: 'io' })
               await addNovel(list)
