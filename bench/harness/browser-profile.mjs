@@ -22,25 +22,16 @@
 // 25 functions with the most self time).
 // Build first: native/target/release/cutpoint, `npm run build:js`.
 import { chromium } from 'playwright-core'
-import http from 'node:http'
+import { serveStatic } from './serve-static.mjs'
 import { spawn } from 'node:child_process'
-import { existsSync, statSync, createReadStream, mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 const root = new URL('../..', import.meta.url).pathname.replace(/\/$/, '')
 const file = process.argv[2]
 const what = (process.argv[3] ?? 'read,chunk,chunknone,push').split(',')
 if (!file) throw new Error('usage: node bench/harness/browser-profile.mjs FILE STEP,STEP,...')
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' }
-const server = http.createServer((req, res) => {
-  if (req.method === 'POST') { let n = 0; req.on('data', (d) => (n += d.length)); req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ n }))); return }
-  const f = path.join(root, path.normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)))
-  if (!f.startsWith(root) || !existsSync(f) || !statSync(f).isFile()) return res.writeHead(404).end()
-  res.writeHead(200, { 'content-type': types[path.extname(f)] ?? 'application/octet-stream', 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' })
-  createReadStream(f).pipe(res)
-})
-await new Promise((r) => server.listen(0, '127.0.0.1', r))
-const base = `http://127.0.0.1:${server.address().port}`
+// Any POST is the sink (the upload steps' baseline).
+const { url: base } = await serveStatic(root, { sink: () => true })
 const dir = mkdtempSync(`${os.tmpdir()}/cutpoint-profile-store-`)
 const st = spawn(`${root}/native/target/release/cutpoint`, ['serve', '--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] })
 const storeUrl = await new Promise((r) => { let b = ''; st.stdout.on('data', (d) => { b += d; const m = /listening on (http:\/\/\S+)/.exec(b); if (m) r(m[1]) }) })

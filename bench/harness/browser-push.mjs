@@ -21,13 +21,11 @@
 // machine with few cores the browser push is bound by its CPU: it cannot finish in less than
 // its CPU seconds ÷ the cores, which the rows report as `cpu_bound_seconds`.
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, linkSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { createReadStream } from 'node:fs'
-import http from 'node:http'
+import { existsSync, linkSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import { chromium } from 'playwright-core'
 import { storeDataset } from './store-data.mjs'
+import { serveStatic } from './serve-static.mjs'
 
 const root = new URL('../../', import.meta.url).pathname
 const argv = process.argv.slice(2)
@@ -76,23 +74,10 @@ function startStore(dir) {
 }
 const stop = (p) => new Promise((r) => (p.exitCode !== null ? r() : (p.once('exit', r), p.kill())))
 
-// The page, cross-origin isolated like the dev server.
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' }
-const server = http.createServer((req, res) => {
-  // The floors' sink: takes a body, answers its length (what the store would read, no storing).
-  if (req.method === 'POST' && req.url === '/sink') {
-    let n = 0
-    req.on('data', (d) => (n += d.length))
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ n })))
-    return
-  }
-  const file = path.join(app, path.normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)))
-  if (!file.startsWith(app) || !existsSync(file) || !statSync(file).isFile()) return res.writeHead(404).end()
-  res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream', 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' })
-  createReadStream(file).pipe(res)
-})
-await new Promise((r) => server.listen(0, '127.0.0.1', r))
-const pageUrl = `http://127.0.0.1:${server.address().port}/index.html`
+// The page, cross-origin isolated like the dev server; the floors' sink at /sink takes a body
+// and answers its length (what the store would read, no storing).
+const { server, url: appUrl } = await serveStatic(app, { sink: (u) => u === '/sink' })
+const pageUrl = `${appUrl}/index.html`
 
 /** PSS of the browser's processes (those started with this run's profile directory), bytes. */
 function browserPss() {

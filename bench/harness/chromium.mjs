@@ -2,24 +2,16 @@
 // bench/harness/page.html from a local server and runs the shared WebAssembly benchmark there,
 // the library's workers being Web Workers and its inputs picked Files.
 //   node bench/harness/chromium.mjs CONFIG.json   -> JSON rows on stdout; version on stderr
-import { readFileSync, mkdtempSync, rmSync, existsSync, statSync, createReadStream } from 'node:fs'
+import { readFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import http from 'node:http'
 import path from 'node:path'
 import { chromium } from 'playwright-core'
+import { serveStatic } from './serve-static.mjs'
 
 const root = new URL('../../', import.meta.url).pathname
 const cfg = JSON.parse(readFileSync(process.argv[2], 'utf8'))
 const exe = process.env.CUTPOINT_CHROMIUM ?? '/usr/bin/chromium'
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' }
-const server = http.createServer((req, res) => {
-  const file = path.join(root, path.normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)))
-  if (!file.startsWith(root) || !existsSync(file) || !statSync(file).isFile()) return res.writeHead(404).end()
-  res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream', 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' })
-  createReadStream(file).pipe(res)
-})
-await new Promise((r) => server.listen(0, '127.0.0.1', r))
-const url = `http://127.0.0.1:${server.address().port}`
+const { server, url } = await serveStatic(root)
 const dir = mkdtempSync(`${tmpdir()}/cutpoint-bench-chromium-`)
 let ctx
 try {
