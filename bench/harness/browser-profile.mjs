@@ -31,7 +31,7 @@ const file = process.argv[2]
 const what = (process.argv[3] ?? 'read,chunk,chunknone,push').split(',')
 if (!file) throw new Error('usage: node bench/harness/browser-profile.mjs FILE STEP,STEP,...')
 // Any POST is the sink (the upload steps' baseline).
-const { url: base } = await serveStatic(root, { sink: () => true })
+const { server, url: base } = await serveStatic(root, { sink: () => true })
 const dir = mkdtempSync(`${os.tmpdir()}/cutpoint-profile-store-`)
 const st = spawn(`${root}/native/target/release/cutpoint`, ['serve', '--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] })
 const storeUrl = await new Promise((r) => { let b = ''; st.stdout.on('data', (d) => { b += d; const m = /listening on (http:\/\/\S+)/.exec(b); if (m) r(m[1]) }) })
