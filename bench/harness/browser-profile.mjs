@@ -17,7 +17,8 @@
 //   push | pushNAME  createClient().push of the File (a new name | NAME), with its stage times
 //                    (PCONC=N uploads in flight, PPACK=MiB per pack: the client's options)
 //   file:PATH        pick another file
-// PS=1: CPU seconds each process name used during each step (/proc: Chromium's, the store's, node's).
+// PS=1: CPU seconds each process name used during each step (/proc: Chromium's, the store's, node's);
+// PS=threads: Chromium's split by process type and thread (see cpuByName).
 // PROF=PREFIX: a CPU profile of the page's main thread for the steps starting with PREFIX (the
 // 25 functions with the most self time).
 // Build first: native/target/release/cutpoint, `npm run build:js`.
@@ -43,14 +44,22 @@ await page.goto(`${base}/tests/browser/index.html?pack=${process.env.PACK ?? 8}&
 await page.evaluate(() => window.ready)
 await page.setInputFiles('#file', file)
 // CPU seconds by process name (utime + stime from /proc), this user's processes only
+// With PS=threads, Chromium's by process type and thread name instead (a thread that ended
+// during the step, such as a worker of a finished push, takes its CPU seconds with it).
+const byThread = process.env.PS === 'threads'
 const cpuByName = () => {
   const out = {}
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
-      const st = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'))
-      const f = st.slice(st.lastIndexOf(')') + 2).split(' ')
-      out[name] = (out[name] ?? 0) + (Number(f[11]) + Number(f[12])) / 100
+      const cmd = byThread ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : ''
+      const typ = cmd.includes('chromium') ? (/--type=([a-z-]+)/.exec(cmd)?.[1] ?? 'browser') + (/--utility-sub-type=([\w.]+)/.exec(cmd)?.[1]?.replace(/.*\./, ':') ?? '') : undefined
+      for (const tid of typ ? readdirSync(`/proc/${pid}/task`) : [undefined]) {
+        const st = readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8')
+        const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'))
+        const f = st.slice(st.lastIndexOf(')') + 2).split(' ')
+        const k = typ ? `${typ}/${name.replace(/\d+$/, '')}` : name
+        out[k] = (out[k] ?? 0) + (Number(f[11]) + Number(f[12])) / 100
+      }
     } catch {}
   }
   return out
