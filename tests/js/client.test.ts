@@ -2,10 +2,11 @@
 // pull round trips for every input kind, the same numbers and recipes as the native
 // `cutpoint push --json`, dedup on re-push, 1%-modified versions, RapidCDC, abort and resume,
 // retries, and bad input (wrong token, unreachable store, unreadable file, bad profile, a
-// restore that does not verify).
+// store that names chunks it was not asked about, a restore that does not verify).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import * as cp from '@cutpoint/web'
 import { cutpoint, haveCutpoint, nativePush, startStore, type Store } from './store'
@@ -352,6 +353,42 @@ describe('bad input', () => {
     await bp.close()
     // Nothing was stored by any of these.
     expect(JSON.parse(cutpoint(['ls', '--json', '--ns', 'bad'], store).stdout)).toEqual([])
+  })
+
+  it('a store that names chunks it was not asked about, or that the input lacks, is a protocol error; nothing is committed', async () => {
+    const stranger = randomBytes(32)
+    // The real store's query answer (every id: the namespace is empty) with its first id
+    // replaced by one nobody asked about.
+    const lyingQuery: typeof fetch = async (url, init) => {
+      const res = await fetch(url, init)
+      if (!String(url).endsWith('/query')) return res
+      const body = Buffer.from(await res.arrayBuffer())
+      stranger.copy(body, 0)
+      return new Response(body, { status: res.status, headers: res.headers })
+    }
+    const q = cp.createClient({ store: store.url, namespace: 'liar', fetch: lyingQuery })
+    const e1: any = await q.push(v(0), { name: 'q.bin' }).catch((e) => e)
+    expect(e1).toBeInstanceOf(cp.StoreError)
+    expect(e1.code).toBe('protocol')
+    expect(e1.message).toContain(`names chunk ${stranger.toString('hex')} as missing, which was not asked`)
+    await q.close()
+    // A commit answered 409 for a chunk the input does not have (and for a malformed id).
+    for (const missing of [stranger.toString('hex'), 'not-an-id']) {
+      let puts = 0
+      const lyingCommit: typeof fetch = async (url, init) => {
+        if (init?.method !== 'PUT') return fetch(url, init)
+        puts++
+        return new Response(JSON.stringify({ error: 'missing chunks', missing: [missing] }), { status: 409, headers: { 'content-type': 'application/json' } })
+      }
+      const c = cp.createClient({ store: store.url, namespace: 'liar', fetch: lyingCommit })
+      const e2: any = await c.push(v(1), { name: 'c.bin' }).catch((e) => e)
+      expect(e2).toBeInstanceOf(cp.StoreError)
+      expect(e2.code).toBe('protocol')
+      expect(e2.message).toContain(`asks for chunk ${missing}, which the input lacks`)
+      expect(puts).toBe(1)
+      await c.close()
+    }
+    expect(JSON.parse(cutpoint(['ls', '--json', '--ns', 'liar'], store).stdout)).toEqual([])
   })
 
   it('a restore that does not verify errors the stream', async () => {
