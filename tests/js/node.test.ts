@@ -98,6 +98,18 @@ describe('inputs', () => {
     expect(diff(await cp.chunkAll(shared, { profile: vf.profile, workers: 2, segmentSize: 70001 }), c)).toBeNull()
   })
 
+  it('a Blob read once with chunks longer than the bytes a worker keeps before its segment (1 MiB)', async () => {
+    // A read-once worker keeps up to min(max, 1 MiB) bytes before its segment for the hash job;
+    // with max 4 MiB a segment's first chunk can begin before them, and the worker reads the
+    // rest from the source (24 MiB of random bytes: 20 of 21 chunks are longer than 1 MiB).
+    const big = randomBytes(24 << 20, 7)
+    const profile = 'gear:256k:1m:4m'
+    const ref = await cp.chunkAll(big, { profile, workers: 0 })
+    expect(ref.filter((x) => x.length > 1 << 20).length).toBeGreaterThan(10)
+    const got = await cp.chunkAll(new Blob([big]), { profile, workers: 2, segmentSize: 3_000_001, readOnce: true })
+    expect(got.map((x) => [x.offset, x.length, x.hash])).toEqual(ref.map((x) => [x.offset, x.length, x.hash]))
+  })
+
   it('one by one or in batches: the same chunks; a result iterates once; a break stops it', async () => {
     const opts = { profile: vf.profile, workers: 2, segmentSize: 40009 }
     const one: cp.Chunk[] = []

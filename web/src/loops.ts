@@ -8,7 +8,7 @@ import { BLOB_SPAN, checkChunkOptions, DEFAULT_SPAN, resolve, type ChunkOptions,
 import { RapidSession, type RapidResult } from './rapid.js'
 import { need } from './runtime.js'
 import { pieces, type Input, type sourceOf } from './sources.js'
-import { defaultWorkers, startPool } from './workers.js'
+import { defaultWorkers, stage1Lead, startPool } from './workers.js'
 
 export async function openRapid(opts: ChunkOptions): Promise<{ r: Resolved; session: RapidSession }> {
   const r = await resolve(opts)
@@ -66,13 +66,14 @@ export async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: Chunk
     const look = 2 * pool.size
     // Workers read the source themselves: they keep each stage-1 slice for its hash job.
     const readOnce = !src.bytesFor && r.hash !== 'none' && (opts.readOnce ?? src.desc.kind === 'blob')
+    const lead = stage1Lead(r.profile)
     const jobs: Promise<{ res: Stage1Res; worker: number }>[] = []
     let launched = 0
     const launch = () => {
       const i = launched++
       const a = i * r.span
       const b = Math.min(a + r.span, size)
-      const { msg, transfer } = stage1Job(a, b, W, r.lane, src.bytesFor, readOnce ? i : undefined)
+      const { msg, transfer } = stage1Job(a, b, readOnce ? lead : W, r.lane, src.bytesFor, readOnce ? i : undefined)
       jobs[i] = pool.runAt<Stage1Res>(msg, transfer)
       jobs[i].catch(() => {})
     }
