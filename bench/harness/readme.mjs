@@ -65,7 +65,21 @@ function headline(res) {
     const xs = w.rows.map((r) => r[col(w, 'chunking slowdown %')])
     out.push(['RapidCDC worst case (every hint rejected): chunking slowdown vs regular CDC over all rows', `${f2(Math.min(...xs), 1)}% … ${f2(Math.max(...xs), 1)}% (median ${f2([...xs].sort((a, b) => a - b)[xs.length >> 1], 1)}%)`])
   }
-  for (const m of R.filter((r) => r.section === 'memory')) out.push([`peak RSS, \`cutpoint chunk -\` over a ${m.size} generated stream, --hash ${m.hash}`, `${f2(m.value, 1)} MiB`])
+  for (const m of R.filter((r) => r.section === 'memory')) {
+    if (m.runtime === 'chromium') out.push([`peak PSS of Chromium's processes during the web page's push of a ${m.size} File (${m.workers} workers${m.name.endsWith('/gc') ? ', GC before each sample' : ''})`, `${f2(m.value, 1)} MiB (${f2(m.before_mib, 1)} before the push)`])
+    else out.push([`peak RSS, \`cutpoint chunk -\` over a ${m.size} generated stream, --hash ${m.hash}`, `${f2(m.value, 1)} MiB`])
+  }
+  // The store: each client's first push of the same file to a fresh store on 127.0.0.1, against
+  // the native \`cutpoint push\` measured in the same run (issue #16's goals: browser >= 0.5x).
+  const nat = get('store/push/first')
+  for (const [name, who] of [['store/push-node/first', 'Node (library, a path)'], ['store/push-deno/first', 'Deno (library, a path)'], ['store/browser-push/first', 'Chromium (web page, 2 workers, a File)']]) {
+    const r = get(name)
+    if (!r) continue
+    const ns = r.native_seconds ?? nat?.seconds
+    if (ns) out.push([`first push of a ${r.size ?? ''} file to \`cutpoint serve\`: ${who} vs native \`cutpoint push\``, `${f2(r.seconds)} vs ${f2(ns)} s = **${f2(ns / r.seconds)}×**`])
+  }
+  const mod = get('store/browser-push/mod')
+  if (mod?.sent_over_novel) out.push(['1%-modified re-push from the browser: bytes sent ÷ novel bytes', `${f2(mod.sent_over_novel, 3)} (native: ${f2(get('store/push/mod')?.sent_over_novel, 3)})`])
   return `| what | result |\n|---|---|\n${out.map((r) => `| ${r.join(' | ')} |`).join('\n')}\n`
 }
 

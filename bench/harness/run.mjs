@@ -99,12 +99,18 @@ const versions = {
   'vega-lite': pkgVersion('vega-lite'),
 }
 const backendsOut = sh(cli, ['backends']) ?? ''
-const backends = backendsOut.split('\n').map((l) => l.trim()).filter(Boolean).map((l) => ({ name: l.replace('*', '').trim().split(/\s+/)[0], available: !/not/.test(l), default: l.startsWith('*'), note: l.replace('*', '').trim().split(/\s+/).slice(1).join(' ') }))
+// `cutpoint backends`: one line per backend, then (after "per family") the per-family choice and
+// whether the skip-MIN engine is used; only the first part names backends.
+const backendLines = backendsOut.split('\n')
+const perFamily = backendLines.findIndex((l) => l.startsWith('per family'))
+const backends = backendLines.slice(0, perFamily < 0 ? undefined : perFamily).map((l) => l.trim()).filter(Boolean).map((l) => ({ name: l.replace('*', '').trim().split(/\s+/)[0], available: !/not/.test(l), default: l.startsWith('*'), note: l.replace('*', '').trim().split(/\s+/).slice(1).join(' ') }))
+const skipMinLine = backendLines.map((l) => l.trim()).find((l) => l.startsWith('skip-min') && /not used/.test(l))
 log(`# cutpoint bench${quick ? ' --quick' : ''} — ${started.toISOString()}`)
 log(`cpu: ${machine.cpu} | cores: ${cores} | isa: ${machine.isa.join(' ')} | ${machine.distro ?? machine.os}`)
 log(`backends: ${backends.map((b) => `${b.name}${b.default ? '*' : ''}${b.available ? '' : '(n/a)'}`).join(' ')}`)
 log(`versions: ${Object.entries(versions).map(([k, v]) => `${k} ${Array.isArray(v) ? `[${v.join(', ')}]` : (v ?? 'MISSING')}`).join(' | ')}`)
 for (const b of backends) if (!b.available) skip(`backend/${b.name}`, 'chunking', 'native', `${b.name}: ${b.note}`)
+if (skipMinLine) skip('engine/skip-min', 'chunking', 'native', `the skip-MIN engine (gear): ${skipMinLine.replace(/^skip-min\s*/, 'stage-1 GB/s ')}`)
 
 // ---- data ----------------------------------------------------------------------------------------
 mkdirSync(`${root}bench/data`, { recursive: true })
