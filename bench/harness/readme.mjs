@@ -76,7 +76,7 @@ function headline(res) {
     const r = get(name)
     if (!r) continue
     const ns = r.native_seconds ?? nat?.seconds
-    if (ns) out.push([`first push of a ${r.size ?? ''} file to \`cutpoint serve\`: ${who} vs native \`cutpoint push\``, `${f2(r.seconds)} vs ${f2(ns)} s = **${f2(ns / r.seconds)}×**`])
+    if (ns) out.push([`first push of a${r.size ? ` ${r.size}` : ''} file to \`cutpoint serve\`: ${who} vs native \`cutpoint push\``, `${f2(r.seconds)} vs ${f2(ns)} s = **${f2(ns / r.seconds)}×**`])
   }
   const mod = get('store/browser-push/mod')
   if (mod?.sent_over_novel) out.push(['1%-modified re-push from the browser: bytes sent ÷ novel bytes', `${f2(mod.sent_over_novel, 3)} (native: ${f2(get('store/push/mod')?.sent_over_novel, 3)})`])

@@ -36,11 +36,7 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
   const out = []
   const m = res.machine
   out.push(`Machine: **${m.cpu}**, ${m.cores} cores, ${m.memory_gib} GiB, ${m.distro ?? m.os}; ISA: ${m.isa.join(', ')}; load average ${m.loadavg_start.join('/')} at the start, ${m.loadavg_end?.join('/')} at the end.`)
-  // (Results written before run.mjs stopped at the "per family" part of `cutpoint backends` list
-  // its lines as backends too: only those before it are.)
-  const per = res.backends.findIndex((b) => b.name === 'per')
-  const backends = per < 0 ? res.backends : res.backends.slice(0, per)
-  out.push(`Backends: ${backends.map((b) => `${b.name}${b.default ? ' (default)' : ''}${b.available ? '' : ' — not available'}`).join(', ')}; dispatch per family: ${Object.entries(res.dispatch ?? {}).map(([k, v]) => `${k} → ${v}`).join(', ')}.`)
+  out.push(`Backends: ${res.backends.map((b) => `${b.name}${b.default ? ' (default)' : ''}${b.available ? '' : ' — not available'}`).join(', ')}; dispatch per family: ${Object.entries(res.dispatch ?? {}).map(([k, v]) => `${k} → ${v}`).join(', ')}.`)
   out.push(`Versions: ${Object.entries(res.versions).filter(([k]) => k !== 'git_dirty').map(([k, v]) => `${k} ${v ?? '**missing**'}`).join('; ')}${res.versions.git_dirty?.length ? `; working tree modified in: ${res.versions.git_dirty.join(', ')}` : ''}.`)
   out.push(`Run: \`${res.command}\`, ${res.started} → ${res.finished} (${Math.round(res.seconds)} s). Throughput = bytes / median wall time (GB = 1e9 B), native medians of ${res.config.reps_native}, JavaScript medians of ${res.config.reps_js}. Inputs: ${res.datasets.input.what}, ${kib(res.datasets.input.bytes)}; synthetic versions: ${res.datasets.synthetic.what}, ${(res.datasets.synthetic.bytes / 2 ** 20).toFixed(0)} MiB; real: ${res.datasets.real.what}${res.datasets.real.bytes ? `, ${(res.datasets.real.bytes / 2 ** 20).toFixed(0)} MiB` : ' — none'}. Ratios are within this run.${res.quick ? ' **Quick run: tiny sizes, one timed run: the numbers mean nothing.**' : ''}`)
   if (res.skipped.length) {

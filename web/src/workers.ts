@@ -51,8 +51,9 @@ export async function defaultWorkers(): Promise<number> {
  * Bytes a stage-1 job reads before its segment: the window, or, where the worker keeps the slice
  * for its hash job, up to a longest chunk (at most 1 MiB). The hash job's first chunk begins
  * before the segment (at the last cut of the one before, at most `max` bytes back); with these
- * bytes in the kept slice the worker does not go back to the source for them, a round trip per
- * segment that left it idle (0.7-0.9 s a worker per GiB in Chromium, AMD EPYC Zen 3, 2 vCPUs).
+ * bytes in the kept slice the worker does not go back to the source for them: one read per
+ * segment fewer (chunk() of a 1 GiB File in Chromium, 2 workers, BLAKE3: 2.45 -> 2.22 s, Intel
+ * Xeon, 2 vCPUs; `node bench/harness/browser-profile.mjs FILE chunk,chunk,chunk,chunk`).
  * Extra bytes before the window change no candidate: a position's hash depends on its window only.
  */
 export function stage1Lead(p: { window: number; max: number }): number {
