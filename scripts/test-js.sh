@@ -2,6 +2,7 @@
 # WebAssembly + TypeScript + browser + Deno tests. Works on a fresh machine: installs what it
 # needs first (scripts/install-js.sh), builds both wasm modules and the library, then runs Vitest:
 #   tests/js/node.test.ts, init.test.ts   Node 20, worker_threads
+#   tests/js/reads.test.ts                how a worker reads a Blob (BYOB reads into reused buffers)
 #   tests/js/browser.test.ts              headless Debian chromium through playwright-core
 #   tests/js/deno.test.ts                 Deno (npm package `deno`) running tests/deno/vectors.js
 #   tests/js/client.test.ts, cli.test.ts  the store client and cutpoint-js (Node, Deno) against a

@@ -18,7 +18,9 @@
 //                    (PCONC=N uploads in flight, PPACK=MiB per pack: the client's options)
 //   file:PATH        pick another file
 // PS=1: CPU seconds each process name used during each step (/proc: Chromium's, the store's, node's);
-// PS=threads: Chromium's split by process type and thread (see cpuByName).
+// PS=threads: Chromium's split by process type and thread (see cpuByName); PS=procs: by process
+// type, threads that ended included (a finished call's workers).
+// JSFLAGS=...: V8 flags for Chromium (--perf-basic-prof: names for `perf report`).
 // PROF=PREFIX: a CPU profile of the page's main thread for the steps starting with PREFIX (the
 // 25 functions with the most self time).
 // Build first: native/target/release/cutpoint, `npm run build:js`.
@@ -37,7 +39,7 @@ const dir = mkdtempSync(`${os.tmpdir()}/cutpoint-profile-store-`)
 const st = spawn(`${root}/native/target/release/cutpoint`, ['serve', '--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] })
 const storeUrl = await new Promise((r) => { let b = ''; st.stdout.on('data', (d) => { b += d; const m = /listening on (http:\/\/\S+)/.exec(b); if (m) r(m[1]) }) })
 const profileDir = mkdtempSync(`${os.tmpdir()}/cutpoint-profile-chromium-`)
-const ctx = await chromium.launchPersistentContext(profileDir, { executablePath: '/usr/bin/chromium', headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu'] })
+const ctx = await chromium.launchPersistentContext(profileDir, { executablePath: '/usr/bin/chromium', headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', ...(process.env.JSFLAGS ? [`--js-flags=${process.env.JSFLAGS}`] : [])] })
 const page = await ctx.newPage()
 page.on('console', (m) => console.log('page:', m.text()))
 await page.goto(`${base}/tests/browser/index.html?pack=${process.env.PACK ?? 8}&conc=${process.env.CONC ?? 2}&pconc=${process.env.PCONC ?? ''}&ppack=${process.env.PPACK ?? ''}`)
@@ -47,17 +49,20 @@ await page.setInputFiles('#file', file)
 // With PS=threads, Chromium's by process type and thread name instead (a thread that ended
 // during the step, such as a worker of a finished push, takes its CPU seconds with it).
 const byThread = process.env.PS === 'threads'
+// PS=procs: Chromium's by process type, from each process's own counters (which keep the CPU
+// seconds of its threads that ended, such as a finished push's workers).
+const byProc = process.env.PS === 'procs'
 const cpuByName = () => {
   const out = {}
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
-      const cmd = byThread ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : ''
+      const cmd = byThread || byProc ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : ''
       const typ = cmd.includes('chromium') ? (/--type=([a-z-]+)/.exec(cmd)?.[1] ?? 'browser') + (/--utility-sub-type=([\w.]+)/.exec(cmd)?.[1]?.replace(/.*\./, ':') ?? '') : undefined
-      for (const tid of typ ? readdirSync(`/proc/${pid}/task`) : [undefined]) {
+      for (const tid of typ && !byProc ? readdirSync(`/proc/${pid}/task`) : [undefined]) {
         const st = readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8')
         const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'))
         const f = st.slice(st.lastIndexOf(')') + 2).split(' ')
-        const k = typ ? `${typ}/${name.replace(/\d+$/, '')}` : name
+        const k = typ ? (byProc ? typ : `${typ}/${name.replace(/\d+$/, '')}`) : name
         out[k] = (out[k] ?? 0) + (Number(f[11]) + Number(f[12])) / 100
       }
     } catch {}
