@@ -189,6 +189,33 @@ describe('push and pull through the library', () => {
     }
   })
 
+  it('warm(): workers started ahead; a push made while they start waits for them and gives the same numbers', async () => {
+    const cold = cp.createClient({ store: store.url, namespace: 'warm-cold', workers: 2 })
+    const warm = cp.createClient({ store: store.url, namespace: 'warm', workers: 2 })
+    try {
+      const blob = new Blob([readFileSync(v(0))])
+      const want = await cold.push(blob, { name: 'f' })
+      const w1 = warm.warm()
+      expect(warm.warm()).toBe(w1) // one warm-up at a time
+      const got = await warm.push(blob, { name: 'f' }) // while the warm-up runs
+      await w1
+      await warm.warm() // again, once warm: nothing to wait for
+      const again = await warm.push(blob, { name: 'g' })
+      expect([got.bytes, got.chunks, got.novelChunks, got.novelBytes, got.packs, got.digest]).toEqual([want.bytes, want.chunks, want.novelChunks, want.novelBytes, want.packs, want.digest])
+      expect(want.novelChunks).toBeGreaterThan(0)
+      // Another name in the same namespace: every chunk is there already, none is sent again.
+      expect([again.bytes, again.chunks, again.novelChunks, again.packs, again.digest]).toEqual([want.bytes, want.chunks, 0, 0, want.digest])
+      await cp.createClient({ store: store.url, workers: 0 }).warm() // no workers: nothing to start
+      const bad = cp.createClient({ store: store.url, profile: 'gear:8k:2k:64k' })
+      await expect(bad.warm()).rejects.toThrow(/profile|min|avg/i)
+      await bad.close()
+    } finally {
+      await cold.close()
+      await warm.close()
+    }
+    await expect(warm.warm()).rejects.toThrow(/closed/)
+  })
+
   it('RapidCDC: the base recipe gives hints; the same numbers as `cutpoint push --rapid`', async () => {
     const c = cp.createClient({ store: store.url, namespace: 'rapid', workers: 2 })
     try {

@@ -89,6 +89,15 @@ async function connect(): Promise<void> {
   }
   await refreshPending()
   await refreshList()
+  warmClient()
+}
+
+/** Starts the workers for the current settings, so that a drop does not wait for them. */
+function warmClient(): void {
+  if (running) return // not while pushes run: a new client would stop the workers of the one in use
+  void getClient()
+    .then((c) => c.warm())
+    .catch(() => {}) // a push says what is wrong (a bad profile, no workers)
 }
 
 // ---- file rows ---------------------------------------------------------------------------------
@@ -470,6 +479,7 @@ function wire(): void {
   const apply = () => {
     settings = readSettings()
     saveSettings(settings)
+    warmClient()
   }
   form.addEventListener('change', apply)
   form.addEventListener('submit', (e) => {

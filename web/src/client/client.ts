@@ -1,7 +1,7 @@
 // `createClient`: the library's client of a cutpoint store (native/store/PROTOCOL.md) for
 // browsers, Node and Deno. See push.ts (the upload pipeline), pull.ts (verified restores),
 // http.ts (requests, errors, retries), input.ts (reading inputs back by offset).
-import { createPool, type ChunkOptions, type WorkerPool } from '../index.js'
+import { chunkAll, createPool, type ChunkOptions, type WorkerPool } from '../index.js'
 import { init } from '../runtime.js'
 import { optInt, optString, options } from '../check.js'
 import { StoreError, usage } from './errors.js'
@@ -73,6 +73,12 @@ export interface Client {
   pending(): Promise<PendingPush[]>
   /** Drops an unfinished push's record (an entry of `pending()`, or its `id`). */
   forget(entry: PendingPush | string): Promise<void>
+  /**
+   * Starts the client's workers and loads the WebAssembly in each, so that the first push does
+   * not wait for them (a page calls it when it opens or its settings change); a push starts them
+   * anyway. Resolves when they are ready.
+   */
+  warm(): Promise<void>
   /** Stops the workers. */
   close(): Promise<void>
   readonly store: string
@@ -102,7 +108,13 @@ export function createClient(opts: ClientOptions): Client {
   let pool: Promise<WorkerPool> | undefined
   let poolBusy = false
   let closed = false
+  // A warm-up under way (`warm`): a push waits for it rather than start workers of its own.
+  let warming: Promise<void> | undefined
   const chunkOptions = async (): Promise<{ opts: ChunkOptions; release(): void }> => {
+    await warming?.catch(() => {})
+    return takePool()
+  }
+  const takePool = async (): Promise<{ opts: ChunkOptions; release(): void }> => {
     if (poolBusy || o.workers === 0) return { opts: { workers: o.workers }, release: () => {} }
     poolBusy = true
     try {
@@ -174,6 +186,26 @@ export function createClient(opts: ClientOptions): Client {
     },
     async forget(entry) {
       return forgetPush(entry)
+    },
+    warm() {
+      if (closed) return Promise.reject(new StoreError('cutpoint: the client is closed', { code: 'usage' }))
+      if (!warming) {
+        const run = async () => {
+          await ready()
+          if (o.workers === 0) return
+          const { opts: co, release } = await takePool()
+          try {
+            // One byte of a Blob: every worker is initialised as for a File (its buffers sized
+            // for a Blob's segments), loads the WebAssembly and runs it once.
+            await chunkAll(new Blob([new Uint8Array(1)]), { ...co, profile: o.profile ?? 'gear:2k:8k:64k', hash: o.hash ?? 'blake3' })
+          } finally {
+            release()
+          }
+        }
+        warming = run().finally(() => (warming = undefined))
+        warming.catch(() => {}) // the caller hears of a failure; a push waiting for it does not
+      }
+      return warming
     },
     async close() {
       closed = true
