@@ -25,11 +25,7 @@ export class Buffers {
 
   /** A buffer of at least `len` bytes (an idle one, or a new one). */
   take(len: number): ArrayBuffer {
-    clearTimeout(this.idle)
-    this.idle = setTimeout(() => this.clear(), Buffers.IDLE_MS)
-    // Not a reason to keep a process running (Node; Deno, where `workers: 0` runs this in its thread).
-    if (isDeno) (globalThis as any).Deno.unrefTimer?.(this.idle)
-    else (this.idle as any)?.unref?.()
+    this.touch()
     let best = -1
     for (let i = 0; i < this.free.length; i++) if (this.free[i].byteLength >= len && (best < 0 || this.free[i].byteLength < this.free[best].byteLength)) best = i
     if (best >= 0) return this.free.splice(best, 1)[0]
@@ -43,6 +39,16 @@ export class Buffers {
     if (!b || b.byteLength === 0 || (typeof SharedArrayBuffer !== 'undefined' && b instanceof SharedArrayBuffer) || this.free.includes(b)) return
     if (this.free.length >= Buffers.KEEP) this.free.splice(this.free.reduce((m, x, i) => (x.byteLength < this.free[m].byteLength ? i : m), 0), 1)
     this.free.push(b)
+    this.touch()
+  }
+
+  /** (Re)starts the idle timer: a call's last buffers given back are let go this long after. */
+  private touch(): void {
+    clearTimeout(this.idle)
+    this.idle = setTimeout(() => this.clear(), Buffers.IDLE_MS)
+    // Not a reason to keep a process running (Node; Deno, where `workers: 0` runs this in its thread).
+    if (isDeno) (globalThis as any).Deno.unrefTimer?.(this.idle)
+    else (this.idle as any)?.unref?.()
   }
 
   clear(): void {
@@ -325,16 +331,16 @@ export async function readBlob(blob: Blob, want: number, buffers: Buffers): Prom
   // the middle of a read, whose promise then never settles (a worker reading ahead hung after
   // 8 of 16 MiB, once in a few 1 GiB chunk() runs; never with this reference, 25 runs).
   const held = { blob, stream, rd }
-  reading.add(held)
   let buf = buffers.take(want)
   let at = 0
+  reading.add(held)
   try {
     while (at < want) {
       const { done, value } = await rd.read(new Uint8Array(buf, at, want - at))
-      if (value) {
-        buf = value.buffer as ArrayBuffer
-        at += value.byteLength
-      }
+      // Done without a view: the stream was cancelled, and the buffer went with it.
+      if (!value) throw new Error('the stream of the file ended without its bytes')
+      buf = value.buffer as ArrayBuffer
+      at += value.byteLength
       if (done) break
     }
   } finally {

@@ -199,7 +199,7 @@ describe('push and pull through the library', () => {
       expect(warm.warm()).toBe(w1) // one warm-up at a time
       const got = await warm.push(blob, { name: 'f' }) // while the warm-up runs
       await w1
-      await warm.warm() // again, once warm: nothing to wait for
+      await warm.warm() // again: a one-byte run on the workers already started
       const again = await warm.push(blob, { name: 'g' })
       expect([got.bytes, got.chunks, got.novelChunks, got.novelBytes, got.packs, got.digest]).toEqual([want.bytes, want.chunks, want.novelChunks, want.novelBytes, want.packs, want.digest])
       expect(want.novelChunks).toBeGreaterThan(0)
@@ -209,6 +209,11 @@ describe('push and pull through the library', () => {
       const bad = cp.createClient({ store: store.url, profile: 'gear:8k:2k:64k' })
       await expect(bad.warm()).rejects.toThrow(/profile|min|avg/i)
       await bad.close()
+      // Closed while its workers start: the warm-up stops them and says so (none left running).
+      const early = cp.createClient({ store: store.url, workers: 2 })
+      const w2 = early.warm()
+      await early.close()
+      await expect(w2).rejects.toThrow(/closed/)
     } finally {
       await cold.close()
       await warm.close()

@@ -100,8 +100,11 @@ describe('readBlob', () => {
     const ref = await cp.chunkAll(data, { workers: 0 })
     const got = await cp.chunkAll(new PlainStreamBlob([data]), { workers: 0, segmentSize: 1_000_003, readOnce: true })
     expect(got.map((c) => [c.offset, c.length, c.hash])).toEqual(ref.map((c) => [c.offset, c.length, c.hash]))
-    // And with byte streams, buffers reused across segments of two sizes.
-    const byob = await cp.chunkAll(new Blob([data]), { workers: 0, segmentSize: 1_000_003, readOnce: true })
-    expect(byob.map((c) => [c.offset, c.length, c.hash])).toEqual(ref.map((c) => [c.offset, c.length, c.hash]))
+    // And with byte streams, buffers reused across segments of two sizes, in this thread and in
+    // two workers (reads ahead, slices kept for hash jobs and given back), read once or not.
+    for (const [workers, readOnce] of [[0, true], [2, true], [2, false]] as const) {
+      const byob = await cp.chunkAll(new Blob([data]), { workers, segmentSize: 1_000_003, readOnce })
+      expect(byob.map((c) => [c.offset, c.length, c.hash])).toEqual(ref.map((c) => [c.offset, c.length, c.hash]))
+    }
   })
 })

@@ -50,8 +50,10 @@ async function getClient(): Promise<Client> {
   const key = JSON.stringify(s)
   if (client && key === clientKey) return client
   const old = client
+  // Swapped before anything is awaited: a second call meanwhile finds the new client, so none is
+  // left behind with its workers running. The old one stops in the background.
   client = null
-  if (old) await old.close().catch(() => {})
+  if (old) void old.close().catch(() => {})
   const workers = s.workers === '' ? undefined : Number(s.workers)
   client = createClient({
     store: storeBase(s.store),

@@ -2,7 +2,7 @@
 // browsers, Node and Deno. See push.ts (the upload pipeline), pull.ts (verified restores),
 // http.ts (requests, errors, retries), input.ts (reading inputs back by offset).
 import { chunkAll, createPool, type ChunkOptions, type WorkerPool } from '../index.js'
-import { init } from '../runtime.js'
+import { init, parseProfile } from '../runtime.js'
 import { optInt, optString, options } from '../check.js'
 import { StoreError, usage } from './errors.js'
 import { Http } from './http.js'
@@ -118,14 +118,26 @@ export function createClient(opts: ClientOptions): Client {
     if (poolBusy || o.workers === 0) return { opts: { workers: o.workers }, release: () => {} }
     poolBusy = true
     try {
-      pool ??= createPool({ workers: o.workers })
-      const p = await pool
+      const made = (pool ??= createPool({ workers: o.workers }))
+      const p = await made
+      if (closed) {
+        // Closed while the workers started (`close()` found no pool yet): stop them here.
+        if (pool === made) pool = undefined
+        p.close()
+        throw new StoreError('cutpoint: the client is closed', { code: 'usage' })
+      }
       return { opts: { pool: p }, release: () => (poolBusy = false) }
     } catch (e) {
       poolBusy = false
       pool = undefined
       throw e
     }
+  }
+  /** Drops the kept pool after a failure of its workers (the next push starts new ones). */
+  const dropPool = async () => {
+    const p = pool
+    pool = undefined
+    ;(await p?.catch(() => undefined))?.close()
   }
   const live = () => {
     if (closed) throw new StoreError('cutpoint: the client is closed', { code: 'usage' })
@@ -192,12 +204,22 @@ export function createClient(opts: ClientOptions): Client {
       if (!warming) {
         const run = async () => {
           await ready()
-          if (o.workers === 0) return
+          let profile: string
+          try {
+            profile = parseProfile(o.profile ?? 'gear:2k:8k:64k').canonical
+          } catch (e: any) {
+            throw new StoreError(e?.message ?? String(e), { code: 'usage' })
+          }
+          // No workers, or a push using them (they are warm): nothing to do.
+          if (o.workers === 0 || poolBusy) return
           const { opts: co, release } = await takePool()
           try {
             // One byte of a Blob: every worker is initialised as for a File (its buffers sized
             // for a Blob's segments), loads the WebAssembly and runs it once.
-            await chunkAll(new Blob([new Uint8Array(1)]), { ...co, profile: o.profile ?? 'gear:2k:8k:64k', hash: o.hash ?? 'blake3' })
+            await chunkAll(new Blob([new Uint8Array(1)]), { ...co, profile, hash: o.hash ?? 'blake3' })
+          } catch (e) {
+            await dropPool() // its workers failed: the next push starts new ones
+            throw e
           } finally {
             release()
           }
