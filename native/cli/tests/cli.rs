@@ -161,7 +161,12 @@ fn a_bad_backend_variable_is_named_once_and_backends_still_lists() {
     let n = cutpoint_core::backend::ALL.len();
     assert_eq!(listed.lines().count(), n, "{listed}");
     let plain = String::from_utf8_lossy(&out.stdout);
-    assert!(plain.lines().take(n).eq(listed.lines()), "{plain}");
+    // The same backends and statuses. The mark (the default) is what each process measured
+    // fastest at first use, which may differ between two processes where two kernels are close
+    // (gear on Intel Xeon family 6 model 207: avx512 and interleaved within 25%).
+    let unmarked = |t: &str| t.lines().take(n).map(|l| l.get(1..).unwrap_or("").to_string()).collect::<Vec<_>>();
+    assert_eq!(unmarked(&plain), unmarked(&listed), "{plain}");
+    assert_eq!(plain.lines().take(n).filter(|l| l.starts_with('*')).count(), 1, "{plain}");
     assert!(plain.contains("per family"), "{plain}");
 }
 
