@@ -309,15 +309,15 @@ async function openSource(src: SourceDesc, onClose: (c: () => Promise<void>) => 
   }
 }
 
+/** The Blob streams being read (see `readBlob`). */
+const reading = new Set<object>()
+
 /**
  * A Blob's `want` bytes, read into a buffer of `buffers` by BYOB reads of its stream (Chromium, 2
  * workers reading a 1 GiB File in 16 MiB slices: 1.0-1.1 CPU s of the renderer against 1.4 for
  * `arrayBuffer()`, Intel Xeon, 2 vCPUs), or by `arrayBuffer()` where the stream is not a byte
  * stream. Fewer bytes than `want`: the Blob was shorter (the caller says so).
  */
-/** The Blob streams being read (see `readBlob`). */
-const reading = new Set<object>()
-
 export async function readBlob(blob: Blob, want: number, buffers: Buffers): Promise<Uint8Array> {
   let rd: ReadableStreamBYOBReader | undefined
   let stream: ReadableStream<Uint8Array>
@@ -329,7 +329,7 @@ export async function readBlob(blob: Blob, want: number, buffers: Buffers): Prom
   }
   // Held while read: in Chromium 156 a Blob stream that nothing references can be collected in
   // the middle of a read, whose promise then never settles (a worker reading ahead hung after
-  // 8 of 16 MiB, once in a few 1 GiB chunk() runs; never with this reference, 25 runs).
+  // 8 of 16 MiB, twice in a few 1 GiB chunk() runs; never with this reference, 55 runs).
   const held = { blob, stream, rd }
   let buf = buffers.take(want)
   let at = 0

@@ -3,6 +3,7 @@
 // http.ts (requests, errors, retries), input.ts (reading inputs back by offset).
 import { chunkAll, createPool, type ChunkOptions, type WorkerPool } from '../index.js'
 import { init, parseProfile } from '../runtime.js'
+import { DEFAULT_PROFILE } from '../options.js'
 import { optInt, optString, options } from '../check.js'
 import { StoreError, usage } from './errors.js'
 import { Http } from './http.js'
@@ -149,7 +150,7 @@ export function createClient(opts: ClientOptions): Client {
       live()
       const h = await ready()
       return push(
-        { http: h, profile: o.profile ?? 'gear:2k:8k:64k', hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency, packSize: o.packSize ?? 8 << 20 },
+        { http: h, profile: o.profile ?? DEFAULT_PROFILE, hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency, packSize: o.packSize ?? 8 << 20 },
         input,
         popts,
       )
@@ -206,7 +207,7 @@ export function createClient(opts: ClientOptions): Client {
           await ready()
           let profile: string
           try {
-            profile = parseProfile(o.profile ?? 'gear:2k:8k:64k').canonical
+            profile = parseProfile(o.profile ?? DEFAULT_PROFILE).canonical
           } catch (e: any) {
             throw new StoreError(e?.message ?? String(e), { code: 'usage' })
           }
