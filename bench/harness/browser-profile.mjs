@@ -10,11 +10,12 @@
 //   upread|upbuf|upslice  read 4 MiB runs, frame ~9.6 KiB pieces into packs (PACK MiB, default 8),
 //                    POST them 2 in flight as a Blob | a Uint8Array | a Blob of File slices
 //   upxhrblob|upxhrbuf    the same through XMLHttpRequest
-//   upfile|uptoc     POST the File's own 8 MiB slices (CONC in flight, default 2) | each as a Blob
+//   upfile[-S]|uptoc[-S]  POST the File's own S (else PACK, else 8) MiB slices (CONC in flight, default 2) | each as a Blob
 //                    behind a 32 KiB Uint8Array (a heads-first pack's shape)
 //   wkup-blob|wkup-buf    read and POST from a worker, as a Blob | a Uint8Array
 //   chunk[-S]|chunknone[-S]  chunk() with BLAKE3 | no fingerprint, 2 workers, span S MiB (default: the library's)
 //   push | pushNAME  createClient().push of the File (a new name | NAME), with its stage times
+//   push-S[-K]       a first push of the File to a fresh namespace, S MiB packs, K uploads in flight
 //                    (PCONC=N uploads in flight, PPACK=MiB per pack: the client's options)
 //   file:PATH        pick another file
 // PS=1: CPU seconds each process name used during each step (/proc: Chromium's, the store's, node's);
@@ -84,7 +85,7 @@ for (const w of what) {
     if (w.startsWith('read')) {
       const sz = (Number(w.slice(4)) || 16) << 20
       for (let o = 0; o < f.size; o += sz) n += (await f.slice(o, o + sz).arrayBuffer()).byteLength
-    } else if (w.startsWith('up') && w !== 'upfile' && w !== 'uptoc') {
+    } else if (w.startsWith('up') && !/^up(file|toc)(-\d+)?$/.test(w)) {
       // upread: read 4 MiB runs, concat into 8 MiB packs, Blob, POST; upslice: Blob of heads + per-chunk slices
       const CH = 9576, PACK = (Number(new URLSearchParams(location.search).get('pack')) || 8) << 20
       let parts = [], len = 0
@@ -108,14 +109,15 @@ for (const w of what) {
       }
       if (len) await flush()
       await Promise.all([...inflight])
-    } else if (w === 'upfile' || w === 'uptoc') {
+    } else if (/^up(file|toc)(-\d+)?$/.test(w)) {
       // uptoc: each slice behind a ~31 KiB part (a pack's heads, heads-first layout)
       const toc = new Uint8Array(16 + 37 * 876)
       const inflight = new Set()
       const K = Number(new URLSearchParams(location.search).get('conc')) || 2
-      for (let o = 0; o < f.size; o += 8 << 20) {
+      const S = (Number(w.split('-')[1]) || Number(new URLSearchParams(location.search).get('pack')) || 8) << 20
+      for (let o = 0; o < f.size; o += S) {
         while (inflight.size >= K) await Promise.race(inflight)
-        const p = fetch('/sink', { method: 'POST', body: w === 'uptoc' ? new Blob([toc, f.slice(o, o + (8 << 20))]) : f.slice(o, o + (8 << 20)) }).then((r) => r.json()).then((j) => { n += j.n }).finally(() => inflight.delete(p))
+        const p = fetch('/sink', { method: 'POST', body: w.startsWith('uptoc') ? new Blob([toc, f.slice(o, o + S)]) : f.slice(o, o + S) }).then((r) => r.json()).then((j) => { n += j.n }).finally(() => inflight.delete(p))
         inflight.add(p)
       }
       await Promise.all([...inflight])
@@ -156,10 +158,12 @@ for (const w of what) {
       for await (const b of it.batches()) n += b.length
     } else if (w.startsWith('push')) {
       const q = new URLSearchParams(location.search)
-      const c = cp.createClient({ store: storeUrl, workers: 2, concurrency: Number(q.get('pconc')) || undefined, packSize: Number(q.get('ppack')) << 20 || undefined })
+      // push-S[-K]: a first push (a fresh namespace) in S MiB packs, K in flight
+      const m = /^push-(\d+)(?:-(\d+))?$/.exec(w)
+      const c = cp.createClient({ store: storeUrl, namespace: m ? 'ns' + Math.random().toString(36).slice(2) : undefined, workers: 2, concurrency: Number(m?.[2] ?? q.get('pconc')) || undefined, packSize: Number(m?.[1] ?? q.get('ppack')) << 20 || undefined })
       const marks = []
       let last = ''
-      const r = await c.push(f, { name: w === 'push' ? 'x' + Math.random() : w, onProgress: (p) => { if (p.stage !== last) { last = p.stage; marks.push(p.stage + '@' + ((performance.now() - t0) / 1000).toFixed(2)) } } })
+      const r = await c.push(f, { name: w === 'push' || m ? 'x' + Math.random() : w, onProgress: (p) => { if (p.stage !== last) { last = p.stage; marks.push(p.stage + '@' + ((performance.now() - t0) / 1000).toFixed(2)) } } })
       console.log('stages (s):', marks.join(' '))
       n = r.chunks
     }

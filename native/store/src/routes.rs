@@ -19,7 +19,6 @@ use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
 use futures::StreamExt;
 use serde::Deserialize;
 use std::sync::Arc;
-use tokio_util::io::{StreamReader, SyncIoBridge};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 pub struct AppState {
@@ -47,6 +46,114 @@ fn idle_limited(body: Body, idle: std::time::Duration) -> impl futures::Stream<I
             Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e)), None)),
         }
     })
+}
+
+/// What the task gathering an upload's body hands to the blocking thread that ingests it.
+enum BodyMsg {
+    Data(Vec<Bytes>),
+    Err(std::io::Error),
+    End,
+}
+
+/// Bytes gathered before the blocking thread is woken.
+const BODY_BATCH: usize = 1 << 20;
+/// Batches waiting for the blocking thread (so at most about this many MiB read ahead).
+const BODY_AHEAD: usize = 2;
+
+/// A request body as a blocking `Read`, for a handler that runs on a blocking thread.
+///
+/// A task gathers the body's frames into batches of at least [`BODY_BATCH`] bytes (or up to
+/// the end) and hands over one batch at a time: a client that sends small frames costs one
+/// wake-up of the blocking thread per MiB, not per frame. Chromium uploads in frames of about
+/// 40 KiB (27,000 socket reads per GiB against 2,900 for the native client), and a bridge
+/// that woke the reader for each one cost the store a futex round trip per frame.
+/// The frames are not copied; at most `BODY_AHEAD + 1` batches are held per body.
+struct BodyReader {
+    rx: tokio::sync::mpsc::Receiver<BodyMsg>,
+    cur: std::collections::VecDeque<Bytes>,
+    end: bool,
+}
+
+impl BodyReader {
+    fn new(body: Body, idle: std::time::Duration) -> Self {
+        let (tx, rx) = tokio::sync::mpsc::channel(BODY_AHEAD);
+        tokio::spawn(async move {
+            let mut s = std::pin::pin!(idle_limited(body, idle));
+            let mut batch = Vec::new();
+            let mut n = 0;
+            loop {
+                // The reader gone (it stopped early: an error, a pack over the limit): the
+                // body is let go now, not when the client next sends something.
+                let next = tokio::select! {
+                    _ = tx.closed() => return,
+                    n = s.next() => n,
+                };
+                let msg = match next {
+                    Some(Ok(b)) => {
+                        n += b.len();
+                        batch.push(b);
+                        if n < BODY_BATCH {
+                            continue;
+                        }
+                        n = 0;
+                        BodyMsg::Data(std::mem::take(&mut batch))
+                    }
+                    Some(Err(e)) => {
+                        if !batch.is_empty() && tx.send(BodyMsg::Data(std::mem::take(&mut batch))).await.is_err() {
+                            return;
+                        }
+                        let _ = tx.send(BodyMsg::Err(e)).await;
+                        return;
+                    }
+                    None => {
+                        if !batch.is_empty() && tx.send(BodyMsg::Data(std::mem::take(&mut batch))).await.is_err() {
+                            return;
+                        }
+                        let _ = tx.send(BodyMsg::End).await;
+                        return;
+                    }
+                };
+                if tx.send(msg).await.is_err() {
+                    return;
+                }
+            }
+        });
+        BodyReader {
+            rx,
+            cur: Default::default(),
+            end: false,
+        }
+    }
+}
+
+impl std::io::Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if let Some(b) = self.cur.front_mut() {
+                let n = b.len().min(buf.len());
+                buf[..n].copy_from_slice(&b[..n]);
+                if n == b.len() {
+                    self.cur.pop_front();
+                } else {
+                    *b = b.slice(n..);
+                }
+                if n > 0 || buf.is_empty() {
+                    return Ok(n);
+                }
+                continue;
+            }
+            if self.end {
+                return Ok(0);
+            }
+            match self.rx.blocking_recv() {
+                Some(BodyMsg::Data(v)) => self.cur.extend(v),
+                Some(BodyMsg::End) => self.end = true,
+                Some(BodyMsg::Err(e)) => return Err(e),
+                // The gathering task ended without the body's end (the server is shutting down).
+                None => return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the request body was cut off")),
+            }
+        }
+    }
 }
 
 type St = State<Arc<AppState>>;
@@ -146,8 +253,7 @@ async fn upload(State(st): St, p: std::result::Result<Path<String>, PathRejectio
     if content_length(&h).is_some_and(|n| n > max) {
         return Err(StoreError::TooLarge(format!("the pack is larger than this store's limit of {max} bytes")));
     }
-    let stream = Box::pin(idle_limited(body, st.body_idle));
-    let reader = SyncIoBridge::new(StreamReader::new(stream));
+    let reader = BodyReader::new(body, st.body_idle);
     let st2 = st.clone();
     let rep = blocking(move || st2.store.ingest(&ns, reader)).await?;
     Ok(Json(rep).into_response())
@@ -458,4 +564,100 @@ pub async fn serve(
     conns.close();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(30), conns.wait()).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// A body of `frames` (an `Err` item ends it with that error), read by a `BodyReader` on a
+    /// blocking thread in reads of `step` bytes: the bytes read, then the error if any.
+    fn read_all(frames: Vec<std::result::Result<Vec<u8>, &'static str>>, step: usize) -> (Vec<u8>, Option<String>) {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(async move {
+            let items = frames.into_iter().map(|f| f.map(Bytes::from).map_err(std::io::Error::other));
+            let body = Body::from_stream(futures::stream::iter(items));
+            let mut r = BodyReader::new(body, std::time::Duration::from_secs(5));
+            tokio::task::spawn_blocking(move || {
+                let mut out = Vec::new();
+                let mut buf = vec![0u8; step];
+                loop {
+                    match r.read(&mut buf) {
+                        Ok(0) => return (out, None),
+                        Ok(n) => out.extend_from_slice(&buf[..n]),
+                        Err(e) => return (out, Some(e.to_string())),
+                    }
+                }
+            })
+            .await
+            .unwrap()
+        })
+    }
+
+    fn bytes(n: usize, seed: u8) -> Vec<u8> {
+        (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    }
+
+    #[test]
+    fn a_body_reads_back_whole_whatever_its_frames_and_the_reads() {
+        // Frames small and large, empty ones, batches crossing BODY_BATCH; reads of odd sizes.
+        let sizes = [0, 1, 40 << 10, 0, 3, BODY_BATCH - 5, 7, BODY_BATCH, 2 * BODY_BATCH + 1, 40 << 10, 1];
+        let frames: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(i, &n)| bytes(n, i as u8)).collect();
+        let want: Vec<u8> = frames.concat();
+        for step in [1usize, 7, 4096, 40 << 10, 3 * BODY_BATCH] {
+            if step == 1 {
+                // One byte at a time over 5 MiB is slow in debug builds: the first 200 KiB.
+                let short: Vec<_> = frames[..4].iter().cloned().map(Ok).collect();
+                let (got, err) = read_all(short, step);
+                assert_eq!(err, None);
+                assert_eq!(got, frames[..4].concat());
+                continue;
+            }
+            let (got, err) = read_all(frames.iter().cloned().map(Ok).collect(), step);
+            assert_eq!(err, None, "step {step}");
+            assert_eq!(got.len(), want.len(), "step {step}");
+            assert!(got == want, "step {step}: the bytes differ");
+        }
+        let (got, err) = read_all(vec![], 4096);
+        assert_eq!((got.len(), err), (0, None));
+    }
+
+    #[test]
+    fn a_body_that_fails_gives_its_bytes_then_the_error() {
+        let a = bytes(100 << 10, 1);
+        let b = bytes(3, 2);
+        let (got, err) = read_all(vec![Ok(a.clone()), Ok(b.clone()), Err("the client went away")], 4096);
+        assert_eq!(got, [a, b].concat());
+        let err = err.expect("an error, not an end");
+        assert!(err.contains("the client went away"), "{err}");
+    }
+
+    #[test]
+    fn a_reader_dropped_early_lets_the_body_go() {
+        // The blocking side stops after the first read (a pack over the limit): the task that
+        // gathers the body ends instead of holding it (the test would hang otherwise).
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(async {
+            let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(1);
+            let body = Body::from_stream(tokio_stream_of(rx));
+            let mut r = BodyReader::new(body, std::time::Duration::from_secs(30));
+            tx.send(Ok(Bytes::from(bytes(BODY_BATCH, 3)))).await.unwrap();
+            let n = tokio::task::spawn_blocking(move || {
+                let mut buf = [0u8; 10];
+                let n = r.read(&mut buf).unwrap();
+                drop(r);
+                n
+            })
+            .await
+            .unwrap();
+            assert_eq!(n, 10);
+            // The sender sees the body dropped once the task has ended.
+            tokio::time::timeout(std::time::Duration::from_secs(10), tx.closed()).await.expect("the body was let go");
+        });
+    }
+
+    fn tokio_stream_of(mut rx: tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>) -> impl futures::Stream<Item = std::io::Result<Bytes>> {
+        futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+    }
 }
