@@ -34,6 +34,7 @@ export interface WasmModule {
   // The store's wire format (native/core/src/protocol), for the client (web/src/client/).
   packHeader(hash: string, headsFirst?: boolean): Uint8Array
   packMaxHeadsFirst(): number
+  fitPackTarget(want: number, maxChunk: number, maxPack: number): number
   packFrameHead(len: number, id: Uint8Array): Uint8Array
   packEnd(count: number): Uint8Array
   packedLen(lengths: Uint32Array): number

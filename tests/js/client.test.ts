@@ -4,7 +4,7 @@
 // retries, and bad input (wrong token, unreachable store, unreadable file, bad profile, a
 // store that names chunks it was not asked about, a restore that does not verify).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
@@ -15,6 +15,11 @@ const dir = mkdtempSync(join(tmpdir(), 'cutpoint-client-'))
 let store: Store
 let ref: Store // a second store for the native CLI, in the same state as `store`
 const v = (i: number) => join(dir, `v${i}.bin`)
+const writeTmp = (name: string, data: Uint8Array) => {
+  const f = join(dir, name)
+  writeFileSync(f, data)
+  return f
+}
 
 async function bytesOf(s: ReadableStream<Uint8Array>): Promise<Buffer> {
   const parts: Uint8Array[] = []
@@ -353,6 +358,37 @@ describe('bad input', () => {
       await ro.close()
     } finally {
       await s.stop()
+    }
+  })
+
+  it("packs within the store's --max-pack whatever packSize; a limit below one chunk is a usage error", async () => {
+    const s = await startStore({ args: ['--max-pack', '1m'] })
+    try {
+      const c = cp.createClient({ store: s.url, packSize: 8 << 20, workers: 0 })
+      const data = new Uint8Array(randomBytes(6 << 20))
+      // Packs over the limit would be refused (413): the push succeeding is the check.
+      const r = await c.push(data, { name: 'a' })
+      expect(r.packs).toBeGreaterThanOrEqual(6)
+      expect(r.packBytes / r.packs).toBeLessThanOrEqual(1 << 20)
+      expect(Buffer.compare(await bytesOf(await c.pull('a')), Buffer.from(data))).toBe(0)
+      // As the native client: the same pack target, so the same bytes sent.
+      const n = nativePush(s, writeTmp('a6.bin', data), 'a', ['--pack-size', '8m', '--ns', 'native'])
+      expect(n.packs).toBe(r.packs)
+      await c.close()
+    } finally {
+      await s.stop()
+    }
+    const tiny = await startStore({ args: ['--max-pack', '32k'] })
+    try {
+      const c = cp.createClient({ store: tiny.url, workers: 0 })
+      const e: any = await c.push(new Uint8Array(1000), { name: 'x' }).catch((e) => e)
+      expect(e).toBeInstanceOf(cp.StoreError)
+      expect(e.code).toBe('usage')
+      expect(e.message).toMatch(/at most 32768 bytes.*--max-pack/)
+      expect(await c.list()).toEqual([])
+      await c.close()
+    } finally {
+      await tiny.stop()
     }
   })
 

@@ -25,7 +25,7 @@ pub struct PushArgs {
     rapid: Option<String>,
     #[command(flatten)]
     engine: EngineArgs,
-    /// Pack size to aim at, e.g. 8m.
+    /// Pack size to aim at, e.g. 8m (kept within the store's --max-pack).
     #[arg(long, default_value = "8m")]
     pack_size: String,
     /// Pack uploads in flight at once.

@@ -417,3 +417,32 @@ fn a_second_server_on_one_directory_is_refused_and_reindex_rebuilds(b: Backend) 
     srv.check(&[]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A store with a small `--max-pack`: the push aims its packs below the limit whatever its
+/// `--pack-size` (they pass their target by up to one chunk), and a limit too small for one
+/// chunk of the profile is a usage error before anything is sent.
+#[test]
+fn packs_fit_the_stores_limit_whatever_the_pack_size() {
+    let dir = tmpdir("maxpack");
+    let store = Loc::new(Backend::Local, &dir, None);
+    let srv = Server::start(&store, &["--max-pack", "1m"], &[]);
+    for (size, seed) in [("8m", 61u64), ("256m", 62)] {
+        // Packs over the limit would be refused (413): the push succeeding is the check.
+        let a = data(6 << 20, seed);
+        let f = write(&dir, &format!("a-{size}.bin"), &a);
+        let r = srv.push(&f, size, &["--pack-size", size]);
+        let (packs, bytes) = (r["packs"].as_u64().unwrap(), r["pack_bytes"].as_u64().unwrap());
+        assert!(packs >= 6, "6 MiB in packs of at most 1 MiB: {r}");
+        assert!(bytes / packs <= 1 << 20, "{r}");
+        assert_eq!(srv.pull(size, None, &[]), a);
+    }
+    srv.check(&[]);
+    drop(srv);
+    let srv = Server::start(&store, &["--max-pack", "32k"], &[]);
+    let f = write(&dir, "b.bin", &data(100_000, 63));
+    let out = srv.cli(&["push", f.to_str().unwrap(), "--name", "b", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("at most 32768 bytes") && err.contains("--max-pack"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

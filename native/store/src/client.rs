@@ -12,7 +12,7 @@ use crate::store::{CheckReport, GcReport, PackReport};
 use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{encode_segment, validate_name, validate_namespace};
-use cutpoint_core::protocol::pack::PackWriter;
+use cutpoint_core::protocol::pack::{fit_pack_target, PackWriter};
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
 use cutpoint_core::rapid::{Criterion, HintTable, Rapid, RapidOptions, Recipe, RecipeEntry};
 use cutpoint_core::{hex, Digest, Engine, HashAlg, Options, Profile};
@@ -392,6 +392,11 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     if alg == HashAlg::None {
         return Err(ClientError::Usage("a push needs fingerprints (--hash blake3 or sha256)".into()));
     }
+    // Packs within the store's limit (`limits.max_pack_bytes` of `GET /v1`), whatever --pack-size.
+    let pack_target = match client.info()?.pointer("/limits/max_pack_bytes").and_then(|v| v.as_u64()) {
+        Some(max) => fit_pack_target(opts.pack_bytes, engine.profile().max, max).map_err(ClientError::Usage)?,
+        None => opts.pack_bytes.max(1),
+    };
     // The base recipe (the latest version of the same name, same profile and fingerprint):
     // chunks known present without asking, the base of a delta commit, and RapidCDC hints.
     let base: Option<(u64, Recipe)> = client
@@ -498,7 +503,6 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
 
         // Stage 3: read the novel chunks back by offset and pack them.
         let pfile = std::fs::File::open(path);
-        let pack_target = opts.pack_bytes.max(1);
         s.spawn(move || {
             let pfile = match pfile {
                 Ok(f) => f,
@@ -673,7 +677,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
                     data.resize(len as usize, 0);
                     pfile.read_exact_at(&mut data, off).map_err(io_err)?;
                     w.add(id, &data).expect("chunk size");
-                    if w.len() as usize >= opts.pack_bytes {
+                    if w.len() as usize >= pack_target {
                         let p = std::mem::replace(&mut w, PackWriter::new(Vec::new(), alg).expect("alg")).finish().expect("mem");
                         client.upload(&p)?;
                         sent.fetch_add(p.len() as u64, Ordering::Relaxed);

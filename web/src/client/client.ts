@@ -33,7 +33,10 @@ export interface ClientOptions {
    * browser, whose packs in flight are slices of the file, not memory).
    */
   concurrency?: number
-  /** Pack size to aim at, bytes (default 8 MiB, as `cutpoint push --pack-size`). */
+  /**
+   * Pack size to aim at, bytes (default 8 MiB, as `cutpoint push --pack-size`; 32 MiB for a
+   * File/Blob in a browser, whose packs are slices of the file). Kept within the store's limit.
+   */
   packSize?: number
   /** Retries of safe requests after a network error or a 5xx (default 4). */
   retries?: number
@@ -150,7 +153,7 @@ export function createClient(opts: ClientOptions): Client {
       live()
       const h = await ready()
       return push(
-        { http: h, profile: o.profile ?? DEFAULT_PROFILE, hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency, packSize: o.packSize ?? 8 << 20 },
+        { http: h, profile: o.profile ?? DEFAULT_PROFILE, hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency, packSize: o.packSize },
         input,
         popts,
       )

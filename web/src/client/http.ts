@@ -16,6 +16,12 @@ export interface HttpOptions {
   backoff?: number
 }
 
+/** What a store says of its limits (`GET /v1`, `limits`). */
+export interface StoreLimits {
+  /** Largest pack upload, bytes. */
+  maxPack?: number
+}
+
 export class Http {
   readonly base: string
   readonly ns: string
@@ -38,6 +44,24 @@ export class Http {
     this.fetchFn = o.fetch ?? globalThis.fetch.bind(globalThis)
     this.retries = o.retries ?? 4
     this.backoff = o.backoff ?? 200
+  }
+
+  private limitsP?: Promise<StoreLimits>
+
+  /**
+   * The store's limits (`GET /v1`), asked once per client. Empty where the store does not say
+   * or the request fails: the push's own requests then report what is wrong.
+   */
+  limits(signal?: AbortSignal): Promise<StoreLimits> {
+    const num = (x: unknown) => (typeof x === 'number' && Number.isSafeInteger(x) && x > 0 ? x : undefined)
+    this.limitsP ??= this.request('GET', `${this.base}/v1`, { retry: true, signal })
+      .then((r) => r.json())
+      .then((v: any) => ({ maxPack: num(v?.limits?.max_pack_bytes) }))
+      .catch(() => {
+        this.limitsP = undefined
+        return {}
+      })
+    return this.limitsP
   }
 
   url(tail: string): string {

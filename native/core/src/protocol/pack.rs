@@ -427,9 +427,46 @@ pub fn packed_len(lengths: impl IntoIterator<Item = usize>) -> u64 {
     n
 }
 
+/// The pack size a client aims at (`want`: a pack is sent once it reaches it) within a store's
+/// limit of `max_pack` bytes, for chunks of at most `max_chunk` bytes. A pack passes its target
+/// by less than one chunk and two frame heads (the chunk's and the end frame), so the target is
+/// lowered to keep every pack within the limit. An error where the limit cannot take a pack of
+/// one chunk of `max_chunk` bytes.
+pub fn fit_pack_target(want: usize, max_chunk: usize, max_pack: u64) -> Result<usize, String> {
+    let one = (HEADER_LEN + 2 * FRAME_HEAD_LEN + max_chunk) as u64;
+    if max_pack < one {
+        return Err(format!(
+            "the store takes packs of at most {max_pack} bytes, less than one chunk of this profile's MAX ({max_chunk} bytes) and its framing ({one} bytes): use a smaller MAX or a store with a larger --max-pack"
+        ));
+    }
+    let room = max_pack - (max_chunk + 2 * FRAME_HEAD_LEN) as u64;
+    Ok(want.max(1).min(usize::try_from(room).unwrap_or(usize::MAX)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fitted_pack_target_keeps_every_pack_within_the_limit() {
+        // Below the limit: unchanged; above it: lowered so that the target, one more chunk and
+        // the end frame still fit.
+        assert_eq!(fit_pack_target(8 << 20, 64 << 10, 256 << 20), Ok(8 << 20));
+        let t = fit_pack_target(32 << 20, 64 << 10, 8 << 20).unwrap();
+        assert!(t < 8 << 20);
+        // The largest pack a client cuts at `t`: t - 1 bytes, then a frame of the largest chunk, then the end.
+        assert!((t - 1 + FRAME_HEAD_LEN + (64 << 10) + FRAME_HEAD_LEN) as u64 <= 8 << 20);
+        assert_eq!((t + FRAME_HEAD_LEN + (64 << 10) + FRAME_HEAD_LEN) as u64, 8 << 20);
+        // A limit that takes exactly one largest chunk, and one byte less.
+        let one = (HEADER_LEN + 2 * FRAME_HEAD_LEN + 1000) as u64;
+        assert_eq!(fit_pack_target(1 << 20, 1000, one), Ok(HEADER_LEN));
+        let e = fit_pack_target(1 << 20, 1000, one - 1).unwrap_err();
+        assert!(e.contains("--max-pack"), "{e}");
+        assert_eq!(fit_pack_target(0, 1000, 1 << 20), Ok(1));
+        // A packed pack of chunks at the target's edge is within the limit (packed_len).
+        let lens = [t - HEADER_LEN - FRAME_HEAD_LEN - 1, 64 << 10];
+        assert!(packed_len(lens) <= 8 << 20);
+    }
 
     fn pack_of(chunks: &[&[u8]], alg: HashAlg) -> Vec<u8> {
         let mut w = PackWriter::new(Vec::new(), alg).unwrap();
