@@ -801,7 +801,8 @@ pub fn pack_header(hash: &str, heads_first: Option<bool>) -> Result<Vec<u8>, JsE
 /// The pack size to aim at within a store's limit (`cutpoint_core::protocol::pack::fit_pack_target`).
 #[wasm_bindgen(js_name = fitPackTarget)]
 pub fn fit_pack_target(want: f64, max_chunk: f64, max_pack: f64) -> Result<f64, JsError> {
-    let n = |x: f64| if x.is_finite() && x >= 0.0 { x as u64 } else { 0 };
+    // Sizes from JavaScript numbers: non-finite or negative as 0, the rest clamped to u32.
+    let n = |x: f64| if x.is_finite() && x >= 0.0 { x.min(u32::MAX as f64) as u64 } else { 0 };
     cutpoint_core::protocol::pack::fit_pack_target(n(want) as usize, n(max_chunk) as usize, n(max_pack)).map(|t| t as f64).map_err(err)
 }
 

@@ -444,5 +444,10 @@ fn packs_fit_the_stores_limit_whatever_the_pack_size() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("at most 32768 bytes") && err.contains("--max-pack"), "{err}");
+    // Refused before anything was sent: no version.
+    let ls = json(&srv.cli(&["ls", "--json"]).stdout);
+    let names: Vec<&str> = ls.as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["256m", "8m"], "no 'b': {ls}");
+    srv.check(&[]);
     let _ = std::fs::remove_dir_all(&dir);
 }

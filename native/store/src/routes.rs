@@ -67,7 +67,8 @@ const BODY_AHEAD: usize = 2;
 /// wake-up of the blocking thread per MiB, not per frame. Chromium uploads in frames of about
 /// 40 KiB (27,000 socket reads per GiB against 2,900 for the native client), and a bridge
 /// that woke the reader for each one cost the store a futex round trip per frame.
-/// The frames are not copied; at most `BODY_AHEAD + 1` batches are held per body.
+/// The frames are not copied; at most `BODY_AHEAD + 2` batches (about 4 MiB) are held per body:
+/// those queued, the one being gathered or sent, and the one the reader is taking.
 struct BodyReader {
     rx: tokio::sync::mpsc::Receiver<BodyMsg>,
     cur: std::collections::VecDeque<Bytes>,
@@ -86,7 +87,7 @@ impl BodyReader {
                 // body is let go now, not when the client next sends something.
                 let next = tokio::select! {
                     _ = tx.closed() => return,
-                    n = s.next() => n,
+                    frame = s.next() => frame,
                 };
                 let msg = match next {
                     Some(Ok(b)) => {
@@ -128,6 +129,9 @@ impl BodyReader {
 
 impl std::io::Read for BodyReader {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
         loop {
             if let Some(b) = self.cur.front_mut() {
                 let n = b.len().min(buf.len());
@@ -137,7 +141,7 @@ impl std::io::Read for BodyReader {
                 } else {
                     *b = b.slice(n..);
                 }
-                if n > 0 || buf.is_empty() {
+                if n > 0 {
                     return Ok(n);
                 }
                 continue;

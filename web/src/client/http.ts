@@ -49,19 +49,30 @@ export class Http {
   private limitsP?: Promise<StoreLimits>
 
   /**
-   * The store's limits (`GET /v1`), asked once per client. Empty where the store does not say
-   * or the request fails: the push's own requests then report what is wrong.
+   * The store's limits (`GET /v1`), asked once per client and shared by its pushes: the request
+   * is not tied to one push's signal, each caller waits under its own. Empty where the store's
+   * answer has no limits; where the request fails, empty for this caller and asked again by the
+   * next (the push's own requests report what is wrong with the store).
    */
-  limits(signal?: AbortSignal): Promise<StoreLimits> {
+  async limits(signal?: AbortSignal): Promise<StoreLimits> {
     const num = (x: unknown) => (typeof x === 'number' && Number.isSafeInteger(x) && x > 0 ? x : undefined)
-    this.limitsP ??= this.request('GET', `${this.base}/v1`, { retry: true, signal })
+    const p = (this.limitsP ??= this.request('GET', `${this.base}/v1`, { retry: true })
       .then((r) => r.json())
-      .then((v: any) => ({ maxPack: num(v?.limits?.max_pack_bytes) }))
-      .catch(() => {
-        this.limitsP = undefined
-        return {}
+      .then((v: any) => ({ maxPack: num(v?.limits?.max_pack_bytes) })))
+    const settled = p.catch(() => {
+      if (this.limitsP === p) this.limitsP = undefined
+      return {}
+    })
+    if (!signal) return settled
+    checkAbort(signal)
+    return new Promise<StoreLimits>((resolve, reject) => {
+      const onAbort = () => reject(signal.reason ?? new DOMException('The push was aborted', 'AbortError'))
+      signal.addEventListener('abort', onAbort, { once: true })
+      settled.then((v) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(v)
       })
-    return this.limitsP
+    })
   }
 
   url(tail: string): string {

@@ -225,6 +225,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     const table = new IdTable()
     // The store's pack limit, asked while the base recipe is fetched.
     const limits = http.limits(signal)
+    limits.catch(() => {}) // awaited below, unless the recipe's request fails first
     {
       const res = await http.request('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] })
       if (res.status === 200) {
@@ -242,6 +243,16 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
           for (let i = 0; i < rec.count; i += 65536) table.addAll(rec.ids(i, i + 65536), KNOWN | BASE)
         } else rec.free()
       } else await res.body?.cancel()
+    }
+    // Heads-first packs (a File/Blob in a browser) or framed ones, aimed within the store's
+    // limit; decided before anything is opened or leased (a limit too small is an error here).
+    const source = BLOB_BODIES && typeof Blob !== 'undefined' && input instanceof Blob ? input : undefined
+    let packSize: number
+    try {
+      packSize = fitPack(ctx.packSize ?? (source ? HEADS_FIRST_PACK_SIZE : PACK_SIZE), maxChunk, await limits)
+    } catch (e) {
+      base?.recipe.free()
+      throw e
     }
     // The journal (browsers, File/Blob): what an earlier attempt had stored is known present.
     journal = await PushJournal.open({ store: http.base, namespace: http.ns, name, profile, hash }, input, () => ({ stage, bytes, chunks, novelBytes }))
@@ -276,10 +287,8 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     const queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number }[] = []
     const infos: { offset: number; length: number; id: number; hinted: boolean }[] = []
     let failure: unknown
-    const source = BLOB_BODIES && typeof Blob !== 'undefined' && input instanceof Blob ? input : undefined
     const maxCount = source ? wire().packMaxHeadsFirst() : Infinity
     const header = wire().packHeader(hash, source !== undefined)
-    const packSize = fitPack(ctx.packSize ?? (source ? HEADS_FIRST_PACK_SIZE : PACK_SIZE), maxChunk, await limits)
     const pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, packSize)
     const concurrency = ctx.concurrency ?? (source ? HEADS_FIRST_CONCURRENCY : 2)
     let packNovel: Novel[] = []
