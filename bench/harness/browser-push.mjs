@@ -225,7 +225,7 @@ try {
         clearInterval(timer)
         const row = await page.$eval(sel, (li) => ({ ...li.dataset, text: li.querySelector('.job-state').textContent }))
         if (row.state !== 'done') throw new Error(`the page's push of ${k} ended: ${row.text}`)
-        run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), sent_bytes: Number(row.sentBytes), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak, cpu }
+        run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), sent_bytes: Number(row.sentBytes), packs: Number(row.packs), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak, cpu }
       }
     } finally {
       run.floor = await floors(page, files.base)
@@ -266,6 +266,10 @@ for (const [k, what] of [['base', `browser push (Chromium, web page, ${workers} 
     novel_chunks: last.novel_chunks,
     native_novel_bytes: runs.at(-1)[`native_${k}`].novel_bytes,
     native_sent_bytes: runs.at(-1)[`native_${k}`].sent_bytes,
+    // Packs: the page sends a File in 32 MiB packs (heads first), the native push in 8 MiB ones,
+    // so the bytes sent differ by a pack's framing (16-byte header, 36-byte end frame) per pack.
+    packs: last.packs,
+    native_packs: runs.at(-1)[`native_${k}`].packs,
     // CPU seconds (medians): Chromium's processes and the store; the native client and the store
     cores: CORES,
     cpu_chromium: med(runs.map((x) => x[`browser_${k}`].cpu.chromium)),

@@ -199,6 +199,7 @@ function render(job: Job): void {
     mapHinted: String(job.map.hintedChunks),
     mapBytes: String(job.map.mappedBytes),
     version: r ? String(r.version) : '',
+    packs: r ? String(r.packs) : '',
     elapsedMs: String(Math.round(job.elapsed)),
   })
   job.el.querySelector('canvas')!.setAttribute(
