@@ -57,7 +57,7 @@ enum BodyMsg {
 
 /// Bytes gathered before the blocking thread is woken.
 const BODY_BATCH: usize = 1 << 20;
-/// Batches waiting for the blocking thread (so at most about this many MiB read ahead).
+/// Batches queued for the blocking thread (see `BodyReader` for all that a body holds).
 const BODY_AHEAD: usize = 2;
 
 /// A request body as a blocking `Read`, for a handler that runs on a blocking thread.
@@ -89,34 +89,27 @@ impl BodyReader {
                     _ = tx.closed() => return,
                     frame = s.next() => frame,
                 };
-                let msg = match next {
+                let last = match next {
                     Some(Ok(b)) => {
                         n += b.len();
                         batch.push(b);
-                        if n < BODY_BATCH {
-                            continue;
+                        if n >= BODY_BATCH {
+                            n = 0;
+                            if tx.send(BodyMsg::Data(std::mem::take(&mut batch))).await.is_err() {
+                                return;
+                            }
                         }
-                        n = 0;
-                        BodyMsg::Data(std::mem::take(&mut batch))
+                        continue;
                     }
-                    Some(Err(e)) => {
-                        if !batch.is_empty() && tx.send(BodyMsg::Data(std::mem::take(&mut batch))).await.is_err() {
-                            return;
-                        }
-                        let _ = tx.send(BodyMsg::Err(e)).await;
-                        return;
-                    }
-                    None => {
-                        if !batch.is_empty() && tx.send(BodyMsg::Data(std::mem::take(&mut batch))).await.is_err() {
-                            return;
-                        }
-                        let _ = tx.send(BodyMsg::End).await;
-                        return;
-                    }
+                    Some(Err(e)) => BodyMsg::Err(e),
+                    None => BodyMsg::End,
                 };
-                if tx.send(msg).await.is_err() {
+                // The bytes gathered so far, then the end or the error.
+                if !batch.is_empty() && tx.send(BodyMsg::Data(std::mem::take(&mut batch))).await.is_err() {
                     return;
                 }
+                let _ = tx.send(last).await;
+                return;
             }
         });
         BodyReader {
