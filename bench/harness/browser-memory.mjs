@@ -17,7 +17,7 @@ const file = process.argv[2]
 if (!file) throw new Error('usage: node bench/harness/browser-memory.mjs FILE')
 const { server, url } = await serveStatic(`${root}web/app/dist`)
 const dir = mkdtempSync(`${os.tmpdir()}/cutpoint-memory-store-`)
-const st = spawn(`${root}native/target/release/cutpoint`, ['serve', '--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] })
+const st = spawn(`${root}native/target/release/cutpoint`, ['serve', '--data', dir, '--listen', '127.0.0.1:0', '--cors-origin', url], { stdio: ['ignore', 'pipe', 'inherit'] })
 const storeUrl = await new Promise((r) => {
   let b = ''
   st.stdout.on('data', (d) => {

@@ -37,7 +37,7 @@ if (!file) throw new Error('usage: node bench/harness/browser-profile.mjs FILE S
 // Any POST is the sink (the upload steps' baseline).
 const { server, url: base } = await serveStatic(root, { sink: () => true })
 const dir = mkdtempSync(`${os.tmpdir()}/cutpoint-profile-store-`)
-const st = spawn(`${root}/native/target/release/cutpoint`, ['serve', '--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] })
+const st = spawn(`${root}/native/target/release/cutpoint`, ['serve', '--data', dir, '--listen', '127.0.0.1:0', '--cors-origin', base], { stdio: ['ignore', 'pipe', 'inherit'] })
 const storeUrl = await new Promise((r) => { let b = ''; st.stdout.on('data', (d) => { b += d; const m = /listening on (http:\/\/\S+)/.exec(b); if (m) r(m[1]) }) })
 const profileDir = mkdtempSync(`${os.tmpdir()}/cutpoint-profile-chromium-`)
 const ctx = await chromium.launchPersistentContext(profileDir, { executablePath: '/usr/bin/chromium', headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', ...(process.env.JSFLAGS ? [`--js-flags=${process.env.JSFLAGS}`] : [])] })

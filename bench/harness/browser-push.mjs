@@ -61,7 +61,7 @@ for (const [k, v] of [['base', 'v0'], ['mod', 'v1']]) {
 /** `cutpoint serve` on a fresh directory (127.0.0.1, a free port). */
 function startStore(dir) {
   return new Promise((resolve, reject) => {
-    const p = spawn(cli, ['serve', '--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const p = spawn(cli, ['serve', '--data', dir, '--listen', '127.0.0.1:0', '--cors-origin', appUrl], { stdio: ['ignore', 'pipe', 'inherit'] })
     let buf = ''
     p.stdout.on('data', (d) => {
       buf += d

@@ -30,10 +30,12 @@ beforeAll(async () => {
   if (!haveCutpoint()) throw new Error('build native/target/release/cutpoint first')
   const g = cutpoint(['gen', '--out', dir, '--size', '12m', '--versions', '1', '--mods', '20', '--mod-size', '100', '--seed', '5'])
   expect(g.status, g.stderr).toBe(0)
-  store = await startStore()
-  ref = await startStore()
   pageServer = await serve(root, false)
   isoServer = await serve(root, true)
+  // The test pages' origins are the only web pages these open stores answer.
+  const origins = [pageServer.url, isoServer.url]
+  store = await startStore({ origins })
+  ref = await startStore({ origins })
   profileDir = mkdtempSync(`${tmpdir()}/cutpoint-chromium-`)
   ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: ARGS })
 })

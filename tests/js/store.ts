@@ -31,12 +31,15 @@ export interface Store {
 /**
  * Starts `cutpoint serve` on 127.0.0.1:0. `data`: an existing directory (a restart), else a new
  * temporary one. `tokens`: `{ name: 'ns:rw' }` writes a tokens file with one token per entry
- * (made by `cutpoint token`) and starts the store with `--tokens`.
+ * (made by `cutpoint token`) and starts the store with `--tokens`. `origins`: the pages' origins
+ * (`--cors-origin`), for tests that call the store from Chromium.
  */
-export async function startStore(opts: { data?: string; tokens?: Record<string, string>; args?: string[] } = {}): Promise<Store> {
+export async function startStore(opts: { data?: string; tokens?: Record<string, string>; args?: string[]; origins?: string[] } = {}): Promise<Store> {
   if (!haveCutpoint()) throw new Error(`${cutpointBin} is missing: build it with \`cargo build --release -p cutpoint-cli\` in native/`)
   const data = opts.data ?? mkdtempSync(join(tmpdir(), 'cutpoint-store-'))
   const args = ['serve', '--data', data, '--listen', '127.0.0.1:0', ...(opts.args ?? [])]
+  // The web pages allowed to call the store (an open store answers none by default).
+  for (const o of opts.origins ?? []) args.push('--cors-origin', o)
   const tokens: Record<string, string> = {}
   if (opts.tokens) {
     const file = `${data}.tokens`

@@ -143,8 +143,11 @@ beforeAll(async () => {
   // must keep within the store's limit, and the cut-off test needs several packs of its 32 MiB
   // file. The native pushes of the reference store fit theirs to the same limit, so the page's
   // bytes sent (pack framing included) equal theirs.
-  store = await startStore(bin, `${tmp}/store`, ['--max-pack', '8m'])
-  ref = await startStore(bin, `${tmp}/ref`, ['--max-pack', '8m'])
+  // The page's two origins are the only web pages these open stores answer (--cors-origin);
+  // the store with tokens answers any origin (each request needs a token).
+  const origins = ['--cors-origin', pageUrl, '--cors-origin', plainUrl]
+  store = await startStore(bin, `${tmp}/store`, ['--max-pack', '8m', ...origins])
+  ref = await startStore(bin, `${tmp}/ref`, ['--max-pack', '8m', ...origins])
   stores.push(store, ref)
   // A store that wants tokens: one read-write grant on namespace `team`.
   const grant = spawnSync(bin, ['token', '--ns', 'team', '--tokens', `${tmp}/tokens`], { encoding: 'utf8' })

@@ -44,8 +44,8 @@ beforeAll(async () => {
   pageUrl = s.url
   // Packs of at most 8 MiB (the page aims at 32 MiB, kept within the store's limit): the
   // journal's tests stop pushes after a given number of packs of 16-32 MiB files.
-  store = await startStore({ args: ['--max-pack', '8m'] })
-  ref = await startStore({ args: ['--max-pack', '8m'] })
+  store = await startStore({ args: ['--max-pack', '8m'], origins: [pageUrl] })
+  ref = await startStore({ args: ['--max-pack', '8m'], origins: [pageUrl] })
   ctx = await chromium.launchPersistentContext(`${tmp}/profile`, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1100, height: 900 } })
 }, 240_000)
 

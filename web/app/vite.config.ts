@@ -19,6 +19,8 @@ export default defineConfig({
   worker: { format: 'es' },
   // Linked workspace package: serve it as it is (its workers and wasm are found by URL).
   optimizeDeps: { exclude: ['@cutpoint/web'] },
-  server: { headers: isolation, host: '127.0.0.1' },
-  preview: { headers: isolation, host: '127.0.0.1' },
+  // Fixed ports: a local store allows these pages by origin (`cutpoint serve --cors-origin
+  // http://127.0.0.1:5173 --cors-origin http://127.0.0.1:4173`, web/README.md).
+  server: { headers: isolation, host: '127.0.0.1', port: 5173, strictPort: true },
+  preview: { headers: isolation, host: '127.0.0.1', port: 4173, strictPort: true },
 })

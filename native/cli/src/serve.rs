@@ -30,9 +30,16 @@ pub struct ServeArgs {
     /// connect, and listens on loopback only.
     #[arg(long, value_name = "FILE")]
     tokens: Option<PathBuf>,
-    /// An origin allowed to call the store from a web page (repeatable; default: any origin).
+    /// A web page origin allowed to call the store, e.g. http://localhost:5173 (repeatable).
+    /// Default: none on an open store (no web page can call it); any origin on a store with
+    /// --tokens (each request needs a token). '*' (any origin) needs --tokens.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
     cors_origins: Vec<String>,
+    /// A host name the store answers to besides loopback addresses and localhost, e.g. the name
+    /// a reverse proxy forwards (repeatable). Other Host headers get 403 (against DNS
+    /// rebinding). Default with --tokens and no --allowed-host: any Host.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
     /// Largest pack upload, e.g. 64m (413 above it).
     #[arg(long, default_value = "256m")]
     max_pack: String,
@@ -133,6 +140,7 @@ pub fn run(a: &ServeArgs) -> Result<(), Fail> {
         listen,
         tokens: a.tokens.clone(),
         cors_origins: a.cors_origins.clone(),
+        allowed_hosts: a.allowed_hosts.clone(),
         limits,
         reindex: a.reindex,
         gc_settle: secs("gc-settle", a.gc_settle)?,
@@ -143,7 +151,7 @@ pub fn run(a: &ServeArgs) -> Result<(), Fail> {
         .enable_all()
         .build()
         .map_err(|e| Fail::io(format!("cannot start the server's runtime: {e}")))?;
-    rt.block_on(serve(cfg, |addr, rep, st| {
+    rt.block_on(serve(cfg, |addr, rep, st, access| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "cutpoint serve: listening on http://{addr}");
         let _ = writeln!(out, "  {where_}");
@@ -152,9 +160,10 @@ pub fn run(a: &ServeArgs) -> Result<(), Fail> {
                 let _ = writeln!(out, "  auth: {} token grants", t.len());
             }
             None => {
-                let _ = writeln!(out, "  auth: none (no --tokens): open to every local user; loopback only");
+                let _ = writeln!(out, "  auth: none (no --tokens): open to every local program; loopback only");
             }
         }
+        let _ = writeln!(out, "  {}", access.describe());
         if rep.packs_indexed + rep.versions_indexed + rep.packs_dropped + rep.versions_dropped > 0 || !rep.bad_packs.is_empty() {
             let _ = writeln!(
                 out,

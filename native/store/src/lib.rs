@@ -2,13 +2,15 @@
 //!
 //! * [`store::Store`] — the logic of each protocol step (query, upload, commit, restore, gc,
 //!   check) over [`backend::Objects`] (packs and recipes) and [`index::Index`] (SQLite);
-//! * [`routes`] — the HTTP API (axum): thin handlers that parse, authorise ([`auth`]), call the
+//! * [`routes`] — the HTTP API (axum): thin handlers that parse, authorise ([`auth`]; web pages
+//!   and `Host` names by [`access`]), call the
 //!   store on a blocking thread, and map the result to a status;
 //! * [`client`] — the HTTP client and the push / pull pipelines used by `cutpoint push` / `pull`.
 //!
 //! The wire format itself (pack frames, query bodies, names, recipes) lives in
 //! `cutpoint_core::protocol`, shared with the wasm build. `PROTOCOL.md` documents each request.
 
+pub mod access;
 pub mod auth;
 pub mod backend;
 pub mod client;

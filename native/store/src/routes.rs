@@ -2,14 +2,16 @@
 //! Each handler parses, authorises, calls one [`Store`] function on a blocking thread, and
 //! maps the result to a status; every error is JSON `{"error": ..., "code": ...}`.
 
+use crate::access::Access;
 use crate::auth::{authorize, Scope, Tokens};
 use crate::error::{Result, StoreError};
 use crate::range::parse_range;
 use crate::store::Store;
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -19,7 +21,7 @@ use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
 use futures::StreamExt;
 use serde::Deserialize;
 use std::sync::Arc;
-use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::cors::{AllowOrigin, AllowPrivateNetwork, CorsLayer};
 
 pub struct AppState {
     pub store: Store,
@@ -394,15 +396,47 @@ async fn not_found() -> StoreError {
     StoreError::NotFound("no such route (the API is under /v1; see PROTOCOL.md)".into())
 }
 
-/// The router. `cors_origins` empty: any origin (tokens are bearer headers, not cookies).
-pub fn router(state: Arc<AppState>, cors_origins: &[String]) -> Router {
-    let origin = if cors_origins.is_empty() || cors_origins.iter().any(|o| o == "*") {
+/// Refuses, before any handler runs, a request whose `Host` the store does not answer to (DNS
+/// rebinding) or whose `Origin` is not allowed (a web page the user did not name): 403, nothing
+/// done, and no CORS headers (see [`crate::access`]).
+async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
+    let host = req.headers().get(header::HOST).map(|h| h.to_str().unwrap_or("\u{fffd}").to_string());
+    let host = host.or_else(|| req.uri().authority().map(|a| a.to_string()));
+    if let Some(h) = host {
+        if !access.host_allowed(&h) {
+            return StoreError::Forbidden(format!(
+                "this store does not answer to the host name '{h}' (it answers to loopback addresses, localhost \
+                 and names given with --allowed-host; other names are refused against DNS rebinding)"
+            ))
+            .into_response();
+        }
+    }
+    if let Some(o) = req.headers().get(header::ORIGIN) {
+        let o = o.to_str().unwrap_or("\u{fffd}");
+        if !access.origin_allowed(o) {
+            return StoreError::Forbidden(format!(
+                "web pages of {o} may not call this store (start it with --cors-origin {o} to allow them)"
+            ))
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// The router: the routes of protocol v1, CORS for the allowed origins, and [`guard`] in front.
+pub fn router(state: Arc<AppState>, access: Arc<Access>) -> Router {
+    let origin = if access.any_origin() {
         AllowOrigin::any()
     } else {
-        AllowOrigin::list(cors_origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+        AllowOrigin::list(access.origins().iter().filter_map(|o| HeaderValue::from_str(o).ok()))
     };
+    // Chromium's private-network preflight is answered like the rest of CORS: only requests of
+    // allowed origins get here (guard), and only those get the header.
+    let a2 = access.clone();
+    let private = AllowPrivateNetwork::predicate(move |o, _| o.to_str().is_ok_and(|o| a2.origin_allowed(o)));
     let cors = CorsLayer::new()
         .allow_origin(origin)
+        .allow_private_network(private)
         .allow_methods([Method::GET, Method::HEAD, Method::POST, Method::PUT, Method::DELETE])
         .allow_headers([
             header::AUTHORIZATION,
@@ -430,6 +464,7 @@ pub fn router(state: Arc<AppState>, cors_origins: &[String]) -> Router {
         .route("/v1/ns/{ns}/check", get(check))
         .fallback(not_found)
         .layer(cors)
+        .layer(axum::middleware::from_fn_with_state(access, guard))
         .with_state(state)
 }
 
@@ -454,7 +489,10 @@ pub struct ServeConfig {
     pub data: Data,
     pub listen: std::net::SocketAddr,
     pub tokens: Option<std::path::PathBuf>,
+    /// `--cors-origin` values (`*`: any, only with tokens).
     pub cors_origins: Vec<String>,
+    /// `--allowed-host` values (`*`: any, only with tokens).
+    pub allowed_hosts: Vec<String>,
     pub limits: crate::store::Limits,
     pub reindex: bool,
     /// With a shared bucket: how long a gc holds its lock before reading the recipes.
@@ -466,10 +504,10 @@ pub struct ServeConfig {
 }
 
 /// Opens the store and serves until SIGINT/SIGTERM. `ready` gets the bound address (port 0
-/// picks a free one) and what reconcile found.
+/// picks a free one), what reconcile found, and who may call the store.
 pub async fn serve(
     cfg: ServeConfig,
-    ready: impl FnOnce(std::net::SocketAddr, &crate::store::ReconcileReport, &AppState),
+    ready: impl FnOnce(std::net::SocketAddr, &crate::store::ReconcileReport, &AppState, &Access),
 ) -> Result<()> {
     let tokens = match &cfg.tokens {
         Some(p) => Some(Tokens::load(p).map_err(StoreError::BadRequest)?),
@@ -483,6 +521,7 @@ pub async fn serve(
             None
         }
     };
+    let access = Arc::new(Access::new(tokens.is_some(), &cfg.cors_origins, &cfg.allowed_hosts, cfg.listen).map_err(StoreError::BadRequest)?);
     let rt = tokio::runtime::Handle::current();
     let c2 = cfg.clone();
     let (store, rep) = blocking(move || match &c2.data {
@@ -509,8 +548,8 @@ pub async fn serve(
         tokens,
         body_idle: cfg.body_idle,
     });
-    ready(addr, &rep, &state);
-    let app = router(state, &cfg.cors_origins);
+    ready(addr, &rep, &state, &access);
+    let app = router(state, access);
     let mut stop = std::pin::pin!(async {
         let ctrl_c = tokio::signal::ctrl_c();
         #[cfg(unix)]
