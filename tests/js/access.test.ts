@@ -101,6 +101,8 @@ describe('an open store and the web pages the user visits', () => {
     await p.goto(`${page.url}/tests/browser/index.html`)
     const got = await attempt(p, closed.url)
     for (const k of ['list', 'download', 'push', 'delete']) expect(got[k], `${k}: ${got[k]}`).toMatch(/^failed/)
+    // The library's message names the flag that would allow this page.
+    expect(got.push).toContain(`cutpoint serve --cors-origin ${page.url}`)
     expect(tree(closed.data)).toEqual(before)
     expect(names(closed)).toEqual(['kept.bin@1'])
     await p.close()

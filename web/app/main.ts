@@ -69,7 +69,7 @@ async function getClient(): Promise<Client> {
 function message(e: unknown): string {
   const m = e instanceof Error ? e.message : String(e)
   if (/Failed to fetch|NetworkError|Load failed/i.test(m) && !m.startsWith('cutpoint:'))
-    return `cannot reach the store at ${settings.store} (is \`cutpoint serve\` running, and does it allow this page's origin? CORS)`
+    return `cannot reach the store at ${settings.store}: is \`cutpoint serve\` running, and does it allow this page? (\`cutpoint serve --cors-origin ${location.origin}\`)`
   return m
 }
 

@@ -120,7 +120,9 @@ export class Http {
       const browser = typeof (globalThis as any).document !== 'undefined'
       throw new StoreError(
         `cutpoint: cannot reach the store at ${this.base} (${method} ${url.slice(this.base.length)}): ${why}` +
-          (browser ? ' — is it running, and does it allow this page\'s origin (CORS, `cutpoint serve --cors-origin`)?' : ' — is it running?'),
+          (browser
+            ? ` — is it running, and does it allow this page's origin (CORS: \`cutpoint serve --cors-origin ${(globalThis as any).location?.origin ?? 'ORIGIN'}\`)?`
+            : ' — is it running?'),
         { code: 'network', cause: e },
       )
     }
