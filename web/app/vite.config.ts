@@ -11,14 +11,15 @@ const isolation = {
   'Cross-Origin-Embedder-Policy': 'require-corp',
 }
 
-export default defineConfig({
+// `npm run dev` and `preview:app` print their URL (log level info); `build:app` prints warnings only.
+export default defineConfig(({ command }) => ({
   root: fileURLToPath(new URL('.', import.meta.url)),
   base: './',
-  logLevel: 'warn',
+  logLevel: command === 'build' ? 'warn' : 'info',
   build: { outDir: 'dist', emptyOutDir: true, target: 'es2022' },
   worker: { format: 'es' },
   // Linked workspace package: serve it as it is (its workers and wasm are found by URL).
   optimizeDeps: { exclude: ['@cutpoint/web'] },
   server: { headers: isolation, host: '127.0.0.1' },
   preview: { headers: isolation, host: '127.0.0.1' },
-})
+}))
