@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `cutpoint-js`: the library's command line for Node (`npx cutpoint-js`) and Deno
-// (`deno run -A web/dist/web/src/cli/main.js`). Subcommands `push`, `pull`, `ls`, `chunk`,
+// `cutpoint-js`: the library's command line for Node (`bin/cutpoint-js` or `npx --no-install
+// cutpoint-js` in the clone after `npm run setup`) and Deno (`deno run -A web/dist/web/src/cli/main.js`). Subcommands `push`, `pull`, `ls`, `chunk`,
 // `stats`, with the native `cutpoint`'s flags and `--json` fields where they overlap, a progress
 // bar on a terminal, and its exit codes: 0 success; 1 an input could not be read or written, or
 // a store request failed; 2 bad usage or options; 3 restored data did not verify.
