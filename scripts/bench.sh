@@ -2,7 +2,7 @@
 # `npm run bench [-- --quick] [-- --out DIR]`: one run of every benchmark on this machine
 # (bench/harness/run.mjs says what and how), written as bench/results/<host>-<date>.json, a
 # Markdown table file and SVG plots beside it; a full run into bench/results also regenerates the
-# README's performance section. `--quick` uses tiny sizes (CI runs it only to prove the harness
+# performance section of docs/performance.md. `--quick` uses tiny sizes (CI runs it only to prove the harness
 # still works; it asserts no speed). Also runnable alone:
 #   bench/families.sh (how the default profile was chosen), bench/memory.sh 8g (peak RSS).
 # CUTPOINT_BENCH_REBUILD=0 skips rebuilding the wasm modules and web/dist when they exist (the

@@ -13,3 +13,4 @@ bash scripts/build-wasm.sh
 npm run build -w web
 step "the web page (Vite): web/app/dist"
 npm run build:app
+bash scripts/link-bins.sh

@@ -11,6 +11,8 @@
 #                                         real `cutpoint serve`s; screenshots in tests/artifacts/
 #   tests/js/web-journal.test.ts          the push journal (IndexedDB): a push cut off by a page
 #                                         reload resumes without re-sending what was stored
+#   tests/js/readme.test.ts               the README's quick start, as written, against a store on
+#                                         127.0.0.1 (a free port)
 # The >= 1 GiB picked-File browser test runs too (CUTPOINT_BIG=0 skips it; CUTPOINT_BIG_SIZE=2g,
 # CUTPOINT_BIG_WORKERS=1,2 and CUTPOINT_BIG_OUT=FILE.json change or record it).
 set -euo pipefail
@@ -28,6 +30,9 @@ if [ ! -x native/target/release/cutpoint ]; then
   step "build: the native cutpoint (the store the client tests talk to)"
   (cd native && cargo build --release -p cutpoint-cli)
 fi
+
+# bin/cutpoint, bin/cutpoint-js (the README's quick start, tests/js/readme.test.ts, runs them).
+bash scripts/link-bins.sh
 
 step "vitest: Node, Chromium, Deno"
 export DENO_NO_UPDATE_CHECK=1

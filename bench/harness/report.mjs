@@ -30,7 +30,7 @@ function pivot(rows, rowKey, colKey, cellOf, colOrder) {
 
 const PROFILE_ORDER = ['crc32', 'rabin', 'gear'].flatMap((f) => ['2k:8k:64k', '4k:16k:128k', '16k:64k:512k'].map((s) => `${f}:${s}`)).concat(['crc32:2k:16k:64k'])
 
-/** The sections of the Markdown report; `readme` = the subset for the README. */
+/** The sections of the Markdown report; `readme` = the subset for docs/performance.md. */
 export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
   const R = res.rows
   const out = []

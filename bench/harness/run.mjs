@@ -3,7 +3,7 @@
 //   <out>/<host>-<date>.json   machine, versions, backends, skipped parts, every row with its unit
 //   <out>/<host>-<date>.md     the tables (bench/harness/report.mjs)
 //   <out>/<host>-<date>-*.svg  the plots (vega-lite, rendered headless in Node)
-// and, for a full run into bench/results, the README's performance section (readme.mjs).
+// and, for a full run into bench/results, the performance section of docs/performance.md (readme.mjs).
 //
 //   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,browser-push]
 //   (opt-in, not in the default list: --only index-scale, the store's index at 10^7 chunks)
@@ -361,6 +361,6 @@ log(`wrote ${base}.json, ${files.join(', ')}`)
 log(`${rows.length} rows, ${tables.length} tables, ${skipped.length} skipped, ${result.seconds} s`)
 for (const s of skipped) log(`  SKIPPED ${s.name}: ${s.reason}`)
 if (!quick && !flag('--no-readme') && outDir === `${root}bench/results`) {
-  updateReadme(`${root}README.md`, result, base.replace(`${root}`, ''))
-  log('README.md performance section regenerated')
+  updateReadme(`${root}docs/performance.md`, result, base.replace(`${root}`, ''))
+  log('docs/performance.md performance section regenerated')
 }

@@ -26,7 +26,7 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: num
 
 it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async () => {
   const out = mkdtempSync(`${tmpdir()}/cutpoint-bench-test-`)
-  const readme = readFileSync(`${root}README.md`, 'utf8')
+  const readme = readFileSync(`${root}docs/performance.md`, 'utf8')
   try {
     const r = await run('bash', ['scripts/bench.sh', '--quick', '--out', out], { ...process.env, CUTPOINT_BENCH_REBUILD: '0', DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }, 280_000)
     const log = r.out
@@ -120,8 +120,8 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
     expect(svgs.length, files.join(' ')).toBeGreaterThanOrEqual(5)
     for (const s of svgs) expect(readFileSync(`${out}/${s}`, 'utf8').startsWith('<svg')).toBe(true)
 
-    // A quick run never rewrites the README's generated section.
-    expect(readFileSync(`${root}README.md`, 'utf8')).toBe(readme)
+    // A quick run never rewrites the generated performance section (docs/performance.md).
+    expect(readFileSync(`${root}docs/performance.md`, 'utf8')).toBe(readme)
     expect(readme).toMatch(/<!-- bench:begin -->[\s\S]*<!-- bench:end -->/)
   } finally {
     rmSync(out, { recursive: true, force: true })

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { root } from './helpers'
 import { cutpoint, haveCutpoint, nativePush, startStore, type Store } from './store'
@@ -121,5 +121,60 @@ describe.each(['node', 'deno'] as const)('cutpoint-js under %s', (rt) => {
     const dead = js(rt, ['ls', '--store', url])
     expect(dead.status).toBe(1)
     expect(dead.stderr).toMatch(/cannot reach the store/)
+  })
+})
+
+// Issue #30: what a newcomer types first.
+describe('the first commands of a new user', () => {
+  it('cutpoint-js chunk FILE | head: ends quietly (no EPIPE trace), exit 0', () => {
+    const r = spawnSync('bash', ['-c', `"${process.execPath}" "${main}" chunk "${v(0)}" 2>err.txt | head -n 1 >/dev/null; echo "\${PIPESTATUS[0]}"; cat err.txt`], { cwd: dir, encoding: 'utf8', timeout: 120_000 })
+    const [status, ...err] = r.stdout.split('\n')
+    expect(err.join('\n')).not.toMatch(/EPIPE|Error/)
+    expect(status).toBe('0')
+  })
+
+  it('cutpoint-js --version, <command> --help, and stats reports the threads it used', () => {
+    const ver = js('node', ['--version'])
+    expect(ver.status).toBe(0)
+    expect(ver.stdout).toBe(`cutpoint-js ${JSON.parse(readFileSync(`${root}web/package.json`, 'utf8')).version}\n`)
+    for (const cmd of ['push', 'pull', 'ls', 'chunk', 'stats']) {
+      const h = js('node', [cmd, '--help'])
+      expect(h.status, `${cmd} --help: ${h.stderr}`).toBe(0)
+      expect(h.stdout).toMatch(new RegExp(`^usage: cutpoint-js ${cmd} `))
+    }
+    const bad = js('node', ['push', '--frobnicate'])
+    expect(bad.status).toBe(2)
+    expect(bad.stderr).toMatch(/usage: cutpoint-js push/)
+    const s = js('node', ['stats', v(0), '--json'])
+    expect(s.status, s.stderr).toBe(0)
+    expect(JSON.parse(s.stdout).threads).toBe(availableParallelism())
+    expect(JSON.parse(js('node', ['stats', v(0), '--json', '--threads', '1']).stdout).threads).toBe(1)
+  })
+
+  it('cutpoint --version, completions, help texts, a busy port exits 1, a refused connection says what to check', async () => {
+    const ver = cutpoint(['--version'])
+    expect(ver.status).toBe(0)
+    expect(ver.stdout).toMatch(/^cutpoint \d+\.\d+\.\d+/)
+    const comp = cutpoint(['completions', 'bash'])
+    expect(comp.status).toBe(0)
+    expect(comp.stdout).toMatch(/_cutpoint\(\)/)
+    expect(comp.stdout).toMatch(/push/)
+    expect(cutpoint(['gc', '--help']).stdout).toMatch(/half referenced/)
+    expect(cutpoint(['gc', '--help']).stdout).toMatch(/--json\s+Print the report as one JSON object/)
+    expect(cutpoint(['check', '--help']).stdout).toMatch(/--json\s+Print the report as one JSON object/)
+    expect(cutpoint(['rm', '--help']).stdout).toMatch(/<NAME>\s+The name/)
+    expect(cutpoint(['serve', '--help']).stdout).toMatch(/--reindex\s+Rebuild the index from the packs and recipes, then serve/)
+    const s = await startStore()
+    const addr = s.url.replace('http://', '')
+    try {
+      const busy = cutpoint(['serve', '--data', join(dir, 'busy-store'), '--listen', addr])
+      expect(busy.status, busy.stderr).toBe(1)
+      expect(busy.stderr).toMatch(/cannot listen on/)
+    } finally {
+      await s.stop()
+    }
+    const dead = cutpoint(['ls', '--store', s.url])
+    expect(dead.status).toBe(1)
+    expect(dead.stderr).toMatch(/is the store running\?/)
   })
 })

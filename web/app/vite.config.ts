@@ -11,10 +11,11 @@ const isolation = {
   'Cross-Origin-Embedder-Policy': 'require-corp',
 }
 
-export default defineConfig({
+// `npm run dev` and `preview:app` print their URL (log level info); `build:app` prints warnings only.
+export default defineConfig(({ command }) => ({
   root: fileURLToPath(new URL('.', import.meta.url)),
   base: './',
-  logLevel: 'warn',
+  logLevel: command === 'build' ? 'warn' : 'info',
   build: { outDir: 'dist', emptyOutDir: true, target: 'es2022' },
   worker: { format: 'es' },
   // Linked workspace package: serve it as it is (its workers and wasm are found by URL).
@@ -23,4 +24,4 @@ export default defineConfig({
   // http://127.0.0.1:5173 --cors-origin http://127.0.0.1:4173`, web/README.md).
   server: { headers: isolation, host: '127.0.0.1', port: 5173, strictPort: true },
   preview: { headers: isolation, host: '127.0.0.1', port: 4173, strictPort: true },
-})
+}))

@@ -16,7 +16,7 @@ import { iterable, type Chunk, type ChunkIterable } from './emitter.js'
 import { chunkRandom, chunkRapid, chunkStream } from './loops.js'
 import { checkChunkOptions, DEFAULT_PROFILE, resolve, setMinSpan, type ChunkOptions } from './options.js'
 import { need, parseProfile } from './runtime.js'
-import { sourceOf } from './sources.js'
+import { blobCloneable, sourceOf } from './sources.js'
 import { startPool } from './workers.js'
 
 // The files behind this one: runtime.ts (init, the wasm instance, profiles), options.ts (the
@@ -69,6 +69,7 @@ export function chunk(input: Uint8Array | Blob | ReadableStream<Uint8Array> | st
   opts = checkChunkOptions(opts)
   if (opts.rapid) return chunkRapid(input, opts)
   if (typeof ReadableStream !== 'undefined' && input instanceof ReadableStream) return iterable(chunkStream(input, opts))
+  if (typeof Blob !== 'undefined' && input instanceof Blob && !blobCloneable(input)) return iterable(chunkStream(input.stream(), opts, true))
   const src = sourceOf(input as Uint8Array | Blob | string)
   return iterable(chunkRandom(src, opts))
 }

@@ -96,9 +96,11 @@ export async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: Chunk
   }
 }
 
-export async function* chunkStream(stream: ReadableStream<Uint8Array>, opts: ChunkOptions): AsyncGenerator<Chunk[]> {
+/** Chunks a stream; with `own` (a stream made here), cancels it when the caller stops early. */
+export async function* chunkStream(stream: ReadableStream<Uint8Array>, opts: ChunkOptions, own = false): AsyncGenerator<Chunk[]> {
   const c = await createChunker(opts)
   const reader = stream.getReader()
+  let ended = false
   try {
     for (;;) {
       const { done, value } = await reader.read()
@@ -106,8 +108,10 @@ export async function* chunkStream(stream: ReadableStream<Uint8Array>, opts: Chu
       yield await c.update(value)
     }
     yield await c.finish()
+    ended = true
   } finally {
     c.close()
+    if (own && !ended) await reader.cancel().catch(() => {})
     reader.releaseLock()
   }
 }

@@ -223,12 +223,20 @@ export class Pool {
   }
 
   private start(slot: Slot, job: Job) {
-    slot.sent.push(job)
     try {
       slot.port!.post(job.msg, job.transfer)
     } catch (e: any) {
-      this.fail(new Error(`cutpoint: cannot send a job to a worker: ${e?.message ?? e}`))
+      // Nothing reached the worker (the message could not be cloned): this job fails, the
+      // worker and the pool are as they were (one bad input does not stop a kept pool).
+      job.reject(new Error(`cutpoint: cannot send a job to a worker: ${e?.message ?? e}`))
+      return
     }
+    slot.sent.push(job)
+  }
+
+  /** Whether jobs can still run (no worker failed, not closed). */
+  get usable(): boolean {
+    return !this.failed && !this.closed
   }
 
   private onMessage(slot: Slot, r: Response) {

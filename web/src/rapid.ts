@@ -272,7 +272,9 @@ async function recipeBytes(src: RecipeSource): Promise<Uint8Array> {
   if (typeof Blob !== 'undefined' && src instanceof Blob) return new Uint8Array(await src.arrayBuffer())
   if (src instanceof URL) {
     if (src.protocol === 'file:' && (isNode || isDeno)) {
-      const { fileURLToPath } = await import(/* @vite-ignore */ 'node:url' as string)
+      // A name in a variable, as elsewhere: bundlers leave it alone (no node:url in a page).
+      const urlName = 'node:url'
+      const { fileURLToPath } = await import(/* @vite-ignore */ urlName)
       return recipeBytes(isDeno ? decodeURIComponent(src.pathname) : fileURLToPath(src))
     }
     return fetchBytes(src)

@@ -11,7 +11,9 @@ export function sourceOf(input: Uint8Array | Blob | string): { desc: SourceDesc;
     if (typeof SharedArrayBuffer !== 'undefined' && input.buffer instanceof SharedArrayBuffer) {
       return { desc: { kind: 'shared', bytes: input }, size: async () => input.length }
     }
-    return { desc: { kind: 'message' }, size: async () => input.length, bytesFor: (s, e) => input.slice(s, e) }
+    // A copy of each slice goes to a worker (its buffer is transferred): never the caller's memory.
+    // Not `input.slice`: a Node Buffer's `slice` is a view of its (pooled) memory.
+    return { desc: { kind: 'message' }, size: async () => input.length, bytesFor: (s, e) => copyOf(input, s, e) }
   }
   if (typeof Blob !== 'undefined' && input instanceof Blob) {
     return { desc: { kind: 'blob', blob: input }, size: async () => input.size }
@@ -41,6 +43,27 @@ export function sourceOf(input: Uint8Array | Blob | string): { desc: SourceDesc;
     }
   }
   throw new TypeError('cutpoint: input must be a Uint8Array, Blob/File, ReadableStream or a path')
+}
+
+/** A copy of bytes [s, e) of `bytes` in a buffer of its own (safe to transfer). */
+export function copyOf(bytes: Uint8Array, s: number, e: number): Uint8Array {
+  const out = new Uint8Array(Math.max(0, e - s))
+  out.set(bytes.subarray(s, e))
+  return out
+}
+
+/**
+ * Whether a Blob can be sent to a worker. Node's file-backed Blobs (`fs.openAsBlob`) cannot:
+ * `chunk()` reads those in this thread, as a stream, and sends the workers copies.
+ */
+export function blobCloneable(blob: Blob): boolean {
+  if (!isNode) return true
+  try {
+    structuredClone(blob)
+    return true
+  } catch {
+    return false
+  }
 }
 
 /** Pieces of any input, read in order in this thread (RapidCDC's input). */

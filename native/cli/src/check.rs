@@ -9,6 +9,7 @@ use clap::Args;
 pub struct CheckArgs {
     #[command(flatten)]
     store: StoreArgs,
+    /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
 }

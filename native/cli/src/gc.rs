@@ -12,6 +12,7 @@ pub struct GcArgs {
     /// Leave packs younger than this many seconds alone.
     #[arg(long, default_value_t = 3600)]
     grace: u64,
+    /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
 }

@@ -84,12 +84,18 @@ enum Cmd {
     Ls(ls::LsArgs),
     /// Delete a version, or every version, of a name.
     Rm(rm::RmArgs),
-    /// Remove chunks no version references.
+    /// Reclaim space: drop packs no committed version references, rewrite packs less than half
+    /// referenced (packs at least half referenced are kept whole; PROTOCOL.md §5).
     Gc(gc::GcArgs),
     /// Verify a namespace in the store (packs, index, versions).
     Check(check::CheckArgs),
     /// Make a bearer token for a namespace.
     Token(token::TokenArgs),
+    /// Print a shell completion script (e.g. `cutpoint completions bash > ~/.local/share/bash-completion/completions/cutpoint`).
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -107,6 +113,10 @@ fn main() -> ExitCode {
         Cmd::Gc(a) => gc::run(&a),
         Cmd::Check(a) => check::run(&a),
         Cmd::Token(a) => token::run(&a),
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "cutpoint", &mut std::io::stdout());
+            Ok(())
+        }
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

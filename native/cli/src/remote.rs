@@ -40,7 +40,11 @@ pub fn fail(e: ClientError) -> Fail {
         ClientError::Verify(_) => 3,
         _ => 1,
     };
-    Fail { code, msg: e.to_string() }
+    let mut msg = e.to_string();
+    if matches!(e, ClientError::Network(_)) && (msg.contains("refused") || msg.contains("os error 111")) {
+        msg.push_str(" (is the store running? start one with `cutpoint serve --data DIR`, or give --store URL)");
+    }
+    Fail { code, msg }
 }
 
 /// A progress bar on standard error while `f` runs (only on a terminal, never with `--json`).

@@ -7,6 +7,7 @@ use clap::Args;
 
 #[derive(Args)]
 pub struct RmArgs {
+    /// The name whose version(s) to delete (their chunks stay until `cutpoint gc`).
     name: String,
     #[command(flatten)]
     store: StoreArgs,

@@ -46,7 +46,8 @@ pub struct ServeArgs {
     /// Largest commit body (recipe), e.g. 128m.
     #[arg(long, default_value = "128m")]
     max_recipe: String,
-    /// Rebuild the index from the packs and recipes before serving.
+    /// Rebuild the index from the packs and recipes, then serve as usual (the server keeps
+    /// running: stop it with Ctrl-C; give --listen to use another address).
     #[arg(long)]
     reindex: bool,
     /// With an s3:// store: seconds a gc waits, holding the namespace's lock object, before it

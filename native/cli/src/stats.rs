@@ -80,7 +80,7 @@ fn chunk_file_naive(engine: &Engine, seg: usize, path: &PathBuf, bar: &ProgressB
 
 /// Smallest `stats --naive` segment: below it the per-segment work dominates (measured on 16 MiB,
 /// one thread: 1.1 s of CPU per MiB at 1 byte, 0.12 s at 16, 0.03 s at 256, and from 4k on the
-/// time of SS-CDC; README, "Using the CLI").
+/// time of SS-CDC; docs/cli.md).
 const NAIVE_MIN: usize = 4 << 10;
 
 /// The `--naive` segment size, checked.

@@ -541,7 +541,7 @@ pub async fn serve(
     store.gc_settle = cfg.gc_settle;
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
-        .map_err(|e| StoreError::BadRequest(format!("cannot listen on {}: {e}", cfg.listen)))?;
+        .map_err(|e| StoreError::Internal(format!("cannot listen on {}: {e}", cfg.listen)))?; // exit 1, not usage
     let addr = listener.local_addr().map_err(StoreError::internal)?;
     let state = Arc::new(AppState {
         store,

@@ -2,6 +2,7 @@
 // (per-file chunks, sizes, dedup across the files in order, throughput; `--json`).
 import process from 'node:process'
 import { chunk, info, parseProfile } from '../index.js'
+import { defaultWorkers } from '../workers.js'
 import { engineFlags, engineOf, failOf, progressBar, usageFail } from './common.js'
 
 export const chunkFlags = { ...engineFlags, format: { type: 'string' } } as const
@@ -97,7 +98,8 @@ export async function runStats(v: Record<string, any>, args: string[]) {
     profile,
     mode: 'ss-cdc',
     backend: info().defaultBackend,
-    threads: eng.workers ?? 0,
+    // The workers used: all cores unless --threads said otherwise.
+    threads: eng.workers ?? (await defaultWorkers()),
     hash: eng.hash,
     files,
     total: stats('total', tb, tc, eng.hash === 'none' ? null : tu, ts),

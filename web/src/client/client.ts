@@ -2,6 +2,7 @@
 // browsers, Node and Deno. See push.ts (the upload pipeline), pull.ts (verified restores),
 // http.ts (requests, errors, retries), input.ts (reading inputs back by offset).
 import { chunkAll, createPool, type ChunkOptions, type WorkerPool } from '../index.js'
+import { pools } from '../workers.js'
 import { init, parseProfile } from '../runtime.js'
 import { DEFAULT_PROFILE } from '../options.js'
 import { optInt, optString, options } from '../check.js'
@@ -122,6 +123,8 @@ export function createClient(opts: ClientOptions): Client {
     if (poolBusy || o.workers === 0) return { opts: { workers: o.workers }, release: () => {} }
     poolBusy = true
     try {
+      // A kept pool whose workers failed (a crash in an earlier push) is replaced.
+      if (pool && !(await pool.then(usable, () => false))) pool = undefined
       const made = (pool ??= createPool({ workers: o.workers }))
       const p = await made
       if (closed) {
@@ -137,6 +140,7 @@ export function createClient(opts: ClientOptions): Client {
       throw e
     }
   }
+  const usable = (p: WorkerPool) => pools.get(p)?.usable ?? false
   /** Drops the kept pool after a failure of its workers (the next push starts new ones). */
   const dropPool = async () => {
     const p = pool
