@@ -64,7 +64,8 @@ cat <<MSG
 The CLIs are linked in bin/: put them on PATH from this directory with
   export PATH="\$PWD/bin:\$PATH"
 (or install the native one into ~/.cargo/bin: cargo install --path native/cli).
-  cutpoint serve --data ~/cutpoint-store          a store on http://127.0.0.1:7373
+  cutpoint serve --data ~/cutpoint-store --cors-origin http://127.0.0.1:5173
+                                                  a store on http://127.0.0.1:7373 that the page may call
   cutpoint push FILE --name NAME                  push (only novel chunks travel); cutpoint --help
   cutpoint-js push FILE --name NAME               the same from Node (npx --no-install cutpoint-js from here)
   npm run dev                                     the web page: open the URL it prints
