@@ -13,6 +13,8 @@ import type { AddressInfo } from 'node:net'
 import { root } from './helpers'
 import { serve } from './server'
 import { cutpoint, haveCutpoint, nativePush, startStore, type Store } from './store'
+import { startFaultProxy } from './fault-proxy'
+import * as cp from '@cutpoint/web'
 
 const CHROMIUM = process.env.CUTPOINT_CHROMIUM ?? '/usr/bin/chromium'
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
@@ -235,5 +237,68 @@ describe('the store client in Chromium', () => {
     expect(got.again.novelBytes).toBeLessThan(got.again.bytes)
     expect(readFileSync(v(0)).length).toBe(got.again.bytes)
     await page.close()
+  })
+
+  it('a store that stalls (tests/js/fault-proxy.ts): list gives up with the message; a pull resumes after one stall from its verified bytes; a push completes after an upload stall', async () => {
+    const proxy = await startFaultProxy(store.url)
+    const page = await open(pageServer.url)
+    const inPage = (what: string, extra: Record<string, unknown> = {}) =>
+      page.evaluate(
+        async ({ url, what, extra }) => {
+          const cp: any = await (window as any).eval("import('/web/dist/web/src/index.js')")
+          await cp.init()
+          const c = cp.createClient({ store: url, namespace: 'stall', timeout: 1000, retries: 2, workers: 2, ...extra })
+          const t0 = performance.now()
+          try {
+            if (what === 'list') return { ok: true, files: (await c.list()).map((f: any) => f.name) }
+            if (what === 'pull') {
+              const b = new Uint8Array(await new Response(await c.pull('s.bin')).arrayBuffer())
+              return { ok: true, bytes: b.length, digest: cp.digest('blake3', b) }
+            }
+            const f = (document.getElementById('file') as HTMLInputElement).files![0]
+            const r = await c.push(f, { name: 's.bin' })
+            return { ok: true, version: r.version }
+          } catch (e: any) {
+            return { ok: false, code: e?.code, error: String(e?.message ?? e), ms: performance.now() - t0 }
+          } finally {
+            await c.close()
+          }
+        },
+        { url: proxy.url, what, extra },
+      )
+    try {
+      proxy.stall('silent')
+      const none: any = await inPage('list')
+      expect(none.ok).toBe(false)
+      expect(none.code).toBe('network')
+      expect(none.error).toContain(`${proxy.url}: GET /v1/ns/stall/files: no answer for 1 s (gave up after 3 tries)`)
+      expect(none.ms).toBeLessThan(30_000)
+      // A push whose uploads stall once (packs of 256 KiB: their answers awaited 1 s + 4 s).
+      proxy.stallOnce({ upload: 100 << 10 })
+      await page.setInputFiles('#file', v(0))
+      const pushed: any = await inPage('push', { packSize: 256 << 10 })
+      expect(pushed.ok, pushed.error).toBe(true)
+      expect(pushed.version).toBe(1)
+      expect(proxy.conns.some((c) => c.stalled)).toBe(true)
+      // A pull whose answer stalls once after 3 MiB: resumed with one Range request.
+      const file = readFileSync(v(0))
+      proxy.stallOnce({ answer: 3 << 20 })
+      const before = proxy.conns.length
+      const pulled: any = await inPage('pull')
+      expect(pulled.ok, pulled.error).toBe(true)
+      expect(pulled.bytes).toBe(file.length)
+      await cp.init()
+      expect(pulled.digest).toBe(cp.digest('blake3', file))
+      const conns = proxy.conns.slice(before)
+      const ranges = conns.map((c) => /range: bytes=(\d+)-/i.exec(c.sent.toString('latin1'))?.[1]).filter((x) => x !== undefined).map(Number)
+      expect(ranges.length).toBe(1)
+      const stalled = conns.findIndex((c) => c.stalled)
+      const after = conns.slice(stalled + 1).reduce((a, c) => a + c.answered, 0)
+      expect(after).toBeGreaterThanOrEqual(file.length - ranges[0])
+      expect(after).toBeLessThan(file.length - ranges[0] + 8192)
+    } finally {
+      await page.close()
+      await proxy.close()
+    }
   })
 })
