@@ -351,14 +351,14 @@ describe('web page (Vite build) against cutpoint serve', () => {
     const proxy = await startFaultProxy(store.url)
     const p = await ctx.newPage()
     try {
-      proxy.stall('silent')
+      await proxy.stall('silent')
       await p.goto(`${plainUrl}/index.html?store=${encodeURIComponent(proxy.url)}&timeout=1`)
       await p.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30_000 })
       await p.waitForFunction(() => /the store has not answered for 1 s — retrying \(try \d of 5\)/.test(document.getElementById('store-status')!.textContent!), null, { timeout: 30_000 })
       await p.waitForFunction(() => /GET \/v1: no answer for 1 s \(gave up after 5 tries\)/.test(document.getElementById('store-status')!.textContent!), null, { timeout: 60_000 })
       await p.waitForFunction(() => /cannot list the store/.test(document.getElementById('list-status')!.textContent!), null, { timeout: 60_000 })
       // The store's answers stop once, at the push's first request: the row says so, then the push completes.
-      proxy.stallOnce({ answer: 0 })
+      await proxy.stallOnce({ answer: 0 })
       await p.setInputFiles('#files', files.small)
       const sel = 'li.job[data-name="small.bin"]:last-of-type'
       await p.waitForFunction((s) => document.querySelector<HTMLElement>(s)?.dataset.stalled === 'true', sel, { timeout: 30_000 })

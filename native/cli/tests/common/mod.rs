@@ -452,7 +452,7 @@ impl FaultProxy {
                     Ok((c, _)) => {
                         c.set_nonblocking(false).unwrap();
                         let stall = {
-                            let mut g = m.lock().unwrap();
+                            let g = m.lock().unwrap();
                             let s = g.0;
                             if s != Stall::Off && g.1 > 0 {
                                 s
@@ -574,7 +574,7 @@ fn proxy_conn(
                 {
                     let mut g = log.lock().unwrap();
                     let sent = &mut g[i].sent;
-                    let room = (64 << 10usize).saturating_sub(sent.len());
+                    let room = (64usize << 10).saturating_sub(sent.len());
                     sent.extend_from_slice(&buf[..fwd.min(room)]);
                 }
                 if sw.write_all(&buf[..fwd]).is_err() {
