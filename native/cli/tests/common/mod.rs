@@ -626,7 +626,7 @@ fn proxy_conn(
                 hold(&up_done);
             }
             let _ = cw.shutdown(Shutdown::Both);
-            let _ = sw.shutdown(Shutdown::Both);
+            let _ = sr.shutdown(Shutdown::Both);
             down_done.store(true, Ordering::SeqCst);
         });
     });
