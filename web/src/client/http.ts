@@ -256,8 +256,9 @@ class IdleTimer {
       this.fired = this.error(this.armedFor)
       this.ctl.abort(this.fired)
     }, ms)
-    // Node: an armed timer alone does not keep a process alive (a request in flight does).
-    ;(this.t as any)?.unref?.()
+    // Node and Deno: an armed timer alone does not keep a process alive (a request in flight does).
+    if (typeof (this.t as any)?.unref === 'function') (this.t as any).unref()
+    else (globalThis as any).Deno?.unrefTimer?.(this.t)
   }
 
   stop() {
