@@ -6,6 +6,11 @@
 //! reads the novel chunks back from the file by offset → uploader threads → the commit.
 //! The stages overlap; memory is bounded by the channels (a few batches of chunk records and
 //! at most `uploaders + 2` packs of `pack_bytes`), whatever the file size.
+//!
+//! Every request has an idle timeout ([`Client::with_timeout`]: each read and write must make
+//! progress within it; a long body that keeps moving is never cut) and the safe ones are retried
+//! with backoff; a pull resumes where its verified chunks end (a `Range` request), a commit whose
+//! answer was lost is read back before it is sent again.
 
 use crate::index::Version;
 use crate::store::{CheckReport, GcReport, PackReport};

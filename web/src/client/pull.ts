@@ -4,6 +4,9 @@
 // core's BLAKE3 / SHA-256) against its id before it is passed on. A mismatch, a short body or
 // bytes past the end error the stream (`StoreError`, code 'verify'): what was read before it is
 // verified, and a consumer that writes a file keeps it only if the stream ends without error.
+// An answer that stalls or fails (a network error, the idle timeout) is asked again from the end
+// of the verified chunks with a `Range` request, at most `retries` times a pull; then the stream
+// errors with code 'network', naming the store, the request, the wait and the byte it reached.
 import { hex } from '../hex.js'
 import type { WasmStoreRecipe } from '../../../common/wasm.js'
 import { checkAbort, StoreError, usage } from './errors.js'
