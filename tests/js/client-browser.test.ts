@@ -239,7 +239,7 @@ describe('the store client in Chromium', () => {
     await page.close()
   })
 
-  it('a store that stalls (tests/js/fault-proxy.ts): list gives up with the message; a pull resumes after one stall from its verified bytes; a push completes after an upload stall', async () => {
+  it('a store that stalls (tests/js/fault-proxy.ts): list and pull give up with the message; a pull resumes after one stall from its verified bytes; a push completes after an upload stall', async () => {
     const proxy = await startFaultProxy(store.url)
     const page = await open(pageServer.url)
     const inPage = (what: string, extra: Record<string, unknown> = {}) =>
@@ -252,7 +252,12 @@ describe('the store client in Chromium', () => {
           try {
             if (what === 'list') return { ok: true, files: (await c.list()).map((f: any) => f.name) }
             if (what === 'pull') {
-              const b = new Uint8Array(await new Response(await c.pull('s.bin')).arrayBuffer())
+              // Read as a consumer does (a reader; `new Response(stream)` would replace the stream's error with its own).
+              const reader = (await c.pull('s.bin')).getReader()
+              const parts: Uint8Array[] = []
+              for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(r.value)
+              const b = new Uint8Array(parts.reduce((a, p) => a + p.length, 0))
+              parts.reduce((at, p) => (b.set(p, at), at + p.length), 0)
               return { ok: true, bytes: b.length, digest: cp.digest('blake3', b) }
             }
             const f = (document.getElementById('file') as HTMLInputElement).files![0]
@@ -280,6 +285,13 @@ describe('the store client in Chromium', () => {
       expect(pushed.ok, pushed.error).toBe(true)
       expect(pushed.version).toBe(1)
       expect(proxy.conns.some((c) => c.stalled)).toBe(true)
+      // A pull whose answers all stall after 1 MiB: resumed twice, then given up.
+      await proxy.stall({ answer: 1 << 20 })
+      const stuck: any = await inPage('pull')
+      expect(stuck.ok).toBe(false)
+      expect(stuck.code).toBe('network')
+      expect(stuck.error).toContain(`${proxy.url}: GET /v1/ns/stall/files/s.bin?version=1: no answer for 1 s at byte`)
+      expect(stuck.error).toContain('(gave up after 3 tries)')
       // A pull whose answer stalls once after 3 MiB: resumed with one Range request.
       const file = readFileSync(v(0))
       await proxy.stallOnce({ answer: 3 << 20 })

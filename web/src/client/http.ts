@@ -178,7 +178,10 @@ export class Http {
     idle.arm(this.timeout + Math.ceil((size / UPLOAD_FLOOR) * 1000))
     let res: Response
     try {
-      res = await this.fetchFn(url, { method, headers, body: asBody(o.body), signal: idle.signal })
+      // Never the browser's HTTP cache: a file's bytes are verified as they come and a pull
+      // resumed by a Range request must get those bytes from the store (Chromium otherwise
+      // keeps the part read before a stall and splits the Range request around it).
+      res = await this.fetchFn(url, { method, headers, body: asBody(o.body), signal: idle.signal, cache: 'no-store' })
     } catch (e: any) {
       idle.stop()
       checkAbort(o.signal)
@@ -266,20 +269,24 @@ class IdleTimer {
     this.user?.removeEventListener('abort', this.onAbort)
   }
 
-  /** `body`, each read under the idle timeout; a failed read is `failed()` (or the timeout's error). */
+  /**
+   * `body`, each read under the idle timeout (armed only while a read waits for the network: a
+   * consumer that takes its time is no stall); a failed read is `failed()` (or the timeout's error).
+   */
   watch(body: ReadableStream<Uint8Array>, failed: () => StoreError): ReadableStream<Uint8Array> {
     const reader = body.getReader()
-    this.arm(this.timeout)
+    clearTimeout(this.t)
     return new ReadableStream<Uint8Array>(
       {
         pull: async (controller) => {
           try {
+            this.arm(this.timeout)
             const r = await reader.read()
+            clearTimeout(this.t)
             if (r.done) {
               this.stop()
               controller.close()
             } else {
-              this.arm(this.timeout)
               controller.enqueue(r.value)
             }
           } catch (e) {
