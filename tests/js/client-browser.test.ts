@@ -13,6 +13,8 @@ import type { AddressInfo } from 'node:net'
 import { root } from './helpers'
 import { serve } from './server'
 import { cutpoint, haveCutpoint, nativePush, startStore, type Store } from './store'
+import { resumed, startFaultProxy } from './fault-proxy'
+import * as cp from '@cutpoint/web'
 
 const CHROMIUM = process.env.CUTPOINT_CHROMIUM ?? '/usr/bin/chromium'
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
@@ -237,5 +239,78 @@ describe('the store client in Chromium', () => {
     expect(got.again.novelBytes).toBeLessThan(got.again.bytes)
     expect(readFileSync(v(0)).length).toBe(got.again.bytes)
     await page.close()
+  })
+
+  it('a store that stalls (tests/js/fault-proxy.ts): list and pull give up with the message; a pull resumes after one stall from its verified bytes; a push completes after an upload stall', async () => {
+    const proxy = await startFaultProxy(store.url)
+    const page = await open(pageServer.url)
+    const inPage = (what: string, extra: Record<string, unknown> = {}) =>
+      page.evaluate(
+        async ({ url, what, extra }) => {
+          const cp: any = await (window as any).eval("import('/web/dist/web/src/index.js')")
+          await cp.init()
+          const c = cp.createClient({ store: url, namespace: 'stall', timeout: 1000, retries: 2, workers: 2, ...extra })
+          const t0 = performance.now()
+          try {
+            if (what === 'list') return { ok: true, files: (await c.list()).map((f: any) => f.name) }
+            if (what === 'pull') {
+              // Read as a consumer does (a reader; `new Response(stream)` would replace the stream's error with its own).
+              const reader = (await c.pull('s.bin')).getReader()
+              const parts: Uint8Array[] = []
+              for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(r.value)
+              const b = new Uint8Array(parts.reduce((a, p) => a + p.length, 0))
+              parts.reduce((at, p) => (b.set(p, at), at + p.length), 0)
+              return { ok: true, bytes: b.length, digest: cp.digest('blake3', b) }
+            }
+            const f = (document.getElementById('file') as HTMLInputElement).files![0]
+            const r = await c.push(f, { name: 's.bin' })
+            return { ok: true, version: r.version }
+          } catch (e: any) {
+            return { ok: false, code: e?.code, error: String(e?.message ?? e), ms: performance.now() - t0 }
+          } finally {
+            await c.close()
+          }
+        },
+        { url: proxy.url, what, extra },
+      )
+    try {
+      await proxy.stall('silent')
+      const none: any = await inPage('list')
+      expect(none.ok).toBe(false)
+      expect(none.code).toBe('network')
+      expect(none.error).toContain(`${proxy.url}: GET /v1/ns/stall/files: no answer for 1 s (gave up after 3 tries)`)
+      expect(none.ms).toBeLessThan(30_000)
+      // A push whose uploads stall once (packs of 256 KiB: their answers awaited 1 s + 4 s).
+      await proxy.stallOnce({ upload: 100 << 10 })
+      await page.setInputFiles('#file', v(0))
+      const pushed: any = await inPage('push', { packSize: 256 << 10 })
+      expect(pushed.ok, pushed.error).toBe(true)
+      expect(pushed.version).toBe(1)
+      expect(proxy.conns.some((c) => c.stalled)).toBe(true)
+      // A pull whose answers all stall after 1 MiB: resumed twice, then given up.
+      await proxy.stall({ answer: 1 << 20 })
+      const stuck: any = await inPage('pull')
+      expect(stuck.ok).toBe(false)
+      expect(stuck.code).toBe('network')
+      expect(stuck.error).toContain(`${proxy.url}: GET /v1/ns/stall/files/s.bin?version=1: no answer for 1 s at byte`)
+      expect(stuck.error).toContain('(gave up after 3 tries)')
+      // A pull whose answer stalls once after 3 MiB: resumed with one Range request.
+      const file = readFileSync(v(0))
+      await proxy.stallOnce({ answer: 3 << 20 })
+      const since = proxy.seq()
+      const pulled: any = await inPage('pull')
+      expect(pulled.ok, pulled.error).toBe(true)
+      expect(pulled.bytes).toBe(file.length)
+      await cp.init()
+      expect(pulled.digest).toBe(cp.digest('blake3', file))
+      const { ranges, stalled, last, from, after } = resumed(proxy.conns, since)
+      expect([ranges, stalled, last]).toEqual([1, true, true])
+      expect(from).toBeGreaterThan(0)
+      expect(after).toBeGreaterThanOrEqual(file.length - from)
+      expect(after).toBeLessThan(file.length - from + 8192)
+    } finally {
+      await page.close()
+      await proxy.close()
+    }
   })
 })

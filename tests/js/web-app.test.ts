@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import type { Server } from 'node:http'
 import { root } from './helpers'
 import { serve } from './server'
+import { startFaultProxy } from './fault-proxy'
 
 const CHROMIUM = process.env.CUTPOINT_CHROMIUM ?? '/usr/bin/chromium'
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
@@ -346,6 +347,32 @@ describe('web page (Vite build) against cutpoint serve', () => {
     const bad = await pushOnPage(p, files.small, 'small.bin', 'error')
     expect(bad.text).toMatch(/error: .+/)
     await p.close()
+  })
+
+  it('a store that stops answering: the page says so and retries, gives up with the message, pushes once the store answers', async () => {
+    // The fault proxy (tests/js/fault-proxy.ts) in front of the store; the page's timeout 1 s.
+    const proxy = await startFaultProxy(store.url)
+    const p = await ctx.newPage()
+    try {
+      await proxy.stall('silent')
+      await p.goto(`${plainUrl}/index.html?store=${encodeURIComponent(proxy.url)}&timeout=1`)
+      await p.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30_000 })
+      await p.waitForFunction(() => /the store has not answered for 1 s — retrying \(try \d of 5\)/.test(document.getElementById('store-status')!.textContent!), null, { timeout: 30_000 })
+      await p.waitForFunction(() => /GET \/v1: no answer for 1 s \(gave up after 5 tries\)/.test(document.getElementById('store-status')!.textContent!), null, { timeout: 60_000 })
+      await p.waitForFunction(() => /cannot list the store/.test(document.getElementById('list-status')!.textContent!), null, { timeout: 60_000 })
+      // The store's answers stop once, at the push's first request: the row says so, then the push completes.
+      await proxy.stallOnce({ answer: 0 })
+      await p.setInputFiles('#files', files.small)
+      const sel = 'li.job[data-name="small.bin"]:last-of-type'
+      await p.waitForFunction((s) => document.querySelector<HTMLElement>(s)?.dataset.stalled === 'true', sel, { timeout: 30_000 })
+      expect(await p.textContent(`${sel} .job-state`)).toMatch(/the store has not answered for 1 s — retrying \(try 2 of 5\)/)
+      const row = await rowWhen(p, 'small.bin', 'done')
+      expect(row.stalled).toBe('false')
+      expect(proxy.conns.some((c) => c.stalled)).toBe(true)
+    } finally {
+      await p.close()
+      await proxy.close()
+    }
   })
 
   it('a store with tokens: push with the token, download through the library; a wrong token is a clear error', async () => {

@@ -4,7 +4,7 @@
 //
 // State lives in plain objects; the DOM shows it. Each file row carries its exact numbers as
 // data-* attributes (bytes, chunks, novel/sent bytes, version), which the Playwright test reads.
-import { init, createClient, type Client, type FileVersion, type PushProgress, type PushResult, type ChunkInfo, type PendingPush } from '@cutpoint/web'
+import { init, createClient, type Client, type FileVersion, type PushProgress, type PushResult, type ChunkInfo, type PendingPush, type RetryEvent } from '@cutpoint/web'
 import { ChunkMap } from './chunkmap'
 import * as fmt from './format'
 import { loadSettings, saveSettings, storeBase, type Settings } from './settings'
@@ -23,6 +23,8 @@ interface Job {
   elapsed: number
   el: HTMLLIElement
   map: ChunkMap
+  /** While the store does not answer: what the row says instead of its stage. */
+  stall: string
 }
 
 const jobs: Job[] = []
@@ -31,6 +33,41 @@ let client: Client | null = null
 let clientKey = ''
 let running = false
 let current: AbortController | null = null
+/** The push running now (a stalled store is said on its row). */
+let currentJob: Job | null = null
+
+/** The idle timeout of the page's requests, seconds: 30, or `?timeout=SECS`. */
+const TIMEOUT_S = (() => {
+  const t = Number(new URLSearchParams(location.search).get('timeout'))
+  return t > 0 && t <= 3600 ? t : 30
+})()
+
+/**
+ * A request failed and is retried (the library's `onRetry`): the store's status and the running
+ * push's row say so — "the store has not answered for 30 s — retrying" — rather than leave a
+ * progress bar frozen. The next progress clears it.
+ */
+function onRetry(e: RetryEvent): void {
+  const why = e.timedOut ? `the store has not answered for ${e.waited / 1000} s` : `the store failed (${e.error.message.replace(/^cutpoint: /, '')})`
+  const msg = `${why} — retrying (try ${e.attempt} of ${e.attempts})`
+  const status = $('store-status')
+  status.textContent = msg
+  status.className = 'status bad'
+  status.dataset.stalled = 'true'
+  if (currentJob) {
+    currentJob.stall = msg
+    render(currentJob)
+  }
+}
+
+/** The store answered again after `onRetry`. */
+function answered(): void {
+  const status = $('store-status')
+  if (status.dataset.stalled !== 'true') return
+  delete status.dataset.stalled
+  status.textContent = 'the store answers again'
+  status.className = 'status ok'
+}
 
 // ---- settings --------------------------------------------------------------------------------
 
@@ -61,6 +98,8 @@ async function getClient(): Promise<Client> {
     token: s.token || undefined,
     profile: s.profile || undefined,
     workers,
+    timeout: TIMEOUT_S * 1000,
+    onRetry,
   })
   clientKey = key
   return client
@@ -78,11 +117,9 @@ async function connect(): Promise<void> {
   status.textContent = 'connecting…'
   status.className = 'status'
   try {
-    const base = storeBase(settings.store)
-    const r = await fetch(`${base}/v1`)
-    if (!r.ok) throw new Error(`${base}/v1 answered ${r.status}`)
-    const v = await r.json()
-    if (v.service !== 'cutpoint') throw new Error(`${base} is not a cutpoint store`)
+    // The library's request: under its timeout and retries (a store that does not answer is said
+    // as such by `onRetry`, then as an error), not a bare fetch that could wait for ever.
+    const v = await (await getClient()).info()
     status.textContent = `connected: cutpoint ${v.version}, protocol ${v.protocol}, ${v.auth === 'open' ? 'open store' : 'tokens required'}`
     status.className = 'status ok'
   } catch (e) {
@@ -144,7 +181,7 @@ function addJob(file: File, name: string): void {
   const dl = el('dl', 'stats')
   li.append(head, bar, canvas, dl)
   $('queue').append(li)
-  const job: Job = { file, name, state: 'queued', progress: null, result: null, error: '', elapsed: 0, el: li, map: new ChunkMap(canvas, file.size) }
+  const job: Job = { file, name, state: 'queued', progress: null, result: null, error: '', elapsed: 0, el: li, map: new ChunkMap(canvas, file.size), stall: '' }
   retry.addEventListener('click', () => {
     job.state = 'queued'
     job.error = ''
@@ -164,7 +201,8 @@ function render(job: Job): void {
   const state = li.querySelector('.job-state')!
   const resumed = r?.resumed ?? p?.resumed
   const again = resumed ? ` (resumed: ${fmt.count(resumed.packs)} pack${resumed.packs === 1 ? '' : 's'} already stored)` : ''
-  state.textContent = (job.state === 'error' ? `error: ${job.error}` : job.state === 'done' && r ? `done: version ${r.version}` : stage) + again
+  state.textContent = (job.state === 'error' ? `error: ${job.error}` : job.state === 'done' && r ? `done: version ${r.version}` : job.state === 'running' && job.stall ? job.stall : stage) + again
+  li.dataset.stalled = String(job.state === 'running' && !!job.stall)
   ;(li.querySelector('.retry') as HTMLButtonElement).hidden = !(job.state === 'error' || job.state === 'stopped')
   const bytes = r?.bytes ?? p?.bytes ?? 0
   const novel = r?.novelBytes ?? p?.novelBytes ?? 0
@@ -262,6 +300,8 @@ async function pushOne(job: Job): Promise<void> {
   job.state = 'running'
   job.progress = null
   job.result = null
+  job.stall = ''
+  currentJob = job
   job.map.reset()
   render(job)
   const ac = new AbortController()
@@ -289,6 +329,10 @@ async function pushOne(job: Job): Promise<void> {
       signal: ac.signal,
       onProgress: (p) => {
         job.progress = p
+        if (job.stall) {
+          job.stall = ''
+          answered()
+        }
         job.elapsed = performance.now() - t0
         later()
       },
@@ -303,6 +347,8 @@ async function pushOne(job: Job): Promise<void> {
     job.error = message(e)
   } finally {
     job.elapsed = performance.now() - t0
+    job.stall = ''
+    currentJob = null
     if (frame) cancelAnimationFrame(frame)
     clearTimeout(timer)
     frame = 0
@@ -438,6 +484,7 @@ async function refreshList(): Promise<void> {
   try {
     const c = await getClient()
     const files: FileVersion[] = await c.list()
+    answered()
     body.replaceChildren()
     for (const f of files) {
       const tr = el('tr')

@@ -106,5 +106,6 @@ export { createClient, type Client, type ClientOptions, type FileVersion } from 
 export { StoreError } from './client/errors.js'
 export type { PushOptions, PushProgress, PushResult, ChunkInfo } from './client/push.js'
 export type { PullOptions, PullInfo } from './client/pull.js'
+export type { RetryEvent } from './client/http.js'
 export type { PushInput } from './client/input.js'
 export type { PendingPush, Resumed } from './client/journal.js'

@@ -24,11 +24,29 @@ pub struct StoreArgs {
     /// A bearer token for the namespace (see `cutpoint token`); none for an open store.
     #[arg(long, env = "CUTPOINT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Seconds without progress (no byte read or written) after which a request to the store
+    /// is given up; also the longest wait for a connection (at most 30). A slow store that
+    /// keeps sending or taking bytes is never cut. Safe requests are then tried again.
+    #[arg(long, env = "CUTPOINT_TIMEOUT", value_name = "SECS", default_value = "60", value_parser = parse_secs)]
+    pub timeout: f64,
+    /// Tries after the first of a request that is safe to repeat (queries, pack uploads, reads;
+    /// a pull resumes where its verified bytes end), with backoff; then the command fails (exit 1).
+    #[arg(long, env = "CUTPOINT_RETRIES", value_name = "N", default_value_t = cutpoint_store::client::DEFAULT_RETRIES)]
+    pub retries: u32,
+}
+
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86400.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a number of seconds between 0 and 86400 (e.g. 60 or 1.5)")),
+    }
 }
 
 impl StoreArgs {
     pub fn client(&self) -> Result<Client, Fail> {
-        Client::new(&self.store, &self.ns, self.token.clone()).map_err(fail)
+        let mut c = Client::with_timeout(&self.store, &self.ns, self.token.clone(), Duration::from_secs_f64(self.timeout)).map_err(fail)?;
+        c.retries = self.retries;
+        Ok(c)
     }
 }
 

@@ -449,14 +449,17 @@ fn cut_connections_lose_nothing_and_a_resumed_push_sends_only_what_is_missing(b:
     let new_chunks = after["chunks"].as_u64().unwrap() - before["chunks"].as_u64().unwrap();
     assert_eq!(r["novel_chunks"].as_u64().unwrap(), new_chunks, "only the missing chunks were sent: {r}");
     assert_eq!(srv.pull("big", None, &[]), big);
-    // Mid-commit: the commit's answer is lost; the version is either committed or absent, and
-    // pushed again the file is there, every listed version restoring byte-identical.
+    // Mid-commit: the commit's answer is lost; the client reads the name back, finds its commit
+    // and reports it (one version, not a second one); pushed again the file is there, every
+    // listed version restoring byte-identical.
     let mut v2 = big.clone();
     v2[100..5000].fill(9);
     let f2 = write(&dir, "v2", &v2);
     proxy.cut_commits.store(true, Ordering::SeqCst);
     let out = via(&["push", f2.to_str().unwrap(), "--name", "big"]);
-    assert!(!out.status.success(), "the commit's answer never came");
+    assert!(out.status.success(), "the lost answer is read back: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out.stdout)["version"], 2);
+    assert_eq!(json(&srv.cli(&["ls", "big", "--json"]).stdout).as_array().unwrap().len(), 2, "one version per push");
     proxy.cut_commits.store(false, Ordering::SeqCst);
     let out = via(&["push", f2.to_str().unwrap(), "--name", "big"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

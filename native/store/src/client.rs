@@ -6,6 +6,11 @@
 //! reads the novel chunks back from the file by offset → uploader threads → the commit.
 //! The stages overlap; memory is bounded by the channels (a few batches of chunk records and
 //! at most `uploaders + 2` packs of `pack_bytes`), whatever the file size.
+//!
+//! Every request has an idle timeout ([`Client::with_timeout`]: each read and write must make
+//! progress within it; a long body that keeps moving is never cut) and the safe ones are retried
+//! with backoff; a pull resumes where its verified chunks end (a `Range` request), a commit whose
+//! answer was lost is read back before it is sent again.
 
 use crate::index::Version;
 use crate::store::{CheckReport, GcReport, PackReport};
@@ -59,6 +64,16 @@ impl std::error::Error for ClientError {}
 
 type R<T> = std::result::Result<T, ClientError>;
 
+/// How long a client waits for a store that does not answer (progress resets it: a body that
+/// moves is never cut for being long), and for a connection to open (at most this).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest wait for a connection to open.
+pub const MAX_CONNECT: Duration = Duration::from_secs(30);
+/// Retries of a request that is safe to repeat (so 1 + this many tries), with backoff.
+pub const DEFAULT_RETRIES: u32 = 3;
+/// `gc` and `check` work before their answer's first byte: they wait this long at least.
+const SLOW_ANSWER: Duration = Duration::from_secs(600);
+
 /// A store, one namespace, one token.
 #[derive(Clone)]
 pub struct Client {
@@ -68,28 +83,51 @@ pub struct Client {
     token: Option<String>,
     /// Retries of idempotent requests (queries, uploads, reads) after a network error or a 5xx.
     pub retries: u32,
+    /// No progress reading or writing for this long gives a request up (then it may be retried).
+    idle: Duration,
+    /// First wait before a retry, doubled each time.
+    pub backoff: Duration,
 }
 
-
 impl Client {
+    /// A client with the default timeout ([`DEFAULT_TIMEOUT`]).
     pub fn new(store: &str, ns: &str, token: Option<String>) -> R<Client> {
+        Client::with_timeout(store, ns, token, DEFAULT_TIMEOUT)
+    }
+
+    /// A client that gives a request up after `idle` without progress (no byte read or
+    /// written), and a connection after `idle` or [`MAX_CONNECT`], whichever is shorter.
+    pub fn with_timeout(store: &str, ns: &str, token: Option<String>, idle: Duration) -> R<Client> {
         let base = store.trim_end_matches('/').to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(ClientError::Usage(format!("--store '{store}' is not an http:// or https:// URL")));
         }
         validate_namespace(ns).map_err(|e| ClientError::Usage(e.to_string()))?;
+        if idle.is_zero() {
+            return Err(ClientError::Usage("the timeout must be more than 0 seconds".into()));
+        }
+        // Per-read and per-write limits only: ureq's phase limits (recv_body, global...) would
+        // cut a long body that is making progress.
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_connect(Some(Duration::from_secs(10)))
-            .timeout_recv_response(Some(Duration::from_secs(600)))
+            .timeout_connect(Some(idle.min(MAX_CONNECT)))
+            .timeout_per_read(Some(idle))
+            .timeout_per_write(Some(idle))
             .build();
         Ok(Client {
             agent: ureq::Agent::new_with_config(config),
             base,
             ns: ns.to_string(),
             token: token.filter(|t| !t.is_empty()),
-            retries: 4,
+            retries: DEFAULT_RETRIES,
+            idle,
+            backoff: Duration::from_millis(200),
         })
+    }
+
+    /// The store's URL (as given, without a trailing `/`).
+    pub fn base(&self) -> &str {
+        &self.base
     }
 
     pub fn namespace(&self) -> &str {
@@ -115,8 +153,37 @@ impl Client {
         }
     }
 
-    fn net(&self, e: ureq::Error) -> ClientError {
-        ClientError::Network(format!("{}: {e}", self.base))
+    /// `GET /v1/ns/...`: a request as messages name it.
+    fn what(&self, method: &str, url: &str) -> String {
+        format!("{method} {}", url.strip_prefix(self.base.as_str()).unwrap_or(url))
+    }
+
+    /// A failed request as a [`ClientError::Network`] naming the store, the request and, for a
+    /// timeout, how long it waited.
+    fn net(&self, what: &str, e: ureq::Error) -> ClientError {
+        let m = match e {
+            ureq::Error::Timeout(ureq::Timeout::Connect) => format!("could not connect within {}", secs(self.idle.min(MAX_CONNECT))),
+            ureq::Error::Timeout(ureq::Timeout::PerWrite | ureq::Timeout::SendBody | ureq::Timeout::SendRequest) => {
+                format!("the store took no bytes for {}", secs(self.idle))
+            }
+            ureq::Error::Timeout(_) => format!("no answer for {}", secs(self.idle)),
+            ureq::Error::Io(io) if io.kind() == io::ErrorKind::TimedOut || io.kind() == io::ErrorKind::WouldBlock => {
+                format!("no answer for {}", secs(self.idle))
+            }
+            e => e.to_string(),
+        };
+        ClientError::Network(format!("{}: {what}: {m}", self.base))
+    }
+
+    /// A failed read of an answer's body (`io::Error` from ureq's reader) as [`Self::net`] says it.
+    fn net_io(&self, what: &str, e: io::Error) -> ClientError {
+        let timed_out = matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock);
+        match e.into_inner().map(|i| i.downcast::<ureq::Error>()) {
+            Some(Ok(u)) => self.net(what, *u),
+            Some(Err(other)) if !timed_out => ClientError::Network(format!("{}: {what}: {other}", self.base)),
+            _ if timed_out => ClientError::Network(format!("{}: {what}: no answer for {}", self.base, secs(self.idle))),
+            _ => ClientError::Network(format!("{}: {what}: the answer failed", self.base)),
+        }
     }
 
     /// Turns an error status into a [`ClientError`] with the store's JSON message.
@@ -146,10 +213,11 @@ impl Client {
         Err(ClientError::Http { status, code, message })
     }
 
-    /// Runs `f` again after a network error or a 5xx, with exponential backoff. Only for
+    /// Runs `f` again after a network error or a 5xx, with exponential backoff, at most
+    /// `retries` times; a network error given up on says how many tries it took. Only for
     /// requests that are safe to repeat.
     fn retry<T>(&self, mut f: impl FnMut() -> R<T>) -> R<T> {
-        let mut wait = Duration::from_millis(200);
+        let mut wait = self.backoff;
         let mut n = 0;
         loop {
             match f() {
@@ -158,20 +226,32 @@ impl Client {
                     wait *= 2;
                     n += 1;
                 }
+                Err(ClientError::Network(m)) if n > 0 => return Err(ClientError::Network(format!("{m} (gave up after {} tries)", n + 1))),
                 r => return r,
             }
         }
     }
 
+    /// An answer's body as JSON (at most `limit` bytes): a read that fails is a network error
+    /// (retried where the request is), bytes that are not JSON a protocol error.
+    fn json_body<T: serde::de::DeserializeOwned>(&self, what: &str, resp: &mut ureq::http::Response<ureq::Body>, limit: u64, label: &str) -> R<T> {
+        let b = resp.body_mut().with_config().limit(limit).read_to_vec().map_err(|e| self.net(what, e))?;
+        serde_json::from_slice(&b).map_err(|e| ClientError::Protocol(format!("{label}: {e}")))
+    }
+
     /// The store's `/v1` description (checks that it is a cutpoint store).
     pub fn info(&self) -> R<serde_json::Value> {
+        let url = format!("{}/v1", self.base);
+        let what = self.what("GET", &url);
         self.retry(|| {
-            let resp = self.agent.get(&format!("{}/v1", self.base)).call().map_err(|e| self.net(e))?;
+            let resp = self.agent.get(&url).call().map_err(|e| self.net(&what, e))?;
             let mut resp = Self::check(resp)?;
-            let v: serde_json::Value = resp
-                .body_mut()
-                .read_json()
-                .map_err(|e| ClientError::Protocol(format!("{} is not a cutpoint store: {e}", self.base)))?;
+            let v: serde_json::Value = self
+                .json_body(&what, &mut resp, 1 << 20, "")
+                .map_err(|e| match e {
+                    ClientError::Protocol(m) => ClientError::Protocol(format!("{} is not a cutpoint store{m}", self.base)),
+                    e => e,
+                })?;
             if v.get("service").and_then(|s| s.as_str()) != Some("cutpoint") {
                 return Err(ClientError::Protocol(format!("{} is not a cutpoint store", self.base)));
             }
@@ -181,19 +261,21 @@ impl Client {
 
     /// The ids among `ids` the namespace lacks.
     pub fn query(&self, ids: &[Digest]) -> R<Vec<Digest>> {
+        let url = self.url("query");
+        let what = self.what("POST", &url);
         let mut out = Vec::new();
         for part in ids.chunks(MAX_QUERY_IDS) {
             let body = encode_ids(part);
             let missing = self.retry(|| {
-                let rb = self.auth(self.agent.post(&self.url("query"))).header("Content-Type", "application/octet-stream");
-                let resp = rb.send(&body[..]).map_err(|e| self.net(e))?;
+                let rb = self.auth(self.agent.post(&url)).header("Content-Type", "application/octet-stream");
+                let resp = rb.send(&body[..]).map_err(|e| self.net(&what, e))?;
                 let mut resp = Self::check(resp)?;
                 let b = resp
                     .body_mut()
                     .with_config()
                     .limit((MAX_QUERY_IDS * 32) as u64)
                     .read_to_vec()
-                    .map_err(|e| self.net(e))?;
+                    .map_err(|e| self.net(&what, e))?;
                 decode_ids(&b, part.len()).map_err(|e| ClientError::Protocol(format!("query answer: {e}")))
             })?;
             out.extend(missing);
@@ -203,31 +285,33 @@ impl Client {
 
     /// Uploads one pack (safe to repeat: the store keeps each chunk once).
     pub fn upload(&self, pack: &[u8]) -> R<PackReport> {
+        let url = self.url("packs");
+        let what = self.what("POST", &url);
         self.retry(|| {
-            let rb = self.auth(self.agent.post(&self.url("packs"))).header("Content-Type", "application/octet-stream");
-            let resp = rb.send(pack).map_err(|e| self.net(e))?;
+            let rb = self.auth(self.agent.post(&url)).header("Content-Type", "application/octet-stream");
+            let resp = rb.send(pack).map_err(|e| self.net(&what, e))?;
             let mut resp = Self::check(resp)?;
-            resp.body_mut().read_json().map_err(|e| ClientError::Protocol(format!("pack answer: {e}")))
+            self.json_body(&what, &mut resp, 1 << 20, "pack answer")
         })
     }
 
-    /// Commits a recipe as the next version of `name` (not retried: not idempotent).
+    /// Commits a recipe as the next version of `name` once (not retried here: a commit is not
+    /// idempotent; [`push_file`] reads back a commit whose answer was lost).
     pub fn commit(&self, name: &str, recipe: &[u8]) -> R<Version> {
-        let rb = self
-            .auth(self.agent.put(&self.file_url("files", name, None)))
-            .header("Content-Type", "text/plain; charset=utf-8");
-        let resp = rb.send(recipe).map_err(|e| self.net(e))?;
+        let url = self.file_url("files", name, None);
+        let what = self.what("PUT", &url);
+        let rb = self.auth(self.agent.put(&url)).header("Content-Type", "text/plain; charset=utf-8");
+        let resp = rb.send(recipe).map_err(|e| self.net(&what, e))?;
         let mut resp = Self::check(resp)?;
-        resp.body_mut().read_json().map_err(|e| ClientError::Protocol(format!("commit answer: {e}")))
+        self.json_body(&what, &mut resp, 1 << 20, "commit answer")
     }
 
     /// A version's recipe (`None` version: the latest); `Ok(None)` if there is none.
     pub fn recipe(&self, name: &str, version: Option<u64>) -> R<Option<(u64, Recipe)>> {
+        let url = self.file_url("recipes", name, version);
+        let what = self.what("GET", &url);
         self.retry(|| {
-            let resp = self
-                .auth(self.agent.get(&self.file_url("recipes", name, version)))
-                .call()
-                .map_err(|e| self.net(e))?;
+            let resp = self.auth(self.agent.get(&url)).call().map_err(|e| self.net(&what, e))?;
             if resp.status().as_u16() == 404 {
                 return Ok(None);
             }
@@ -238,65 +322,86 @@ impl Client {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse().ok())
                 .ok_or_else(|| ClientError::Protocol("the recipe came without its version".into()))?;
-            let b = resp.body_mut().with_config().limit(1 << 30).read_to_vec().map_err(|e| self.net(e))?;
+            let b = resp.body_mut().with_config().limit(1 << 30).read_to_vec().map_err(|e| self.net(&what, e))?;
             let r = Recipe::read(&b[..]).map_err(|e| ClientError::Protocol(format!("the store's recipe: {e}")))?;
             Ok(Some((v, r)))
         })
     }
 
-    /// The bytes of a version, as a reader (not verified: [`pull`] verifies).
-    pub fn download(&self, name: &str, version: u64) -> R<impl Read + use<>> {
+    /// The bytes of a version from byte `from` on (a `Range` request past 0), as a reader (not
+    /// verified: [`pull`] verifies).
+    pub fn download(&self, name: &str, version: u64, from: u64) -> R<impl Read + use<>> {
+        let url = self.file_url("files", name, Some(version));
+        let what = self.what("GET", &url);
         let resp = self.retry(|| {
-            let resp = self
-                .auth(self.agent.get(&self.file_url("files", name, Some(version))))
-                .call()
-                .map_err(|e| self.net(e))?;
-            Self::check(resp)
+            let mut rb = self.auth(self.agent.get(&url));
+            if from > 0 {
+                rb = rb.header("Range", &format!("bytes={from}-"));
+            }
+            let resp = Self::check(rb.call().map_err(|e| self.net(&what, e))?)?;
+            if from > 0 {
+                let start = resp
+                    .headers()
+                    .get("content-range")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("bytes "))
+                    .and_then(|v| v.split('-').next())
+                    .and_then(|v| v.parse::<u64>().ok());
+                if resp.status().as_u16() != 206 || start != Some(from) {
+                    return Err(ClientError::Protocol(format!("{}: {what}: the store did not resume at byte {from}", self.base)));
+                }
+            }
+            Ok(resp)
         })?;
         Ok(resp.into_body().into_with_config().limit(u64::MAX).reader())
     }
 
     pub fn list(&self) -> R<Vec<Version>> {
+        let url = self.url("files");
+        let what = self.what("GET", &url);
         self.retry(|| {
-            let resp = self.auth(self.agent.get(&self.url("files"))).call().map_err(|e| self.net(e))?;
+            let resp = self.auth(self.agent.get(&url)).call().map_err(|e| self.net(&what, e))?;
             let mut resp = Self::check(resp)?;
-            let v: serde_json::Value = resp
-                .body_mut()
-                .with_config()
-                .limit(1 << 30)
-                .read_json()
-                .map_err(|e| ClientError::Protocol(format!("list answer: {e}")))?;
+            let v: serde_json::Value = self.json_body(&what, &mut resp, 1 << 30, "list answer")?;
             serde_json::from_value(v["files"].clone()).map_err(|e| ClientError::Protocol(format!("list answer: {e}")))
         })
     }
 
     pub fn delete(&self, name: &str, version: Option<u64>) -> R<u64> {
-        let resp = self
-            .auth(self.agent.delete(&self.file_url("files", name, version)))
-            .call()
-            .map_err(|e| self.net(e))?;
+        let url = self.file_url("files", name, version);
+        let what = self.what("DELETE", &url);
+        let resp = self.auth(self.agent.delete(&url)).call().map_err(|e| self.net(&what, e))?;
         let mut resp = Self::check(resp)?;
-        let v: serde_json::Value = resp.body_mut().read_json().map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let v: serde_json::Value = self.json_body(&what, &mut resp, 1 << 20, "delete answer")?;
         Ok(v["deleted"].as_u64().unwrap_or(0))
     }
 
     pub fn gc(&self, grace_secs: u64) -> R<GcReport> {
-        let resp = self
-            .auth(self.agent.post(&format!("{}?grace={grace_secs}", self.url("gc"))))
-            .send_empty()
-            .map_err(|e| self.net(e))?;
+        let url = format!("{}?grace={grace_secs}", self.url("gc"));
+        let what = self.what("POST", &url);
+        let rb = self.auth(self.agent.post(&url)).config().timeout_per_read(Some(self.idle.max(SLOW_ANSWER))).build();
+        let resp = rb.send_empty().map_err(|e| self.net(&what, e))?;
         let mut resp = Self::check(resp)?;
-        resp.body_mut().read_json().map_err(|e| ClientError::Protocol(e.to_string()))
+        self.json_body(&what, &mut resp, 1 << 20, "gc answer")
     }
 
     pub fn check_store(&self) -> R<CheckReport> {
-        let resp = self.auth(self.agent.get(&self.url("check"))).call().map_err(|e| self.net(e))?;
+        let url = self.url("check");
+        let what = self.what("GET", &url);
+        let rb = self.auth(self.agent.get(&url)).config().timeout_per_read(Some(self.idle.max(SLOW_ANSWER))).build();
+        let resp = rb.call().map_err(|e| self.net(&what, e))?;
         let mut resp = Self::check(resp)?;
-        resp.body_mut()
-            .with_config()
-            .limit(1 << 30)
-            .read_json()
-            .map_err(|e| ClientError::Protocol(e.to_string()))
+        self.json_body(&what, &mut resp, 1 << 30, "check answer")
+    }
+}
+
+/// `30 s`, `1.5 s`.
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s} s")
     }
 }
 
@@ -399,9 +504,9 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     };
     // The base recipe (the latest version of the same name, same profile and fingerprint):
     // chunks known present without asking, the base of a delta commit, and RapidCDC hints.
-    let base: Option<(u64, Recipe)> = client
-        .recipe(name, None)?
-        .filter(|(_, b)| b.profile == engine.profile().to_string() && b.hash == alg);
+    let latest = client.recipe(name, None)?;
+    let before = latest.as_ref().map(|(v, _)| *v);
+    let base: Option<(u64, Recipe)> = latest.filter(|(_, b)| b.profile == engine.profile().to_string() && b.hash == alg);
     let mut known: HashSet<Digest> = HashSet::new();
     if let Some((_, b)) = &base {
         known.extend(b.entries.iter().map(|e| e.fp));
@@ -659,7 +764,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     let version = loop {
         sent.fetch_add(text.len() as u64, Ordering::Relaxed);
         recipe_bytes += text.len() as u64;
-        match client.commit(name, &text) {
+        match commit_read_back(client, name, &text, recipe.digest, before) {
             Ok(v) => break v,
             Err(ClientError::Http { status: 404, .. }) if delta_base.is_some() => {
                 delta_base = None;
@@ -720,6 +825,43 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     })
 }
 
+/// Commits `text` as the next version of `name`. A commit is not idempotent: after a network
+/// error or a 5xx (its answer may have been lost) the name's latest version is read back, and
+/// one newer than `before` with this recipe's digest is the commit; otherwise it is sent again,
+/// at most `client.retries` times, with backoff.
+fn commit_read_back(client: &Client, name: &str, text: &[u8], digest: Option<Digest>, before: Option<u64>) -> R<Version> {
+    let mut wait = client.backoff;
+    let mut n = 0;
+    loop {
+        match client.commit(name, text) {
+            Err(e @ (ClientError::Network(_) | ClientError::Http { status: 500..=599, .. })) => {
+                if n >= client.retries {
+                    return Err(match e {
+                        ClientError::Network(m) if n > 0 => ClientError::Network(format!("{m} (gave up after {} tries)", n + 1)),
+                        e => e,
+                    });
+                }
+                std::thread::sleep(wait);
+                wait *= 2;
+                n += 1;
+                if let Some((v, r)) = client.recipe(name, None)? {
+                    if before.is_none_or(|b| v > b) && r.digest.is_some() && r.digest == digest {
+                        return Ok(Version {
+                            name: name.to_string(),
+                            version: v,
+                            bytes: r.total_bytes(),
+                            chunks: r.entries.len() as u64,
+                            digest: r.digest.map(|d| hex(&d)).unwrap_or_default(),
+                            created: 0,
+                        });
+                    }
+                }
+            }
+            r => return r,
+        }
+    }
+}
+
 /// What a pull did.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PullReport {
@@ -746,22 +888,29 @@ pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Wri
         },
     })?;
     progress.total.store(recipe.total_bytes(), Ordering::Relaxed);
-    let mut body = client.download(name, v)?;
     // Verified chunks in recipe order are the file once the recipe's digest is its chunk list's.
     let got = FileDigest::of(&recipe);
     if got.is_none() || got != recipe.digest {
         return Err(ClientError::Verify(format!("the store's recipe of '{name}' does not match its digest")));
     }
+    let mut body: Box<dyn Read> = Box::new(client.download(name, v, 0)?);
     let mut buf = Vec::new();
     let mut pos = 0u64;
+    // After a failed read the body is asked again from `pos`, the end of the verified chunks (a
+    // Range request: no verified byte is read twice), at most `client.retries` times a pull.
+    let mut fails = 0u32;
+    let mut wait = client.backoff;
     for (i, e) in recipe.entries.iter().enumerate() {
         buf.resize(e.size as usize, 0);
-        body.read_exact(&mut buf).map_err(|err| {
-            ClientError::Verify(format!(
-                "the store's answer ended or failed at byte {pos} (chunk {i} of {}): {err}",
-                recipe.entries.len()
-            ))
-        })?;
+        while let Err(err) = body.read_exact(&mut buf) {
+            if fails >= client.retries {
+                return Err(pull_failed(client, name, v, pos, i, recipe.entries.len(), fails, err));
+            }
+            fails += 1;
+            std::thread::sleep(wait);
+            wait *= 2;
+            body = Box::new(client.download(name, v, pos)?);
+        }
         if recipe.hash.digest(&buf) != Some(e.fp) {
             return Err(ClientError::Verify(format!("chunk {i} at byte {pos} does not match its fingerprint {}", hex(&e.fp))));
         }
@@ -784,4 +933,20 @@ pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Wri
         digest: got.map(|d| hex(&d)).unwrap_or_default(),
         seconds: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// The error of a pull that gave up reading the store's answer at byte `pos` (chunk `i` of `n`)
+/// after `fails` resumed tries: an answer that ended early is a verify error (as ever); a read
+/// that stalled or failed names the store, the request and how long it waited.
+#[allow(clippy::too_many_arguments)]
+fn pull_failed(client: &Client, name: &str, v: u64, pos: u64, i: usize, n: usize, fails: u32, err: io::Error) -> ClientError {
+    let tries = if fails > 0 { format!(" (gave up after {} tries)", fails + 1) } else { String::new() };
+    if err.kind() == io::ErrorKind::UnexpectedEof {
+        return ClientError::Verify(format!("the store's answer ended at byte {pos} (chunk {i} of {n}){tries}"));
+    }
+    let url = client.file_url("files", name, Some(v));
+    match client.net_io(&client.what("GET", &url), err) {
+        ClientError::Network(m) => ClientError::Network(format!("{m} at byte {pos} (chunk {i} of {n}){tries}")),
+        e => e,
+    }
 }

@@ -31,13 +31,28 @@ export const storeFlags = {
   store: { type: 'string' },
   ns: { type: 'string' },
   token: { type: 'string' },
+  timeout: { type: 'string' },
+  retries: { type: 'string' },
 } as const
 
-export function storeOf(v: { store?: string; ns?: string; token?: string }) {
+/**
+ * The store flags as `createClient` options: `--store`, `--ns`, `--token`, `--timeout SECS`
+ * (idle timeout, default 60) and `--retries N` (default 3, as the native CLI's), each with its
+ * `CUTPOINT_*` variable.
+ */
+export function storeOf(v: { store?: string; ns?: string; token?: string; timeout?: string; retries?: string }) {
+  const timeout = v.timeout ?? process.env.CUTPOINT_TIMEOUT ?? '60'
+  const secs = Number(timeout)
+  if (!(timeout.trim() !== '' && secs > 0 && secs <= 86400)) throw usageFail(`--timeout '${timeout}' is not a number of seconds between 0 and 86400 (e.g. 60 or 1.5)`)
+  const retries = v.retries ?? process.env.CUTPOINT_RETRIES ?? '3'
+  const n = Number(retries)
+  if (!(retries.trim() !== '' && Number.isInteger(n) && n >= 0 && n <= 20)) throw usageFail(`--retries '${retries}' is not a number of retries (0..20)`)
   return {
     store: v.store ?? process.env.CUTPOINT_STORE ?? DEFAULT_STORE,
     namespace: v.ns ?? process.env.CUTPOINT_NS ?? 'default',
     token: v.token ?? (process.env.CUTPOINT_TOKEN || undefined),
+    timeout: Math.max(1, Math.round(secs * 1000)),
+    retries: n,
   }
 }
 

@@ -31,7 +31,9 @@ const SYNOPSES: Record<string, string> = {
 }
 
 const STORE_OPTIONS = `store options: --store URL ($CUTPOINT_STORE, default http://127.0.0.1:7373), --ns NS ($CUTPOINT_NS,
-default 'default'), --token T ($CUTPOINT_TOKEN)
+default 'default'), --token T ($CUTPOINT_TOKEN), --timeout SECS ($CUTPOINT_TIMEOUT, default 60: a request
+with no progress for this long is given up), --retries N ($CUTPOINT_RETRIES, default 3: safe requests
+are tried again with backoff, a pull resuming where its verified bytes end; then exit 1)
 `
 
 const USAGE = `usage: cutpoint-js <command> [options]     (cutpoint-js --version; cutpoint-js <command> --help)

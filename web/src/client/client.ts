@@ -5,9 +5,9 @@ import { chunkAll, createPool, type ChunkOptions, type WorkerPool } from '../ind
 import { pools } from '../workers.js'
 import { init, parseProfile } from '../runtime.js'
 import { DEFAULT_PROFILE } from '../options.js'
-import { optInt, optString, options } from '../check.js'
+import { optFunction, optInt, optString, options } from '../check.js'
 import { StoreError, usage } from './errors.js'
-import { Http } from './http.js'
+import { Http, type RetryEvent } from './http.js'
 import type { PushInput } from './input.js'
 import { pull, type PullInfo, type PullOptions } from './pull.js'
 import { push, type PushOptions, type PushResult } from './push.js'
@@ -39,8 +39,21 @@ export interface ClientOptions {
    * File/Blob in a browser, whose packs are slices of the file). Kept within the store's limit.
    */
   packSize?: number
-  /** Retries of safe requests after a network error or a 5xx (default 4). */
+  /**
+   * Retries of safe requests (queries, pack uploads, reads: a pull resumes where its verified
+   * bytes end) after a network error, a timeout or a 5xx, with backoff (default 4); then the
+   * request fails with a `StoreError` (code 'network') naming the store, the request and the wait.
+   */
   retries?: number
+  /**
+   * Idle timeout, ms (default 60 000): a request whose answer does not begin, or whose body
+   * brings no byte, for this long is given up (then retried where safe). Progress resets it: a
+   * long answer that keeps coming is never cut. An upload's answer is awaited this long plus its
+   * body's time at 64 KiB/s (`fetch` does not report an upload's progress).
+   */
+  timeout?: number
+  /** Told of each retry before its backoff (a page can say "the store has not answered for 30 s — retrying"). */
+  onRetry?: (e: RetryEvent) => void
 }
 
 /** A version the store holds (`GET /v1/ns/{ns}/files`). */
@@ -101,12 +114,14 @@ export function createClient(opts: ClientOptions): Client {
   optInt('concurrency', o.concurrency, 1, 64)
   optInt('packSize', o.packSize, 64 << 10, 256 << 20, '64 KiB..256 MiB')
   optInt('retries', o.retries, 0, 20)
+  optInt('timeout', o.timeout, 1, 86_400_000, '1..86400000 ms')
+  optFunction('onRetry', o.onRetry)
   if (o.hash !== undefined && o.hash !== 'blake3' && o.hash !== 'sha256') throw usage(`hash must be 'blake3' or 'sha256' (got ${String(o.hash)})`)
   const namespace = o.namespace ?? 'default'
   let http: Http | undefined
   const ready = async () => {
     await init()
-    http ??= new Http({ store: o.store, namespace, token: o.token, fetch: o.fetch, retries: o.retries })
+    http ??= new Http({ store: o.store, namespace, token: o.token, fetch: o.fetch, retries: o.retries, timeout: o.timeout, onRetry: o.onRetry })
     return http
   }
   // One pool of workers kept for the client's pushes; a push that finds it busy starts its own.
@@ -173,13 +188,14 @@ export function createClient(opts: ClientOptions): Client {
     async list() {
       live()
       const h = await ready()
-      const res = await h.request('GET', h.url('files'), { retry: true })
-      let v: any
-      try {
-        v = await res.json()
-      } catch (e: any) {
-        throw new StoreError(`cutpoint: the store's list is not JSON: ${e?.message ?? e}`, { code: 'protocol' })
-      }
+      const v: any = await h.requestRead('GET', h.url('files'), { retry: true }, async (res) => {
+        try {
+          return await res.json()
+        } catch (e: any) {
+          if (e instanceof StoreError) throw e // the answer stalled or failed
+          throw new StoreError(`cutpoint: the store's list is not JSON: ${e?.message ?? e}`, { code: 'protocol' })
+        }
+      })
       if (!Array.isArray(v?.files)) throw new StoreError("cutpoint: the store's list has no files array", { code: 'protocol' })
       return v.files as FileVersion[]
     },
@@ -195,8 +211,12 @@ export function createClient(opts: ClientOptions): Client {
     async info() {
       live()
       const h = await ready()
-      const res = await h.request('GET', `${h.base}/v1`, { retry: true })
-      const v: any = await res.json().catch(() => undefined)
+      const v: any = await h.requestRead('GET', `${h.base}/v1`, { retry: true }, (res) =>
+        res.json().catch((e) => {
+          if (e instanceof StoreError) throw e
+          return undefined
+        }),
+      )
       if (v?.service !== 'cutpoint') throw new StoreError(`cutpoint: ${h.base} is not a cutpoint store`, { code: 'protocol' })
       return v
     },

@@ -4,10 +4,13 @@
 // core's BLAKE3 / SHA-256) against its id before it is passed on. A mismatch, a short body or
 // bytes past the end error the stream (`StoreError`, code 'verify'): what was read before it is
 // verified, and a consumer that writes a file keeps it only if the stream ends without error.
+// An answer that stalls or fails (a network error, the idle timeout) is asked again from the end
+// of the verified chunks with a `Range` request, at most `retries` times a pull; then the stream
+// errors with code 'network', naming the store, the request, the wait and the byte it reached.
 import { hex } from '../hex.js'
 import type { WasmStoreRecipe } from '../../../common/wasm.js'
 import { checkAbort, StoreError, usage } from './errors.js'
-import type { Http } from './http.js'
+import { sleep, type Http } from './http.js'
 import { wire } from './wire.js'
 
 export interface PullOptions {
@@ -31,19 +34,25 @@ export async function fetchRecipe(http: Http, name: string, version: number | un
     throw usage(e?.message ?? String(e))
   }
   if (version !== undefined && !(Number.isSafeInteger(version) && version >= 1)) throw usage(`version must be an integer from 1 (got ${version})`)
-  const res = await http.request('GET', http.fileUrl('recipes', name, version), { retry: true, signal, pass: [404] })
-  if (res.status === 404) {
-    await res.body?.cancel()
+  const got = await http.requestRead('GET', http.fileUrl('recipes', name, version), { retry: true, signal, pass: [404] }, async (res) => {
+    if (res.status === 404) {
+      await res.body?.cancel()
+      return undefined
+    }
+    return { res, text: new Uint8Array(await res.arrayBuffer()) }
+  })
+  if (!got) {
     throw new StoreError(
       version !== undefined ? `cutpoint: no version ${version} of '${name}' in namespace '${http.ns}'` : `cutpoint: no file '${name}' in namespace '${http.ns}'`,
       { status: 404, code: 'not_found' },
     )
   }
+  const { res, text } = got
   const v = Number(res.headers.get('x-cutpoint-version'))
   if (!Number.isSafeInteger(v) || v < 1) throw new StoreError('cutpoint: the recipe came without its version (X-Cutpoint-Version)', { code: 'protocol' })
   let recipe: WasmStoreRecipe
   try {
-    recipe = wire().StoreRecipe.parse(new Uint8Array(await res.arrayBuffer()))
+    recipe = wire().StoreRecipe.parse(text)
   } catch (e: any) {
     throw new StoreError(`cutpoint: the store's recipe of '${name}': ${e?.message ?? e}`, { code: 'protocol' })
   }
@@ -62,9 +71,10 @@ export async function pull(http: Http, name: string, opts: PullOptions = {}): Pr
   const { signal } = opts
   checkAbort(signal)
   const { version, recipe } = await fetchRecipe(http, name, opts.version, signal)
+  const url = http.fileUrl('files', name, version)
   let res: Response
   try {
-    res = await http.request('GET', http.fileUrl('files', name, version), { retry: true, signal })
+    res = await http.request('GET', url, { retry: true, signal })
   } catch (e) {
     recipe.free()
     throw e
@@ -72,7 +82,7 @@ export async function pull(http: Http, name: string, opts: PullOptions = {}): Pr
   const info: PullInfo = { name, version, bytes: recipe.bytes, chunks: recipe.count, digest: recipe.digestHex }
   const alg = recipe.hash
   const mod = wire()
-  const body = res.body!.getReader()
+  let body = res.body!.getReader()
   // Chunk i of the recipe, its id and size from a window of the recipe.
   let i = 0
   let winFrom = 0
@@ -99,13 +109,48 @@ export async function pull(http: Http, name: string, opts: PullOptions = {}): Pr
     return sizes[k - winFrom]
   }
   const n = recipe.count
+  // After a failed read the body is asked again from `pos`, the end of the verified chunks (a
+  // Range request: no verified byte is read twice), at most `http.retries` times a pull.
+  let resumes = 0
+  let wait = http.backoff
+  const resume = async (e: unknown) => {
+    if (signal?.aborted || !(e instanceof StoreError) || e.code !== 'network' || resumes >= http.retries) {
+      if (e instanceof StoreError && e.code === 'network') {
+        throw new StoreError(`${e.message} at byte ${pos} (chunk ${i} of ${n})${resumes > 0 ? ` (gave up after ${resumes + 1} tries)` : ''}`, { code: 'network', cause: e })
+      }
+      throw e
+    }
+    resumes++
+    body.cancel().catch(() => {})
+    await sleep(wait, signal)
+    wait *= 2
+    const r = await http.request('GET', url, { retry: true, signal, headers: { range: `bytes=${pos}-` } })
+    const start = /^bytes (\d+)-/.exec(r.headers.get('content-range') ?? '')?.[1]
+    if (r.status !== 206 || Number(start) !== pos) {
+      await r.body?.cancel()
+      throw new StoreError(`cutpoint: ${http.base}: ${http.what('GET', url)}: the store did not resume at byte ${pos}`, { code: 'protocol' })
+    }
+    body = r.body!.getReader()
+    pending = new Uint8Array(0)
+    have = 0
+    cur = new Uint8Array(0)
+  }
+  const read = async () => {
+    for (;;) {
+      try {
+        return await body.read()
+      } catch (e) {
+        await resume(e)
+      }
+    }
+  }
   const stream = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
         try {
           while (outLen < OUT && i < n) {
             if (!pending.length) {
-              const r = await body.read()
+              const r = await read()
               if (r.done) throw fail(`the store's answer ended at byte ${pos} (chunk ${i} of ${n})`)
               pending = r.value
               continue

@@ -227,11 +227,17 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     const limits = http.limits(signal)
     limits.catch(() => {}) // awaited below, unless the recipe's request fails first
     {
-      const res = await http.request('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] })
-      if (res.status === 200) {
+      const got = await http.requestRead('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] }, async (res) => {
+        if (res.status !== 200) {
+          await res.body?.cancel()
+          return undefined
+        }
+        return { res, text: new Uint8Array(await res.arrayBuffer()) }
+      })
+      if (got) {
+        const { res, text } = got
         latest = Number(res.headers.get('x-cutpoint-version'))
         if (!Number.isSafeInteger(latest) || latest < 1) throw new StoreError('cutpoint: the recipe came without its version (X-Cutpoint-Version)', { code: 'protocol' })
-        const text = new Uint8Array(await res.arrayBuffer())
         let rec: WasmStoreRecipe
         try {
           rec = wire().StoreRecipe.parse(text)
@@ -242,7 +248,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
           base = { version: latest, recipe: rec, text }
           for (let i = 0; i < rec.count; i += 65536) table.addAll(rec.ids(i, i + 65536), KNOWN | BASE)
         } else rec.free()
-      } else await res.body?.cancel()
+      }
     }
     // Heads-first packs (a File/Blob in a browser) or framed ones, aimed within the store's
     // limit; decided before anything is opened or leased (a limit too small is an error here).
@@ -304,8 +310,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
       if (failure) throw failure
       checkAbort(signal)
       const p: Promise<void> = http
-        .request('POST', http.url('packs'), { body, retry: true, signal })
-        .then((r) => r.json())
+        .requestRead('POST', http.url('packs'), { body, retry: true, signal }, (r) => r.json())
         .then(() => {
           sent += packSizeOf(body)
           packBytes += packSizeOf(body)
@@ -371,8 +376,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
       sent += n * 32
       const body = wire().queryEncode(buf)
       const p = http
-        .request('POST', http.url('query'), { body, retry: true, signal })
-        .then((r) => r.arrayBuffer())
+        .requestRead('POST', http.url('query'), { body, retry: true, signal }, (r) => r.arrayBuffer())
         .then((b) => {
           try {
             return wire().queryDecode(new Uint8Array(b), n)
@@ -602,10 +606,10 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
  * Commits, not blindly retried (PROTOCOL.md: a commit is not idempotent). After a network
  * error or a 5xx the answer may have been lost: the name's latest version is read, and if it is
  * newer than the one seen before the push and has this push's digest, that is the commit;
- * otherwise the commit is sent again (up to 4 times, with backoff).
+ * otherwise the commit is sent again (at most `retries` times, with backoff).
  */
 async function commit(http: Http, name: string, text: Uint8Array, digest: string, before: number, signal?: AbortSignal): Promise<number> {
-  let wait = 200
+  let wait = http.backoff
   for (let n = 0; ; n++) {
     try {
       const res = await http.request('PUT', http.fileUrl('files', name), { body: text, type: 'text/plain; charset=utf-8', signal })
@@ -615,17 +619,23 @@ async function commit(http: Http, name: string, text: Uint8Array, digest: string
     } catch (e: any) {
       checkAbort(signal)
       const lost = e instanceof StoreError && (e.code === 'network' || (e.status !== undefined && e.status >= 500))
-      if (!lost || n >= 4) throw e
+      if (!lost) throw e
+      if (n >= http.retries) throw n > 0 && e.code === 'network' ? new StoreError(`${e.message} (gave up after ${n + 1} tries)`, { code: 'network', cause: e.cause }) : e
       await sleep(wait, signal)
       wait *= 2
-      const res = await http.request('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] })
-      if (res.status === 200) {
-        const v = Number(res.headers.get('x-cutpoint-version'))
-        const rec = wire().StoreRecipe.parse(new Uint8Array(await res.arrayBuffer()))
+      const back = await http.requestRead('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] }, async (res) => {
+        if (res.status !== 200) {
+          await res.body?.cancel()
+          return undefined
+        }
+        return { v: Number(res.headers.get('x-cutpoint-version')), text: new Uint8Array(await res.arrayBuffer()) }
+      })
+      if (back) {
+        const rec = wire().StoreRecipe.parse(back.text)
         const same = rec.digestHex === digest
         rec.free()
-        if (v > before && same) return v
-      } else await res.body?.cancel()
+        if (back.v > before && same) return back.v
+      }
     }
   }
 }

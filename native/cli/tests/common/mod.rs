@@ -394,3 +394,240 @@ pub fn packs_on_disk(data: &Path) -> usize {
     n
 }
 
+
+/// How a [`FaultProxy`] misbehaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stall {
+    /// Forwards everything.
+    Off,
+    /// Accepts connections and never answers (nothing reaches the store).
+    Silent,
+    /// Forwards the first N bytes the store answers on a connection, then nothing more (the
+    /// connection stays open).
+    Answer(u64),
+    /// Forwards the first N bytes a client sends on a connection, then takes no more from it
+    /// and forwards nothing of the store's answer.
+    Upload(u64),
+    /// Forwards every request; from a `PUT` (a commit) on, nothing of the store's answers (the
+    /// commit is made, its answer lost).
+    Commit,
+}
+
+/// What a [`FaultProxy`] saw on one connection.
+#[derive(Clone, Debug, Default)]
+pub struct ConnLog {
+    /// What the client sent, up to 64 KiB (request heads of GETs; the start of an upload).
+    pub sent: Vec<u8>,
+    /// Bytes of the store's answers forwarded to the client.
+    pub answered: u64,
+    /// Whether the stall hit this connection.
+    pub stalled: bool,
+}
+
+/// A TCP proxy on 127.0.0.1 in front of a store that stalls as [`Stall`] says: on every
+/// connection, or (`stalls` = 1) once and then forwards again. A stalled connection is held
+/// open, its bytes going nowhere, until the client gives up (or the proxy is dropped).
+pub struct FaultProxy {
+    pub url: String,
+    mode: std::sync::Arc<std::sync::Mutex<(Stall, u64)>>,
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<ConnLog>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl FaultProxy {
+    pub fn start(upstream: &str) -> FaultProxy {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::{Arc, Mutex};
+        let up = upstream.trim_start_matches("http://").to_string();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let mode = Arc::new(Mutex::new((Stall::Off, u64::MAX)));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (m, lg, st) = (mode.clone(), log.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !st.load(std::sync::atomic::Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((c, _)) => {
+                        c.set_nonblocking(false).unwrap();
+                        let stall = {
+                            let g = m.lock().unwrap();
+                            let s = g.0;
+                            if s != Stall::Off && g.1 > 0 {
+                                s
+                            } else {
+                                Stall::Off
+                            }
+                        };
+                        let i = {
+                            let mut g = lg.lock().unwrap();
+                            g.push(ConnLog::default());
+                            g.len() - 1
+                        };
+                        let (m, lg, st, up) = (m.clone(), lg.clone(), st.clone(), up.clone());
+                        std::thread::spawn(move || proxy_conn(c, &up, stall, &m, &lg, i, &st));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        FaultProxy { url, mode, log, stop }
+    }
+
+    /// Stalls every new connection as `s` says (`Stall::Off`: none).
+    pub fn stall(&self, s: Stall) {
+        *self.mode.lock().unwrap() = (s, u64::MAX);
+    }
+
+    /// Stalls the next connection the stall hits as `s` says, and none after it.
+    pub fn stall_once(&self, s: Stall) {
+        *self.mode.lock().unwrap() = (s, 1);
+    }
+
+    /// The connections so far.
+    pub fn conns(&self) -> Vec<ConnLog> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// One proxied connection (see [`FaultProxy`]).
+fn proxy_conn(
+    client: std::net::TcpStream,
+    up: &str,
+    stall: Stall,
+    mode: &std::sync::Mutex<(Stall, u64)>,
+    log: &std::sync::Mutex<Vec<ConnLog>>,
+    i: usize,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use std::io::{Read, Write};
+    use std::net::Shutdown;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // Whether the stall applies now: it takes one from the budget the first time it hits this
+    // connection (none left: another connection took the last).
+    let hit = || {
+        let mut g = mode.lock().unwrap();
+        let mut l = log.lock().unwrap();
+        if l[i].stalled {
+            return true;
+        }
+        if g.1 == 0 {
+            return false;
+        }
+        g.1 -= 1;
+        l[i].stalled = true;
+        true
+    };
+    let hold = |done: &AtomicBool| {
+        while !done.load(Ordering::SeqCst) && !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    if stall == Stall::Silent && hit() {
+        // Reads and drops what the client sends until it goes.
+        let mut c = client;
+        c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut buf = [0u8; 16384];
+        while !stop.load(Ordering::SeqCst) {
+            match c.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(_) => break,
+            }
+        }
+        return;
+    }
+    let Ok(server) = std::net::TcpStream::connect(up) else { return };
+    let (mut cr, mut sw) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+    let (mut sr, mut cw) = (server, client);
+    let upload_stalled = AtomicBool::new(false);
+    let put_seen = AtomicBool::new(false);
+    let up_done = AtomicBool::new(false);
+    let down_done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        // client → store
+        s.spawn(|| {
+            let mut buf = [0u8; 16384];
+            let mut n = 0u64;
+            loop {
+                let k = match cr.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => k,
+                };
+                let mut fwd = k;
+                if stall == Stall::Commit && buf[..k].starts_with(b"PUT ") {
+                    put_seen.store(true, Ordering::SeqCst);
+                }
+                if let Stall::Upload(lim) = stall {
+                    if n + k as u64 > lim && hit() {
+                        fwd = (lim - n.min(lim)) as usize;
+                    }
+                }
+                {
+                    let mut g = log.lock().unwrap();
+                    let sent = &mut g[i].sent;
+                    let room = (64usize << 10).saturating_sub(sent.len());
+                    sent.extend_from_slice(&buf[..fwd.min(room)]);
+                }
+                if sw.write_all(&buf[..fwd]).is_err() {
+                    break;
+                }
+                n += fwd as u64;
+                if fwd < k {
+                    upload_stalled.store(true, Ordering::SeqCst);
+                    // Takes nothing more from the client: its writes fill the buffers and block.
+                    hold(&down_done);
+                    break;
+                }
+            }
+            let _ = sw.shutdown(Shutdown::Write);
+            up_done.store(true, Ordering::SeqCst);
+        });
+        // store → client
+        s.spawn(|| {
+            let mut buf = [0u8; 16384];
+            let mut n = 0u64;
+            let mut stalled = false;
+            loop {
+                let k = match sr.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => k,
+                };
+                if stalled || upload_stalled.load(Ordering::SeqCst) {
+                    continue; // dropped: the client waits for bytes that never come
+                }
+                let mut fwd = k;
+                if put_seen.load(Ordering::SeqCst) && hit() {
+                    fwd = 0;
+                    stalled = true;
+                }
+                if let Stall::Answer(lim) = stall {
+                    if n + k as u64 > lim && hit() {
+                        fwd = (lim - n.min(lim)) as usize;
+                        stalled = true;
+                    }
+                }
+                if cw.write_all(&buf[..fwd]).is_err() {
+                    break;
+                }
+                n += fwd as u64;
+                log.lock().unwrap()[i].answered += fwd as u64;
+            }
+            if stalled || upload_stalled.load(Ordering::SeqCst) {
+                // The store closed; the client still gets nothing until it gives up.
+                hold(&up_done);
+            }
+            let _ = cw.shutdown(Shutdown::Both);
+            let _ = sr.shutdown(Shutdown::Both);
+            down_done.store(true, Ordering::SeqCst);
+        });
+    });
+}
