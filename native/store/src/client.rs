@@ -143,6 +143,11 @@ impl Client {
             .map(str::to_string)
             .unwrap_or_else(|| if text.is_empty() { "(no message)".into() } else { text.chars().take(300).collect() });
         let code = v.get("code").and_then(|m| m.as_str()).unwrap_or("").to_string();
+        if code == "damaged" {
+            // The store holds something unreadable (a recipe): not worth a retry, and a
+            // verification failure to the caller (`cutpoint pull` exits 3).
+            return Err(ClientError::Verify(format!("the store answered {status}: {message}")));
+        }
         Err(ClientError::Http { status, code, message })
     }
 
@@ -211,7 +216,9 @@ impl Client {
         })
     }
 
-    /// Commits a recipe as the next version of `name` (not retried: not idempotent).
+    /// Commits a recipe as the next version of `name` (not retried here: not idempotent;
+    /// `push_file` asks the store whether a commit without an answer happened before sending
+    /// it again).
     pub fn commit(&self, name: &str, recipe: &[u8]) -> R<Version> {
         let rb = self
             .auth(self.agent.put(&self.file_url("files", name, None)))
@@ -399,9 +406,15 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     };
     // The base recipe (the latest version of the same name, same profile and fingerprint):
     // chunks known present without asking, the base of a delta commit, and RapidCDC hints.
-    let base: Option<(u64, Recipe)> = client
-        .recipe(name, None)?
-        .filter(|(_, b)| b.profile == engine.profile().to_string() && b.hash == alg);
+    // A damaged latest recipe is no base: the push commits its whole recipe.
+    let latest = match client.recipe(name, None) {
+        Err(ClientError::Verify(_)) => None,
+        r => r?,
+    };
+    // The name's latest version before this push: a commit whose answer is lost is found as a
+    // version above it with this file's digest.
+    let before = latest.as_ref().map_or(0, |(v, _)| *v);
+    let base: Option<(u64, Recipe)> = latest.filter(|(_, b)| b.profile == engine.profile().to_string() && b.hash == alg);
     let mut known: HashSet<Digest> = HashSet::new();
     if let Some((_, b)) = &base {
         known.extend(b.entries.iter().map(|e| e.fp));
@@ -655,12 +668,20 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     // Commit; if chunks went missing meanwhile (collected, or a racing delete), send them; if
     // the base version went (deleted meanwhile), send the whole recipe.
     let mut rounds = 0;
+    let mut resent = 0;
     let mut recipe_bytes = 0u64;
     let version = loop {
         sent.fetch_add(text.len() as u64, Ordering::Relaxed);
         recipe_bytes += text.len() as u64;
         match client.commit(name, &text) {
             Ok(v) => break v,
+            // No answer (the connection failed, or a 5xx): the commit may have happened.
+            // Sent again only once the store says it did not.
+            Err(e @ (ClientError::Network(_) | ClientError::Http { status: 500..=599, .. })) => match committed(client, name, before, &digest)? {
+                Some(v) => break v,
+                None if resent < 3 => resent += 1,
+                None => return Err(e),
+            },
             Err(ClientError::Http { status: 404, .. }) if delta_base.is_some() => {
                 delta_base = None;
                 text = full()?;
@@ -729,6 +750,34 @@ pub struct PullReport {
     pub chunks: u64,
     pub digest: String,
     pub seconds: f64,
+}
+
+/// After a commit that got no answer: asks the store (waiting up to about 25 s for it to
+/// answer) whether the name's latest version is above `before` with `digest`, i.e. that
+/// commit; `Ok(None)` when it is not (the commit may be sent again), an error when the store
+/// never answered.
+fn committed(client: &Client, name: &str, before: u64, digest: &Digest) -> R<Option<Version>> {
+    let mut wait = Duration::from_millis(200);
+    let mut last = None;
+    for _ in 0..6 {
+        std::thread::sleep(wait);
+        wait *= 2;
+        match client.recipe(name, None) {
+            Ok(Some((v, r))) if v > before && r.digest.as_ref() == Some(digest) => {
+                return Ok(Some(Version {
+                    name: name.to_string(),
+                    version: v,
+                    bytes: r.total_bytes(),
+                    chunks: r.entries.len() as u64,
+                    digest: hex(digest),
+                    created: crate::index::now(),
+                }))
+            }
+            Ok(_) | Err(ClientError::Verify(_)) => return Ok(None),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| ClientError::Network("the store did not answer".into())))
 }
 
 /// Restores a version into `out`, verifying the recipe against its digest and every chunk

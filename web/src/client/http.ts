@@ -99,7 +99,8 @@ export class Http {
         return await this.once(method, url, o)
       } catch (e: any) {
         checkAbort(o.signal)
-        const transient = e instanceof StoreError && (e.code === 'network' || (e.status !== undefined && e.status >= 500))
+        // A `damaged` object in the store (a recipe that does not parse) is not transient.
+        const transient = e instanceof StoreError && e.code !== 'damaged' && (e.code === 'network' || (e.status !== undefined && e.status >= 500))
         if (!o.retry || !transient || n >= this.retries) throw e
         await sleep(wait, o.signal)
         wait *= 2

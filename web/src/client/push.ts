@@ -227,8 +227,16 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     const limits = http.limits(signal)
     limits.catch(() => {}) // awaited below, unless the recipe's request fails first
     {
-      const res = await http.request('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] })
-      if (res.status === 200) {
+      // A damaged latest recipe (the store's code `damaged`) is no base: the whole recipe is sent.
+      const res = await http
+        .request('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] })
+        .catch((e) => {
+          if (e instanceof StoreError && e.code === 'damaged') return undefined
+          throw e
+        })
+      if (res === undefined) {
+        // no base
+      } else if (res.status === 200) {
         latest = Number(res.headers.get('x-cutpoint-version'))
         if (!Number.isSafeInteger(latest) || latest < 1) throw new StoreError('cutpoint: the recipe came without its version (X-Cutpoint-Version)', { code: 'protocol' })
         const text = new Uint8Array(await res.arrayBuffer())
