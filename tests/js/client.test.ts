@@ -336,6 +336,27 @@ describe('commit', () => {
   })
 })
 
+describe('a damaged store', () => {
+  it('a damaged latest recipe is no base: the push commits its whole recipe, and pulling it is an error', async () => {
+    const c = cp.createClient({ store: store.url, namespace: 'damaged' })
+    try {
+      expect((await c.push(v(0), { name: 'dmg.bin' })).version).toBe(1)
+      const f = join(store.data, 'objects', 'ns', 'damaged', 'recipes', Buffer.from('dmg.bin').toString('hex'), '000000000001')
+      const text = readFileSync(f)
+      writeFileSync(f, text.subarray(0, text.length >> 1))
+      const r = await c.push(v(1), { name: 'dmg.bin' })
+      expect(r.version).toBe(2)
+      expect(r.deltaBase).toBeUndefined()
+      expect(Buffer.compare(await bytesOf(await c.pull('dmg.bin')), readFileSync(v(1)))).toBe(0)
+      const e: any = await c.pull('dmg.bin', { version: 1 }).then(bytesOf).catch((e) => e)
+      expect(e).toBeInstanceOf(cp.StoreError)
+      expect(e.code).toBe('damaged')
+    } finally {
+      await c.close()
+    }
+  })
+})
+
 describe('bad input', () => {
   it('a wrong token, a read-only token, no token', async () => {
     const s = await startStore({ tokens: { rw: 'team:rw', ro: 'team:r' } })

@@ -33,5 +33,8 @@ pub fn run(a: &GcArgs) -> Result<(), Fail> {
             r.packs_in_grace
         );
     }
+    for w in &r.warnings {
+        eprintln!("cutpoint gc: warning: {w}");
+    }
     Ok(())
 }

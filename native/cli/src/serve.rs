@@ -54,6 +54,11 @@ pub struct ServeArgs {
     /// reads the recipes (commits on other nodes that passed their lock check finish meanwhile).
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     gc_settle: f64,
+    /// With an s3:// store: seconds after which a gc lock object that its gc stopped renewing
+    /// (a node killed during a gc) is ignored by commits and taken over by the next gc. A
+    /// running gc renews its lock every third of this.
+    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
+    gc_lease: f64,
     /// Seconds a client has to send a request's head (slow clients are cut).
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     header_timeout: f64,
@@ -145,6 +150,7 @@ pub fn run(a: &ServeArgs) -> Result<(), Fail> {
         limits,
         reindex: a.reindex,
         gc_settle: secs("gc-settle", a.gc_settle)?,
+        gc_lease: secs("gc-lease", a.gc_lease)?,
         header_timeout: secs("header-timeout", a.header_timeout)?,
         body_idle: secs("body-timeout", a.body_timeout)?,
     };
@@ -165,19 +171,28 @@ pub fn run(a: &ServeArgs) -> Result<(), Fail> {
             }
         }
         let _ = writeln!(out, "  {}", access.describe());
-        if rep.packs_indexed + rep.versions_indexed + rep.packs_dropped + rep.versions_dropped > 0 || !rep.bad_packs.is_empty() {
+        let bad = rep.bad_packs.len() + rep.bad_recipes.len();
+        if rep.packs_indexed + rep.versions_indexed + rep.packs_dropped + rep.versions_dropped > 0 || bad > 0 {
             let _ = writeln!(
                 out,
-                "  index reconciled with the objects: {} packs and {} versions indexed, {} packs and {} versions dropped, {} bad packs",
+                "  index reconciled with the objects: {} packs and {} versions indexed, {} packs and {} versions dropped, {} bad packs, {} damaged recipes",
                 rep.packs_indexed,
                 rep.versions_indexed,
                 rep.packs_dropped,
                 rep.versions_dropped,
-                rep.bad_packs.len()
+                rep.bad_packs.len(),
+                rep.bad_recipes.len()
             );
             for b in &rep.bad_packs {
                 let _ = writeln!(out, "  bad pack (left in place, not indexed): {b}");
             }
+            for b in &rep.bad_recipes {
+                let _ = writeln!(out, "  damaged recipe (left in place, not indexed; gc keeps its readable chunks): {b}");
+            }
+        }
+        // The same warnings on stderr, where an operator's log looks for them.
+        for b in rep.bad_packs.iter().chain(&rep.bad_recipes) {
+            eprintln!("cutpoint serve: warning: damaged object left in place: {b}");
         }
         let _ = out.flush();
     }))

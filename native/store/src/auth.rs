@@ -82,7 +82,13 @@ pub fn authorize(tokens: Option<&Tokens>, authorization: Option<&str>, ns: &str,
     let Some(h) = authorization else {
         return Err(StoreError::Unauthorized("this store needs a token: 'Authorization: Bearer <token>'".into()));
     };
-    let Some(token) = h.strip_prefix("Bearer ").map(str::trim) else {
+    // The scheme is case-insensitive (RFC 9110, 11.1), one or more spaces before the token.
+    let token = h
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
+        .filter(|t| !t.is_empty());
+    let Some(token) = token else {
         return Err(StoreError::Unauthorized("the Authorization header is not 'Bearer <token>'".into()));
     };
     let Some((tns, scope)) = tokens.grants.get(&token_hash(token)) else {
@@ -124,6 +130,13 @@ mod tests {
         assert_eq!(auth("cpt_nope", "a", Scope::Read), Err(401));
         assert_eq!(authorize(Some(&t), None, "a", Scope::Read).unwrap_err().status(), 401);
         assert!(authorize(None, None, "a", Scope::Write).is_ok());
+        // The scheme in any case (RFC 9110); anything else is not a bearer token.
+        for h in [format!("bearer {tw}"), format!("BEARER {tw}"), format!("BeArEr   {tw}")] {
+            assert_eq!(authorize(Some(&t), Some(&h), "a", Scope::Write).map_err(|e| e.status()), Ok(()), "{h}");
+        }
+        for h in [format!("Basic {tw}"), format!("Bearer{tw}"), "Bearer ".to_string(), tw.clone()] {
+            assert_eq!(authorize(Some(&t), Some(&h), "a", Scope::Write).unwrap_err().status(), 401, "{h}");
+        }
         assert!(Tokens::parse("zz a rw").unwrap_err().contains("line 1"));
         assert!(Tokens::parse(&format!("{} a x", "0".repeat(64))).unwrap_err().contains("scope"));
     }

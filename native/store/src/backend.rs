@@ -9,7 +9,9 @@
 //! ```text
 //! ns/<ns>/config                         "hash blake3\n" — the namespace's fingerprint algorithm
 //! ns/<ns>/packs/<id[0..2]>/<id>          a pack; <id> = `store::pack_id` (BLAKE3 of its frame list)
-//! ns/<ns>/recipes/<hex of name>/<v:012>  the recipe of version v of a file
+//! ns/<ns>/recipes/<name key>/<v:012>     the recipe of version v of a file (name key:
+//!                                        `cutpoint_core::protocol::name::name_key`)
+//! ns/<ns>/recipes/<name key>/<v:012>.deleted  the tombstone of the name's latest deleted version
 //! ```
 
 use crate::error::{Result, StoreError};
@@ -44,6 +46,11 @@ pub fn recipe_prefix(ns: &str, name_key: &str) -> String {
 }
 pub fn recipe_key(ns: &str, name_key: &str, version: u64) -> String {
     format!("ns/{ns}/recipes/{name_key}/{version:012}")
+}
+/// A deleted version's tombstone: it keeps the version's number from being given again,
+/// across restarts and a rebuilt index (`Store::delete`).
+pub fn tombstone_key(ns: &str, name_key: &str, version: u64) -> String {
+    format!("{}.deleted", recipe_key(ns, name_key, version))
 }
 pub fn config_key(ns: &str) -> String {
     format!("ns/{ns}/config")
@@ -100,8 +107,34 @@ impl Objects {
         })
     }
 
+    /// `text` without this store's local directory in it (a message a client may see).
+    pub fn scrub(&self, text: &str) -> String {
+        match &self.local_root {
+            Some(root) => text.replace(&root.display().to_string(), "<objects>"),
+            None => text.to_string(),
+        }
+    }
+
     pub fn is_local(&self) -> bool {
         self.local_root.is_some()
+    }
+
+    /// How many seconds ago `key` was last written (by the object store's clock), or `None`
+    /// if it does not exist.
+    pub fn age(&self, key: &str) -> Result<Option<i64>> {
+        let p = Self::path(key)?;
+        match self.rt.block_on(self.store.head(&p)) {
+            Ok(m) => Ok(Some(crate::index::now() - m.last_modified.timestamp())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Puts `bytes` under `key`, overwriting.
+    pub fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+        let p = Self::path(key)?;
+        self.rt.block_on(self.store.put(&p, PutPayload::from(Bytes::from(bytes))))?;
+        Ok(())
     }
 
     /// Whether `key` exists.

@@ -210,6 +210,11 @@ impl Client {
             .map(str::to_string)
             .unwrap_or_else(|| if text.is_empty() { "(no message)".into() } else { text.chars().take(300).collect() });
         let code = v.get("code").and_then(|m| m.as_str()).unwrap_or("").to_string();
+        if code == "damaged" {
+            // The store holds something unreadable (a recipe): not worth a retry, and a
+            // verification failure to the caller (`cutpoint pull` exits 3).
+            return Err(ClientError::Verify(format!("the store answered {status}: {message}")));
+        }
         Err(ClientError::Http { status, code, message })
     }
 
@@ -504,7 +509,11 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     };
     // The base recipe (the latest version of the same name, same profile and fingerprint):
     // chunks known present without asking, the base of a delta commit, and RapidCDC hints.
-    let latest = client.recipe(name, None)?;
+    // A damaged latest recipe is no base: the push commits its whole recipe.
+    let latest = match client.recipe(name, None) {
+        Err(ClientError::Verify(_)) => None,
+        r => r?,
+    };
     let before = latest.as_ref().map(|(v, _)| *v);
     let base: Option<(u64, Recipe)> = latest.filter(|(_, b)| b.profile == engine.profile().to_string() && b.hash == alg);
     let mut known: HashSet<Digest> = HashSet::new();
@@ -844,7 +853,12 @@ fn commit_read_back(client: &Client, name: &str, text: &[u8], digest: Option<Dig
                 std::thread::sleep(wait);
                 wait *= 2;
                 n += 1;
-                if let Some((v, r)) = client.recipe(name, None)? {
+                // A damaged latest recipe is not this commit (sent again).
+                let latest = match client.recipe(name, None) {
+                    Err(ClientError::Verify(_)) => None,
+                    r => r?,
+                };
+                if let Some((v, r)) = latest {
                     if before.is_none_or(|b| v > b) && r.digest.is_some() && r.digest == digest {
                         return Ok(Version {
                             name: name.to_string(),

@@ -20,8 +20,12 @@ pub enum StoreError {
     TooLarge(String),
     /// 416: a range past the end.
     Range { len: u64 },
-    /// 500: the store failed (storage, index).
+    /// 500: the store failed (storage, index). Its message stays in the server's log; the
+    /// client gets a reference to it (it may name server paths).
     Internal(String),
+    /// 500 `damaged`: a stored object (a recipe) is unreadable; the message names the file and
+    /// version, never a server path.
+    Damaged(String),
     /// 503: try again later (a gc holds the namespace's lock in a shared bucket).
     Busy(String),
 }
@@ -44,7 +48,7 @@ impl StoreError {
             StoreError::Missing { .. } => 409,
             StoreError::TooLarge(_) => 413,
             StoreError::Range { .. } => 416,
-            StoreError::Internal(_) => 500,
+            StoreError::Internal(_) | StoreError::Damaged(_) => 500,
             StoreError::Busy(_) => 503,
         }
     }
@@ -59,11 +63,24 @@ impl StoreError {
             StoreError::TooLarge(_) => "too_large",
             StoreError::Range { .. } => "range_not_satisfiable",
             StoreError::Internal(_) => "internal",
+            StoreError::Damaged(_) => "damaged",
             StoreError::Busy(_) => "busy",
         }
     }
+    /// The JSON body of the error. An internal error's text is logged (stderr) under a
+    /// reference and only the reference is sent: such a text may name the server's paths.
     pub fn to_json(&self) -> serde_json::Value {
-        let mut v = serde_json::json!({ "error": self.to_string(), "code": self.code() });
+        let text = match self {
+            StoreError::Internal(m) => {
+                use std::sync::atomic::{AtomicU64, Ordering};
+                static N: AtomicU64 = AtomicU64::new(1);
+                let r = N.fetch_add(1, Ordering::Relaxed);
+                eprintln!("cutpoint serve: internal error #{r}: {m}");
+                format!("the store failed (internal error #{r}; its log has the details)")
+            }
+            other => other.to_string(),
+        };
+        let mut v = serde_json::json!({ "error": text, "code": self.code() });
         if let StoreError::Missing { missing, .. } = self {
             v["missing"] = missing.iter().map(|d| serde_json::Value::String(hex(d))).collect();
         }
@@ -80,6 +97,7 @@ impl fmt::Display for StoreError {
             | StoreError::NotFound(m)
             | StoreError::TooLarge(m)
             | StoreError::Internal(m)
+            | StoreError::Damaged(m)
             | StoreError::Busy(m) => f.write_str(m),
             StoreError::Missing { message, .. } => f.write_str(message),
             StoreError::Range { len } => write!(f, "the range is past the end of the file ({len} bytes)"),
@@ -116,5 +134,23 @@ impl From<object_store::Error> for StoreError {
 impl From<std::io::Error> for StoreError {
     fn from(e: std::io::Error) -> StoreError {
         StoreError::Internal(format!("I/O: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn an_internal_error_sends_no_server_path() {
+        let e = StoreError::Internal("I/O: /srv/secret/data/objects/ns/a/x: File name too long (os error 36)".into());
+        let v = e.to_json();
+        let msg = v["error"].as_str().unwrap();
+        assert!(!msg.contains("/srv/secret"), "{msg}");
+        assert!(msg.contains("internal error #"), "{msg}");
+        assert_eq!(v["code"], "internal");
+        let d = StoreError::Damaged("the stored recipe of 'a' v2 in namespace 'n' is damaged: x".into());
+        assert_eq!(d.status(), 500);
+        assert_eq!(d.to_json()["code"], "damaged");
+        assert!(d.to_json()["error"].as_str().unwrap().contains("'a' v2"));
     }
 }

@@ -66,6 +66,8 @@ CREATE INDEX IF NOT EXISTS chunks_by_pack ON chunks(pid);
 CREATE TABLE IF NOT EXISTS versions(nsid INTEGER NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL,
   bytes INTEGER NOT NULL, chunks INTEGER NOT NULL, digest TEXT NOT NULL, created INTEGER NOT NULL,
   PRIMARY KEY(nsid, name, version)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS deleted(nsid INTEGER NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL,
+  PRIMARY KEY(nsid, name)) WITHOUT ROWID;
 ";
 
 pub fn now() -> i64 {
@@ -94,7 +96,7 @@ impl Index {
         let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| busy(path, e))?;
         if v != SCHEMA_VERSION || reset {
             conn.execute_batch(
-                "DROP TABLE IF EXISTS chunks; DROP TABLE IF EXISTS packs; DROP TABLE IF EXISTS versions; DROP TABLE IF EXISTS namespaces;",
+                "DROP TABLE IF EXISTS chunks; DROP TABLE IF EXISTS packs; DROP TABLE IF EXISTS versions; DROP TABLE IF EXISTS deleted; DROP TABLE IF EXISTS namespaces;",
             )?;
         }
         conn.execute_batch(SCHEMA)?;
@@ -316,14 +318,40 @@ impl Index {
         Ok(())
     }
 
+    /// The highest version number `name` ever had: its latest version, or a deleted one above
+    /// it (a version number is never given twice).
     pub fn max_version(&self, ns: &str, name: &str) -> Result<u64> {
         let c = self.c();
         let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(0) };
         let v: Option<i64> = c.query_row(
-            "SELECT MAX(version) FROM versions WHERE nsid = ?1 AND name = ?2",
+            "SELECT MAX(v) FROM (SELECT MAX(version) AS v FROM versions WHERE nsid = ?1 AND name = ?2
+             UNION ALL SELECT version FROM deleted WHERE nsid = ?1 AND name = ?2)",
             params![nsid, name],
             |r| r.get(0),
         )?;
+        Ok(v.unwrap_or(0) as u64)
+    }
+
+    /// Records that version `version` of `name` was deleted (its tombstone object exists): the
+    /// name's next version is above it.
+    pub fn add_deleted(&self, ns: &str, name: &str, version: u64) -> Result<()> {
+        let c = self.c();
+        let nsid = Self::nsid_mut(&c, ns)?;
+        c.execute(
+            "INSERT INTO deleted(nsid, name, version) VALUES (?1, ?2, ?3)
+             ON CONFLICT(nsid, name) DO UPDATE SET version = MAX(version, excluded.version)",
+            params![nsid, name, version as i64],
+        )?;
+        Ok(())
+    }
+
+    /// The highest deleted version of `name` recorded (0: none).
+    pub fn max_deleted(&self, ns: &str, name: &str) -> Result<u64> {
+        let c = self.c();
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(0) };
+        let v: Option<i64> = c
+            .query_row("SELECT version FROM deleted WHERE nsid = ?1 AND name = ?2", params![nsid, name], |r| r.get(0))
+            .optional()?;
         Ok(v.unwrap_or(0) as u64)
     }
 

@@ -497,6 +497,8 @@ pub struct ServeConfig {
     pub reindex: bool,
     /// With a shared bucket: how long a gc holds its lock before reading the recipes.
     pub gc_settle: std::time::Duration,
+    /// With a shared bucket: a gc lock not renewed for this long is a dead node's.
+    pub gc_lease: std::time::Duration,
     /// A client must send a request's head within this (slowloris).
     pub header_timeout: std::time::Duration,
     /// A request body that sends nothing for this long is cut.
@@ -539,6 +541,7 @@ pub async fn serve(
     .await?;
     let mut store = store;
     store.gc_settle = cfg.gc_settle;
+    store.gc_lease = cfg.gc_lease;
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|e| StoreError::Internal(format!("cannot listen on {}: {e}", cfg.listen)))?; // exit 1, not usage

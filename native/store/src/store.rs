@@ -12,7 +12,7 @@
 //!    version is committed and reconcile indexes it.
 //! 3. **gc**: under the GC lock (exclusive), so no commit is between its check and its put.
 
-use crate::backend::{config_key, pack_key, recipe_key, recipe_prefix, Objects};
+use crate::backend::{config_key, pack_key, recipe_key, recipe_prefix, tombstone_key, Objects};
 use crate::error::{Result, StoreError};
 use crate::index::{now, Index, Loc, Version};
 use bytes::Bytes;
@@ -63,6 +63,10 @@ pub struct Store {
     /// How long a gc in a shared bucket waits, holding its lock object, before it reads the
     /// recipes (commits that passed their lock check before it finish their put meanwhile).
     pub gc_settle: Duration,
+    /// In a shared bucket: a gc lock object not rewritten for this long is a dead node's and
+    /// is ignored by commits and taken over by the next gc; a running gc rewrites its lock
+    /// every third of this.
+    pub gc_lease: Duration,
 }
 
 #[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
@@ -84,6 +88,8 @@ pub struct ReconcileReport {
     pub packs_indexed: u64,
     pub packs_dropped: u64,
     pub bad_packs: Vec<String>,
+    /// Recipe objects that do not parse (left in place, not indexed; `check` reports them).
+    pub bad_recipes: Vec<String>,
     pub versions_indexed: u64,
     pub versions_dropped: u64,
 }
@@ -97,6 +103,10 @@ pub struct GcReport {
     pub bytes_freed: u64,
     /// Packs younger than the grace period, left alone.
     pub packs_in_grace: u64,
+    /// Damaged recipes: the chunk ids still readable in them were kept, the rest of the sweep
+    /// went on.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Default, Serialize, serde::Deserialize)]
@@ -168,6 +178,8 @@ enum Key {
     Config(String),
     Pack(String, String),
     Recipe(String, String, u64),
+    /// A deleted version's tombstone (`backend::tombstone_key`).
+    Deleted(String, String, u64),
     Other,
 }
 
@@ -176,10 +188,13 @@ fn parse_key(k: &str) -> Key {
     match p.as_slice() {
         ["ns", ns, "config"] => Key::Config(ns.to_string()),
         ["ns", ns, "packs", _, id] => Key::Pack(ns.to_string(), id.to_string()),
-        ["ns", ns, "recipes", nk, v] => match (name_from_key(nk), v.parse()) {
-            (Some(n), Ok(v)) => Key::Recipe(ns.to_string(), n, v),
-            _ => Key::Other,
-        },
+        ["ns", ns, "recipes", nk @ .., last] if !nk.is_empty() => {
+            let Some(n) = name_from_key(&nk.join("/")) else { return Key::Other };
+            match last.strip_suffix(".deleted") {
+                Some(v) => v.parse().map_or(Key::Other, |v| Key::Deleted(ns.to_string(), n, v)),
+                None => last.parse().map_or(Key::Other, |v| Key::Recipe(ns.to_string(), n, v)),
+            }
+        }
         _ => Key::Other,
     }
 }
@@ -187,12 +202,23 @@ fn parse_key(k: &str) -> Key {
 /// Crash tests: with `CUTPOINT_FAILPOINT=<name>` in its environment, the server aborts (as a
 /// SIGKILL would stop it: no cleanup, no flush) when it reaches that point of the durability
 /// order: `before-pack-put` (the spooled pack is fsync'd, not yet stored), `after-pack-put`
-/// (stored, not yet indexed), `after-recipe-put` (the commit point passed, not yet indexed).
+/// (stored, not yet indexed), `after-recipe-put` (the commit point passed, not yet indexed),
+/// `gc-locked` (a gc in a shared bucket took its lock object).
 fn failpoint(name: &str) {
     static AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     if AT.get_or_init(|| std::env::var("CUTPOINT_FAILPOINT").ok()).as_deref() == Some(name) {
         eprintln!("cutpoint serve: CUTPOINT_FAILPOINT={name}: aborting");
         std::process::abort();
+    }
+}
+
+/// Tests of a stalled node: with `CUTPOINT_COMMIT_STALL_MS=<n>`, every commit sleeps that long
+/// between its chunk check and its recipe put.
+fn stall_point() {
+    static MS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let ms = *MS.get_or_init(|| std::env::var("CUTPOINT_COMMIT_STALL_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
+    if ms > 0 {
+        std::thread::sleep(Duration::from_millis(ms));
     }
 }
 
@@ -220,6 +246,7 @@ impl Store {
             shared,
             refreshed: Mutex::new(HashMap::new()),
             gc_settle: Duration::from_secs(5),
+            gc_lease: Duration::from_secs(120),
         };
         let rep = store.reconcile()?;
         Ok((store, rep))
@@ -261,7 +288,11 @@ impl Store {
         if !self.shared {
             return Ok(());
         }
-        let have: HashSet<u64> = self.stored_versions(ns, name)?.into_iter().collect();
+        let (stored, deleted) = self.name_objects(ns, name)?;
+        if let Some(d) = deleted.last() {
+            self.index.add_deleted(ns, name, *d)?;
+        }
+        let have: HashSet<u64> = stored.into_iter().collect();
         for v in self.index.versions(ns, Some(name))? {
             if !have.contains(&v.version) {
                 self.index.delete_version(ns, name, v.version)?;
@@ -300,6 +331,7 @@ impl Store {
                 Key::Recipe(ns, name, v) => {
                     recipes.entry(ns).or_default().insert((name, v));
                 }
+                Key::Deleted(ns, name, v) => self.index.add_deleted(&ns, &name, v)?,
                 Key::Other => {}
             }
         }
@@ -348,9 +380,12 @@ impl Store {
             for (name, v) in &have {
                 if self.index.version(ns, name, Some(*v))?.is_none() {
                     if let Some(b) = self.objects.get(&recipe_key(ns, &name_key(name), *v))? {
-                        if let Ok(r) = Recipe::read(&b[..]) {
-                            self.index.add_version(ns, &version_row(name, *v, &r))?;
-                            rep.versions_indexed += 1;
+                        match Recipe::read(&b[..]) {
+                            Ok(r) => {
+                                self.index.add_version(ns, &version_row(name, *v, &r))?;
+                                rep.versions_indexed += 1;
+                            }
+                            Err(e) => rep.bad_recipes.push(format!("{ns}: '{name}' v{v}: {e}")),
                         }
                     }
                 }
@@ -570,9 +605,13 @@ impl Store {
             )));
         }
         let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
+        // In a shared bucket: the gc epoch this commit's check belongs to (see `confirm_commit`).
+        let mut epoch = None;
         if self.shared {
-            // A gc on another node holds the namespace: refuse rather than race its sweep.
-            if self.objects.exists(&gc_lock_key(ns))? {
+            epoch = Some(self.gc_epoch(ns)?);
+            // A gc on another node holds the namespace: refuse rather than race its sweep (a
+            // lock past its lease is a dead node's and is ignored).
+            if self.gc_lock_held(ns)? {
                 return Err(StoreError::Busy(format!(
                     "a gc of namespace '{ns}' is running on a node of this bucket; try again shortly"
                 )));
@@ -617,18 +656,78 @@ impl Store {
         let mut text = Vec::new();
         recipe.write(&mut text).map_err(StoreError::internal)?;
         let nk = name_key(name);
+        stall_point();
+        // The next number the name never had: above its versions and its deleted ones (whose
+        // tombstones another node may have written since this node's index last looked).
         let mut version = self.index.max_version(ns, name)? + 1;
         loop {
+            if self.shared && self.objects.exists(&tombstone_key(ns, &nk, version))? {
+                version += 1;
+                continue;
+            }
             if self.objects.put_new(&recipe_key(ns, &nk, version), text.clone())? {
                 break;
             }
             version += 1;
         }
         failpoint("after-recipe-put");
+        if let Some(e) = epoch {
+            self.confirm_commit(ns, name, version, &recipe, e)?;
+        }
         let row = version_row(name, version, &recipe);
         debug_assert_eq!(row.digest, hex(&digest));
         self.index.add_version(ns, &row)?;
         Ok(row)
+    }
+
+    /// In a shared bucket, after a commit's put: if a gc started since the commit checked the
+    /// lock (the lock is held, or the gc epoch changed), that gc may have listed the recipes
+    /// before this put (a node stalled longer than `--gc-settle`) and swept chunks this recipe
+    /// names. Then the commit waits for that gc to end and looks at the bucket again: if every
+    /// chunk is still there the version stands; if not, the version is withdrawn (tombstoned,
+    /// so its number is not given again, and deleted) and the commit fails with 409 and the
+    /// missing ids, as if they had been missing at its check. A committed version that answers
+    /// 201 names only chunks that are present.
+    fn confirm_commit(&self, ns: &str, name: &str, version: u64, recipe: &Recipe, epoch: Option<Bytes>) -> Result<()> {
+        if !self.gc_lock_held(ns)? && self.gc_epoch(ns)? == epoch {
+            return Ok(());
+        }
+        let t = Instant::now();
+        while self.gc_lock_held(ns)? && t.elapsed() < self.gc_lease {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let nk = name_key(name);
+        let withdraw = || -> Result<()> {
+            self.objects.put_new(&tombstone_key(ns, &nk, version), format!("withdrawn at {} (Unix seconds)\n", now()).into_bytes())?;
+            self.index.add_deleted(ns, name, version)?;
+            self.objects.delete(&recipe_key(ns, &nk, version))
+        };
+        if self.gc_lock_held(ns)? {
+            withdraw()?;
+            return Err(StoreError::Busy(format!(
+                "a gc of namespace '{ns}' ran while this commit was stalled and is still running; nothing was committed"
+            )));
+        }
+        self.refresh(ns, Instant::now())?;
+        let ids: Vec<Digest> = recipe.entries.iter().map(|e| e.fp).collect();
+        let missing = self.index.missing(ns, &ids)?;
+        if missing.is_empty() {
+            return Ok(());
+        }
+        withdraw()?;
+        Err(StoreError::Missing {
+            message: format!(
+                "a gc that ran while this commit was stalled removed {} of its chunks from namespace '{ns}'; nothing was committed",
+                missing.len()
+            ),
+            missing,
+        })
+    }
+
+    /// The gc epoch of a namespace in a shared bucket: the content of its `gc-epoch` object,
+    /// which every gc rewrites when it takes the lock.
+    fn gc_epoch(&self, ns: &str) -> Result<Option<Bytes>> {
+        self.objects.get(&format!("ns/{ns}/gc-epoch"))
     }
 
     /// A version's row and recipe (`version None`: the latest).
@@ -645,7 +744,7 @@ impl Store {
             .objects
             .get(&recipe_key(ns, &name_key(name), row.version))?
             .ok_or_else(not_found)?;
-        let r = Recipe::read(&b[..]).map_err(|e| StoreError::Internal(format!("stored recipe: {e}")))?;
+        let r = Recipe::read(&b[..]).map_err(|e| damaged(ns, name, row.version, e))?;
         Ok((row, r))
     }
 
@@ -667,11 +766,32 @@ impl Store {
         if vs.is_empty() {
             return Err(StoreError::NotFound(format!("nothing to delete: '{name}' in namespace '{ns}'")));
         }
+        self.tombstone(ns, name, &vs)?;
         for v in &vs {
             self.objects.delete(&recipe_key(ns, &name_key(name), *v))?;
             self.index.delete_version(ns, name, *v)?;
         }
         Ok(vs.len() as u64)
+    }
+
+    /// Before versions `vs` of `name` are deleted: if the highest of them is the name's latest
+    /// version, its tombstone object is written (and indexed), so that the name's next commit
+    /// gets a number above it, after a restart or a rebuilt index too; older tombstones of the
+    /// name are removed (one is enough).
+    fn tombstone(&self, ns: &str, name: &str, vs: &[u64]) -> Result<()> {
+        let Some(&top) = vs.iter().max() else { return Ok(()) };
+        let latest = self.index.version(ns, name, None)?.map_or(0, |r| r.version);
+        if top < latest || top <= self.index.max_deleted(ns, name)? {
+            return Ok(());
+        }
+        let nk = name_key(name);
+        let (_, old) = self.name_objects(ns, name)?;
+        self.objects.put_new(&tombstone_key(ns, &nk, top), format!("deleted at {} (Unix seconds)\n", now()).into_bytes())?;
+        self.index.add_deleted(ns, name, top)?;
+        for d in old.into_iter().filter(|d| *d < top) {
+            self.objects.delete(&tombstone_key(ns, &nk, d))?;
+        }
+        Ok(())
     }
 
     /// Step 4: sends the bytes `range` of a recipe's file to `send`, each chunk verified
@@ -703,7 +823,7 @@ impl Store {
         for batch in todo.chunks(BATCH) {
             let ids: Vec<Digest> = batch.iter().map(|t| t.1).collect();
             let mut locs = self.index.lookup(ns, &ids)?;
-            let mut refreshed = false;
+            let mut moved = 0;
             if self.shared && locs.iter().any(|l| l.is_none()) {
                 self.refresh(ns, Instant::now())?;
                 locs = self.index.lookup(ns, &ids)?;
@@ -727,10 +847,12 @@ impl Store {
                 }
                 let bytes = match self.objects.get_range(&pack_key(ns, &l0.pack), l0.offset..end) {
                     Ok(b) => b,
-                    // In a shared bucket another node's gc may have deleted or rewritten the
-                    // pack since this node indexed it: refresh from the bucket, look up again.
-                    Err(StoreError::NotFound(_)) if self.shared && !refreshed => {
-                        refreshed = true;
+                    // A gc rewrote the pack since this batch was looked up (its chunks moved to
+                    // a new pack, the old one deleted; in a shared bucket, maybe another node's
+                    // gc): refresh from the bucket where shared, look the batch up again and go
+                    // on from the same chunk. A few times at most per batch.
+                    Err(StoreError::NotFound(_)) if moved < 3 => {
+                        moved += 1;
                         self.refresh(ns, Instant::now())?;
                         locs = self.index.lookup(ns, &ids)?;
                         continue;
@@ -779,30 +901,67 @@ impl Store {
         // A shared bucket: one gc at a time per namespace, by a create-only lock object that
         // every node's commit checks; then a settle period for commits already past that check.
         let lock = gc_lock_key(ns);
-        let body = format!("gc started at {} (Unix seconds)\n", now()).into_bytes();
-        if !self.objects.put_new(&lock, body)? {
+        if !self.take_gc_lock(&lock)? {
             return Err(StoreError::Busy(format!(
-                "another gc of namespace '{ns}' holds {lock} (if no gc is running, a node died during one: delete that object)"
+                "another gc of namespace '{ns}' holds {lock} (a lock not renewed for {} s is taken over)",
+                self.gc_lease.as_secs()
             )));
         }
-        std::thread::sleep(self.gc_settle);
-        let r = self.refresh(ns, Instant::now()).and_then(|_| self.gc_locked(ns, grace_secs));
+        self.objects.put(&format!("ns/{ns}/gc-epoch"), format!("{}\n", random_hex()).into_bytes())?;
+        failpoint("gc-locked");
+        // The lock is a lease: rewritten every third of it while this gc runs.
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut last = Instant::now();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    if last.elapsed() >= self.gc_lease / 3 {
+                        let _ = self.objects.put(&lock, gc_lock_body());
+                        last = Instant::now();
+                    }
+                }
+            });
+            std::thread::sleep(self.gc_settle);
+            let r = self.refresh(ns, Instant::now()).and_then(|_| self.gc_locked(ns, grace_secs));
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            r
+        });
         let d = self.objects.delete(&lock);
         let rep = r?;
         d?;
         Ok(rep)
     }
 
+    /// Whether a live gc holds namespace `ns` (its lock object younger than the lease).
+    fn gc_lock_held(&self, ns: &str) -> Result<bool> {
+        Ok(self.objects.age(&gc_lock_key(ns))?.is_some_and(|age| age <= self.gc_lease.as_secs() as i64))
+    }
+
+    /// Takes the gc lock `lock`: creates it, or takes over one past its lease (a node that died
+    /// during a gc). `false` if a live gc holds it.
+    fn take_gc_lock(&self, lock: &str) -> Result<bool> {
+        if self.objects.put_new(lock, gc_lock_body())? {
+            return Ok(true);
+        }
+        match self.objects.age(lock)? {
+            Some(age) if age <= self.gc_lease.as_secs() as i64 => Ok(false),
+            Some(age) => {
+                eprintln!("cutpoint serve: taking over {lock}, not renewed for {age} s (a node died during a gc)");
+                self.objects.delete(lock)?;
+                self.objects.put_new(lock, gc_lock_body())
+            }
+            None => self.objects.put_new(lock, gc_lock_body()),
+        }
+    }
+
     fn gc_locked(&self, ns: &str, grace_secs: u64) -> Result<GcReport> {
         let mut rep = GcReport::default();
-        let mut live: HashSet<Digest> = HashSet::new();
-        for v in self.index.versions(ns, None)? {
-            let (_, r) = self.recipe(ns, &v.name, Some(v.version))?;
-            live.extend(r.entries.iter().map(|e| e.fp));
-        }
+        let live = self.live_chunks(ns, &mut rep.warnings)?;
         rep.referenced_chunks = live.len() as u64;
         let alg = self.index.ns_alg(ns)?.unwrap_or_default();
-        let cutoff = now() - grace_secs as i64;
+        // A grace past i64 (u64::MAX would wrap to -1, i.e. no grace) is clamped: spare every pack.
+        let cutoff = now().saturating_sub(i64::try_from(grace_secs).unwrap_or(i64::MAX));
         for (pack, bytes, created) in self.index.packs(ns)? {
             if created > cutoff {
                 rep.packs_in_grace += 1;
@@ -828,6 +987,30 @@ impl Store {
             }
         }
         Ok(rep)
+    }
+
+    /// The chunks the namespace's recipe objects reference (every stored recipe, indexed or
+    /// not). A damaged recipe does not stop the sweep: the chunk ids still readable in it are
+    /// kept and a warning says so.
+    fn live_chunks(&self, ns: &str, warnings: &mut Vec<String>) -> Result<HashSet<Digest>> {
+        let mut live = HashSet::new();
+        for (k, _, _) in self.objects.list(&format!("ns/{ns}/recipes"))? {
+            let Key::Recipe(_, name, v) = parse_key(&k) else { continue };
+            let Some(b) = self.objects.get(&k)? else { continue };
+            match Recipe::read(&b[..]) {
+                Ok(r) => live.extend(r.entries.iter().map(|e| e.fp)),
+                Err(e) => {
+                    let ids = readable_ids(&b);
+                    warnings.push(format!(
+                        "{}; its {} readable chunk ids were kept",
+                        damaged(ns, &name, v, e),
+                        ids.len()
+                    ));
+                    live.extend(ids);
+                }
+            }
+        }
+        Ok(live)
     }
 
     fn rewrite_pack(&self, ns: &str, pack: &str, alg: HashAlg, keep: &[&Frame], spool: &Path) -> Result<u64> {
@@ -900,6 +1083,18 @@ impl Store {
                 }
             }
         }
+        let indexed: HashSet<(String, u64)> = self.index.versions(ns, None)?.into_iter().map(|v| (v.name, v.version)).collect();
+        for (k, _, _) in self.objects.list(&format!("ns/{ns}/recipes"))? {
+            let Key::Recipe(_, name, v) = parse_key(&k) else { continue };
+            if indexed.contains(&(name.clone(), v)) {
+                continue;
+            }
+            match self.objects.get(&k)?.map(|b| Recipe::read(&b[..])) {
+                Some(Err(e)) => rep.problems.push(damaged(ns, &name, v, e).to_string()),
+                Some(Ok(_)) => rep.problems.push(format!("'{name}' v{v}: stored but not indexed")),
+                None => {}
+            }
+        }
         for v in self.index.versions(ns, None)? {
             rep.versions += 1;
             match self.recipe(ns, &v.name, Some(v.version)) {
@@ -913,22 +1108,45 @@ impl Store {
                 }
             }
         }
+        for p in rep.problems.iter_mut() {
+            *p = self.objects.scrub(p);
+        }
         Ok(rep)
     }
 
-    /// Lists the recipe versions stored for a name (objects, not the index).
-    pub fn stored_versions(&self, ns: &str, name: &str) -> Result<Vec<u64>> {
+    /// The recipe versions stored for a name and its tombstones' versions (objects, not the
+    /// index), each sorted.
+    pub fn name_objects(&self, ns: &str, name: &str) -> Result<(Vec<u64>, Vec<u64>)> {
         let objs = self.objects.list(&recipe_prefix(ns, &name_key(name)))?;
-        let mut v: Vec<u64> = objs
-            .iter()
-            .filter_map(|(k, _, _)| match parse_key(k) {
-                Key::Recipe(_, _, v) => Some(v),
-                _ => None,
-            })
-            .collect();
-        v.sort();
-        Ok(v)
+        let (mut vs, mut del) = (Vec::new(), Vec::new());
+        for (k, _, _) in &objs {
+            match parse_key(k) {
+                Key::Recipe(_, n, v) if n == name => vs.push(v),
+                Key::Deleted(_, n, v) if n == name => del.push(v),
+                _ => {}
+            }
+        }
+        vs.sort();
+        del.sort();
+        Ok((vs, del))
     }
+}
+
+/// The error of a stored recipe that does not parse (no server path in it).
+fn damaged(ns: &str, name: &str, v: u64, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Damaged(format!("the stored recipe of '{name}' v{v} in namespace '{ns}' is damaged: {e}"))
+}
+
+/// The chunk ids of a damaged recipe's lines that still read as `<64 hex> ...`.
+fn readable_ids(text: &[u8]) -> Vec<Digest> {
+    String::from_utf8_lossy(text)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().and_then(cutpoint_core::rapid::recipe::parse_hex))
+        .collect()
+}
+
+fn gc_lock_body() -> Vec<u8> {
+    format!("gc running, renewed at {} (Unix seconds)\n", now()).into_bytes()
 }
 
 /// The gc lock object of a namespace in a shared bucket.

@@ -158,7 +158,8 @@ export class Http {
         return await f()
       } catch (e: any) {
         checkAbort(signal)
-        const transient = e instanceof StoreError && (e.code === 'network' || (e.status !== undefined && e.status >= 500))
+        // A `damaged` object in the store (a recipe that does not parse) is not transient.
+        const transient = e instanceof StoreError && e.code !== 'damaged' && (e.code === 'network' || (e.status !== undefined && e.status >= 500))
         if (!transient) throw e
         if (n >= this.retries) throw n > 0 && e.code === 'network' ? gaveUp(e, n + 1) : e
         this.onRetry?.({ request: what, error: e, timedOut: !!(e as any).timedOut, waited: (e as any).waited ?? 0, attempt: n + 2, attempts: this.retries + 1 })

@@ -227,13 +227,19 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     const limits = http.limits(signal)
     limits.catch(() => {}) // awaited below, unless the recipe's request fails first
     {
-      const got = await http.requestRead('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] }, async (res) => {
-        if (res.status !== 200) {
-          await res.body?.cancel()
-          return undefined
-        }
-        return { res, text: new Uint8Array(await res.arrayBuffer()) }
-      })
+      // A damaged latest recipe (the store's code `damaged`) is no base: the whole recipe is sent.
+      const got = await http
+        .requestRead('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] }, async (res) => {
+          if (res.status !== 200) {
+            await res.body?.cancel()
+            return undefined
+          }
+          return { res, text: new Uint8Array(await res.arrayBuffer()) }
+        })
+        .catch((e) => {
+          if (e instanceof StoreError && e.code === 'damaged') return undefined
+          throw e
+        })
       if (got) {
         const { res, text } = got
         latest = Number(res.headers.get('x-cutpoint-version'))

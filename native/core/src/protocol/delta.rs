@@ -57,6 +57,9 @@ fn bad(line: usize, m: &str) -> WireError {
 /// Parses a delta commit body.
 pub fn parse(body: &[u8]) -> Result<Delta, WireError> {
     let text = std::str::from_utf8(body).map_err(|_| WireError::malformed("a delta is UTF-8 text; this body is not"))?;
+    if let Some(n) = text.split('\n').position(|l| l.ends_with('\r')) {
+        return Err(bad(n + 1, "ends with CR LF: delta lines end with LF only"));
+    }
     let mut lines = text.split('\n').enumerate().map(|(i, l)| (i + 1, l));
     let mut next = |what: &str| {
         lines
@@ -294,6 +297,8 @@ mod tests {
         let err = |s: &str| parse(s.as_bytes()).and_then(|d| d.expand(&base)).unwrap_err().to_string();
         assert!(err(&good.replace("= 2 3", "= 8 3")).contains("past the end"));
         assert!(err(&good.replace("= 2 3", "= 2 0")).contains("run of 0"));
+        let crlf = err(&good.replace('\n', "\r\n"));
+        assert!(crlf.contains("line 1") && crlf.contains("LF only"), "{crlf}");
         assert!(err(&good.replace("end 3 300", "end 3 301")).contains("'end' line says"));
         assert!(err(&good.replace("cutpoint-delta 1", "cutpoint-delta 2")).contains("version 2"));
         assert!(err(&good.replace("base 1", "base 0")).contains("base <version>"));

@@ -59,19 +59,53 @@ pub fn encode_segment(s: &str) -> String {
     out
 }
 
-/// Lower-case hex of a name's bytes (how the store keys it).
+/// Hex digits of a name in one segment of its key: 254, so that a segment with its `-` mark
+/// is 255 bytes, the longest file name of common file systems (ext4, XFS, APFS, NTFS).
+pub const KEY_SEGMENT_HEX: usize = 254;
+
+/// How the store keys a name: the lower-case hex of its bytes, cut into `/`-separated segments
+/// of [`KEY_SEGMENT_HEX`] digits, every segment but the last marked with a trailing `-` (a
+/// name of up to 127 bytes is one segment, as before). A segment is then never longer than
+/// 255 bytes, for every valid name (255 bytes: 510 digits, three segments), and the key of a
+/// name is never a directory of another name's key (a `-` segment is never a last one).
 pub fn name_key(name: &str) -> String {
-    name.bytes().map(|b| format!("{b:02x}")).collect()
+    let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    let mut out = String::with_capacity(hex.len() + hex.len() / KEY_SEGMENT_HEX * 2);
+    let mut rest = hex.as_str();
+    while rest.len() > KEY_SEGMENT_HEX {
+        out.push_str(&rest[..KEY_SEGMENT_HEX]);
+        out.push_str("-/");
+        rest = &rest[KEY_SEGMENT_HEX..];
+    }
+    out.push_str(rest);
+    out
 }
 
-/// The inverse of [`name_key`].
+/// The inverse of [`name_key`] (`None` for any other text).
 pub fn name_from_key(key: &str) -> Option<String> {
-    if key.len() % 2 != 0 {
+    let segs: Vec<&str> = key.split('/').collect();
+    let mut hex = String::with_capacity(key.len());
+    for (i, seg) in segs.iter().enumerate() {
+        let digits = if i + 1 < segs.len() {
+            seg.strip_suffix('-').filter(|d| d.len() == KEY_SEGMENT_HEX)?
+        } else {
+            Some(*seg).filter(|d| !d.is_empty() && d.len() <= KEY_SEGMENT_HEX)?
+        };
+        hex.push_str(digits);
+    }
+    if hex.len() % 2 != 0 {
         return None;
     }
-    let bytes: Option<Vec<u8>> = (0..key.len())
+    let bytes: Option<Vec<u8>> = (0..hex.len())
         .step_by(2)
-        .map(|i| u8::from_str_radix(key.get(i..i + 2)?, 16).ok())
+        .map(|i| {
+            let d = hex.get(i..i + 2)?;
+            // Lower-case digits only: one key per name.
+            if d.bytes().any(|b| b.is_ascii_uppercase()) {
+                return None;
+            }
+            u8::from_str_radix(d, 16).ok()
+        })
         .collect();
     String::from_utf8(bytes?).ok()
 }
@@ -95,6 +129,19 @@ mod tests {
             assert!(validate_namespace(bad).is_err(), "{bad:?}");
         }
         assert_eq!(name_from_key("zz"), None);
+        // Every segment of a key fits a file name (255 bytes), whatever the name's length.
+        for n in [1, 126, 127, 128, 200, 254, 255] {
+            let name = "é".repeat(n / 2) + &"y".repeat(n % 2);
+            let k = name_key(&name);
+            assert!(k.split('/').all(|s| s.len() <= 255), "{n}: {k}");
+            assert_eq!(name_from_key(&k).as_deref(), Some(name.as_str()), "{n}");
+        }
+        assert_eq!(name_key(&"a".repeat(127)), "61".repeat(127), "short names keep their one-segment key");
+        assert_eq!(name_key(&"a".repeat(128)), format!("{}-/6161", "61".repeat(127)));
+        // Not keys: an unmarked inner segment, a marked last one, a short inner one, upper case.
+        for bad in [format!("{}/61", "61".repeat(127)), format!("{}-", "61".repeat(127)), "61-/61".to_string(), "6A".to_string(), String::new()] {
+            assert_eq!(name_from_key(&bad), None, "{bad}");
+        }
         assert_eq!(encode_segment("dir/a b~ü"), "dir%2Fa%20b~%C3%BC");
     }
 }

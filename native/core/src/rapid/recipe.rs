@@ -240,6 +240,9 @@ impl<R: BufRead> Lines<R> {
         self.n += 1;
         if self.buf.last() == Some(&b'\n') {
             self.buf.pop();
+            if self.buf.last() == Some(&b'\r') {
+                return Err(bad(self.n, "ends with CR LF: recipe lines end with LF only"));
+            }
         } else if self.buf.len() > MAX_LINE {
             let msg = if self.n == 1 { "not a cutpoint recipe" } else { "line too long" };
             return Err(bad(self.n, msg));
@@ -317,6 +320,8 @@ mod tests {
         assert_eq!(Recipe::read(&buf2[..]).unwrap(), r2);
         // A bad digest line is an error naming the line.
         let bad_text = text2.replace(&"ab".repeat(32), "xyz");
+        let crlf = Recipe::read(&b"cutpoint-recipe 1\r\nprofile gear:2k:8k:64k\r\n"[..]).unwrap_err().to_string();
+        assert!(crlf.contains("line 1") && crlf.contains("LF only"), "{crlf}");
         let e = Recipe::read(bad_text.as_bytes()).unwrap_err().to_string();
         assert!(e.contains("line 4") && e.contains("digest"), "{e}");
     }

@@ -130,7 +130,9 @@ pub fn check(input: &[u8]) -> Result<(), String> {
             for ns in ["a", "b"] {
                 for need in [Scope::Read, Scope::Write] {
                     let ok = authorize(Some(&tokens), Some(h), ns, need).is_ok();
-                    let right = ns == "a" && h.strip_prefix("Bearer ").map(str::trim) == Some(TOKEN);
+                    // The scheme in any case (RFC 9110), a space, the token (spaces around it).
+                    let token = h.split_once(' ').filter(|(s, _)| s.eq_ignore_ascii_case("bearer")).map(|(_, t)| t.trim());
+                    let right = ns == "a" && token == Some(TOKEN);
                     if ok != right {
                         return Err(format!("Authorization {h:?} on {ns}: granted {ok}"));
                     }

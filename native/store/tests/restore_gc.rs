@@ -1,0 +1,87 @@
+//! A restore that races a gc rewriting the pack it reads: it looks its chunks up again and goes
+//! on from the new pack (it stopped early: "no object ..." after the old pack was deleted).
+
+use cutpoint_core::protocol::pack::PackWriter;
+use cutpoint_core::protocol::FileDigest;
+use cutpoint_core::rapid::{Recipe, RecipeEntry};
+use cutpoint_core::HashAlg;
+use cutpoint_store::{Limits, Store};
+
+/// `n` chunks of `size` pseudo-random bytes (seeded).
+fn chunks(n: usize, size: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            (0..size)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn recipe_of(cs: &[Vec<u8>]) -> Vec<u8> {
+    let mut r = Recipe {
+        profile: "gear:2k:8k:64k".into(),
+        hash: HashAlg::Blake3,
+        digest: None,
+        entries: cs
+            .iter()
+            .map(|c| RecipeEntry {
+                fp: HashAlg::Blake3.digest(c).unwrap(),
+                size: c.len() as u32,
+                last: None,
+                regular: true,
+            })
+            .collect(),
+    };
+    r.digest = FileDigest::of(&r);
+    let mut t = Vec::new();
+    r.write(&mut t).unwrap();
+    t
+}
+
+#[test]
+fn a_restore_racing_a_gc_rewrite_goes_on_from_the_new_pack() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = Store::open_dir(dir.path(), rt.handle().clone(), Limits::default(), false).unwrap();
+    // One pack: 'keep' (10 MiB, more than one 8 MiB read of the restore), then 'gone' (12 MiB),
+    // so that once 'gone' is deleted the pack is less than half referenced and gc rewrites it.
+    let keep = chunks(40, 256 << 10, 1);
+    let gone = chunks(48, 256 << 10, 2);
+    let mut w = PackWriter::new(Vec::new(), HashAlg::Blake3).unwrap();
+    for c in keep.iter().chain(&gone) {
+        w.add(&HashAlg::Blake3.digest(c).unwrap(), c).unwrap();
+    }
+    let rep = store.ingest("n", &w.finish().unwrap()[..]).unwrap();
+    assert_eq!(rep.stored, 88);
+    store.commit("n", "keep", &recipe_of(&keep)).unwrap();
+    store.commit("n", "gone", &recipe_of(&gone)).unwrap();
+    store.delete("n", "gone", None).unwrap();
+
+    let (_, recipe) = store.recipe("n", "keep", None).unwrap();
+    let want: Vec<u8> = keep.concat();
+    let mut got = Vec::new();
+    let mut errors = Vec::new();
+    let mut rewritten = 0;
+    store.restore("n", &recipe, 0..want.len() as u64, &mut |r| {
+        match r {
+            Ok(b) => got.extend_from_slice(&b),
+            Err(e) => errors.push(e.to_string()),
+        }
+        if rewritten == 0 {
+            // The first piece is sent: gc rewrites the pack the rest is in.
+            rewritten = store.gc("n", 0).unwrap().packs_rewritten;
+        }
+        true
+    });
+    assert_eq!(rewritten, 1, "gc rewrote the pack mid-restore");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(got == want, "the restore went on from the new pack ({} of {} bytes)", got.len(), want.len());
+    assert!(store.check("n").unwrap().problems.is_empty());
+}
