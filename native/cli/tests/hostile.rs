@@ -101,9 +101,13 @@ fn a_delta_bomb_is_refused_before_it_is_built() {
     let v = json(&b);
     assert_eq!(s, 413, "{v}");
     assert!(v["error"].as_str().unwrap().contains("16777216"), "{v}");
-    // A wrong digest and an end line of 10^8 chunks: refused on the count alone.
-    let (s, _, b) = http("PUT", &u("files/f"), None, &[], Some(&bomb(&"ab".repeat(32), 100_000_000)));
+    // A wrong digest: refused on the count alone, before the digest is computed.
+    let (s, _, b) = http("PUT", &u("files/f"), None, &[], Some(&bomb(&"ab".repeat(32), runs * 2000)));
     assert_eq!(s, 413, "{}", String::from_utf8_lossy(&b));
+    // An end line of 10^8 chunks that the runs do not add up to: malformed (400), named.
+    let (s, _, b) = http("PUT", &u("files/f"), None, &[], Some(&bomb(&"ab".repeat(32), 100_000_000)));
+    assert_eq!(s, 400, "{}", String::from_utf8_lossy(&b));
+    assert!(String::from_utf8_lossy(&b).contains("'end' line says 100000000"));
     // Nothing was expanded: both answers came at once, and the server never grew.
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     let (_, hwm) = rss_kib(srv.child.id());

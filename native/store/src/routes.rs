@@ -633,7 +633,7 @@ pub struct ServeConfig {
 
 /// The most a connection buffers (hyper's `max_buf_size`: the response bytes queued for a
 /// client that does not read, and the request read buffer).
-const CONN_BUF: usize = 256 << 10;
+const CONN_BUF: usize = 128 << 10;
 
 /// A connection whose writes fail once the client has taken nothing for `limit`: a client
 /// that stops reading a response is cut (hyper has no write timeout of its own), and what the

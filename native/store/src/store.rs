@@ -972,8 +972,8 @@ impl Store {
 
 /// The most bytes one restore piece reads at once from a local directory, and from a bucket
 /// (where each read is a request). A client that stops reading holds at most one piece (or one
-/// chunk, if larger) and the HTTP layer's buffer: 500 unread downloads hold ~250 MiB locally.
-pub const RESTORE_PIECE_LOCAL: u64 = 256 << 10;
+/// chunk, if larger) and the HTTP layer's buffer: 500 unread downloads hold ~128 MiB of them locally.
+pub const RESTORE_PIECE_LOCAL: u64 = 128 << 10;
 pub const RESTORE_PIECE_BUCKET: u64 = 2 << 20;
 
 /// The ranged reads in which reconcile and check read a stored pack.
