@@ -357,7 +357,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
           pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), buf.subarray(at, at + n.len))
           if (journal) packNovel.push(n) // what the journal records once the store acknowledges the pack
           packCount++
-          if (pack.len >= packSize) await upload()
+          if (pack.len >= packSize || packCount >= maxCount) await upload()
         }
         i = j + 1
       }
