@@ -35,6 +35,7 @@ export interface WasmModule {
   packHeader(hash: string, headsFirst?: boolean): Uint8Array
   packMaxHeadsFirst(): number
   fitPackTarget(want: number, maxChunk: number, maxPack: number): number
+  fitPackChunks(storeMax?: number): number
   packFrameHead(len: number, id: Uint8Array): Uint8Array
   packEnd(count: number): Uint8Array
   packedLen(lengths: Uint32Array): number

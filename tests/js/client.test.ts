@@ -418,6 +418,23 @@ describe('bad input', () => {
     }
   })
 
+  it("packs within the store's --max-pack-chunks (the core's rule, as the native client)", async () => {
+    const s = await startStore({ args: ['--max-pack-chunks', '100'] })
+    try {
+      const c = cp.createClient({ store: s.url, workers: 0 })
+      // ~770 chunks of the default profile: a pack of more than 100 would be refused (413).
+      const data = new Uint8Array(randomBytes(6 << 20))
+      const r = await c.push(data, { name: 'a' })
+      expect(r.packs).toBeGreaterThanOrEqual(7)
+      expect(Buffer.compare(await bytesOf(await c.pull('a')), Buffer.from(data))).toBe(0)
+      const n = nativePush(s, writeTmp('c6.bin', data), 'a', ['--ns', 'native'])
+      expect(n.packs).toBe(r.packs)
+      await c.close()
+    } finally {
+      await s.stop()
+    }
+  })
+
   it('an unreachable store, an unreadable file, a directory, a bad profile, a bad name, a missing version', async () => {
     const dead = await startStore()
     const url = dead.url

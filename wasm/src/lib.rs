@@ -806,6 +806,14 @@ pub fn fit_pack_target(want: f64, max_chunk: f64, max_pack: f64) -> Result<f64, 
     cutpoint_core::protocol::pack::fit_pack_target(n(want) as usize, n(max_chunk) as usize, n(max_pack)).map(|t| t as f64).map_err(err)
 }
 
+/// The most chunks to put in one pack, for a store whose `limits.max_pack_chunks` is
+/// `store_max` (`undefined`: a store that does not say) (`cutpoint_core::protocol::pack::fit_pack_chunks`).
+#[wasm_bindgen(js_name = fitPackChunks)]
+pub fn fit_pack_chunks(store_max: Option<f64>) -> f64 {
+    let m = store_max.filter(|x| x.is_finite() && *x >= 0.0).map(|x| x.min(u64::MAX as f64) as u64);
+    cutpoint_core::protocol::pack::fit_pack_chunks(m) as f64
+}
+
 /// The most chunks a heads-first upload may list.
 #[wasm_bindgen(js_name = packMaxHeadsFirst)]
 pub fn pack_max_heads_first() -> usize {

@@ -46,6 +46,22 @@ pub struct ServeArgs {
     /// Largest commit body (recipe), e.g. 128m.
     #[arg(long, default_value = "128m")]
     max_recipe: String,
+    /// Most chunks in one pack upload (413 above it; clients cut their packs at this count).
+    #[arg(long, default_value_t = cutpoint_store::store::DEFAULT_MAX_PACK_CHUNKS, value_name = "N")]
+    max_pack_chunks: u64,
+    /// Pack uploads and commits taken at once, overall (503 with Retry-After above it).
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    max_uploads: usize,
+    /// Pack uploads and commits taken at once per token (per Authorization header).
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    max_uploads_per_token: usize,
+    /// Bytes a second a request body must average, once --body-timeout has passed since it
+    /// started (slower ones are cut: 400, nothing stored); 0: no floor.
+    #[arg(long, default_value_t = 4096, value_name = "BYTES")]
+    min_rate: u64,
+    /// Seconds a client may read nothing of a response (a restore) before its connection is cut.
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    send_timeout: f64,
     /// Rebuild the index from the packs and recipes, then serve as usual (the server keeps
     /// running: stop it with Ctrl-C; give --listen to use another address).
     #[arg(long)]
@@ -78,6 +94,7 @@ pub fn run(a: &ServeArgs) -> Result<(), Fail> {
     let limits = Limits {
         max_pack: size("max-pack", &a.max_pack)?,
         max_recipe: size("max-recipe", &a.max_recipe)?,
+        max_pack_chunks: a.max_pack_chunks.max(1),
     };
     let listen = a
         .listen
@@ -153,6 +170,10 @@ pub fn run(a: &ServeArgs) -> Result<(), Fail> {
         gc_lease: secs("gc-lease", a.gc_lease)?,
         header_timeout: secs("header-timeout", a.header_timeout)?,
         body_idle: secs("body-timeout", a.body_timeout)?,
+        min_rate: a.min_rate,
+        send_timeout: secs("send-timeout", a.send_timeout)?,
+        max_uploads: a.max_uploads.max(1),
+        max_uploads_per_token: a.max_uploads_per_token.max(1),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

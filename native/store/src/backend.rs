@@ -242,6 +242,29 @@ impl Objects {
         })
     }
 
+    /// The size of the object under `key` (`None`: there is none).
+    pub fn size(&self, key: &str) -> Result<Option<u64>> {
+        let p = Self::path(key)?;
+        match self.rt.block_on(self.store.head(&p)) {
+            Ok(m) => Ok(Some(m.size)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The object under `key` (of `size` bytes) read front to back in ranged reads of
+    /// `piece` bytes: a pack is never held whole.
+    pub fn reader(&self, key: &str, size: u64, piece: u64) -> ObjectReader<'_> {
+        ObjectReader {
+            objects: self,
+            key: key.to_string(),
+            size,
+            pos: 0,
+            buf: Bytes::new(),
+            piece: piece.max(1),
+        }
+    }
+
     pub fn get_range(&self, key: &str, r: Range<u64>) -> Result<Bytes> {
         let p = Self::path(key)?;
         Ok(self.rt.block_on(self.store.get_range(&p, r))?)
@@ -266,5 +289,38 @@ impl Objects {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+/// See [`Objects::reader`].
+pub struct ObjectReader<'a> {
+    objects: &'a Objects,
+    key: String,
+    size: u64,
+    pos: u64,
+    buf: Bytes,
+    piece: u64,
+}
+
+impl std::io::Read for ObjectReader<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.buf.is_empty() {
+            if self.pos >= self.size || out.is_empty() {
+                return Ok(0);
+            }
+            let end = (self.pos + self.piece).min(self.size);
+            self.buf = self
+                .objects
+                .get_range(&self.key, self.pos..end)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            if self.buf.is_empty() {
+                return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the object is shorter than its size"));
+            }
+            self.pos += self.buf.len() as u64;
+        }
+        let n = self.buf.len().min(out.len());
+        out[..n].copy_from_slice(&self.buf[..n]);
+        self.buf = self.buf.slice(n..);
+        Ok(n)
     }
 }

@@ -17,7 +17,7 @@ use crate::store::{CheckReport, GcReport, PackReport};
 use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{encode_segment, validate_name, validate_namespace};
-use cutpoint_core::protocol::pack::{fit_pack_target, PackWriter};
+use cutpoint_core::protocol::pack::{fit_pack_chunks, fit_pack_target, PackWriter};
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
 use cutpoint_core::rapid::{Criterion, HintTable, Rapid, RapidOptions, Recipe, RecipeEntry};
 use cutpoint_core::{hex, Digest, Engine, HashAlg, Options, Profile};
@@ -503,10 +503,13 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         return Err(ClientError::Usage("a push needs fingerprints (--hash blake3 or sha256)".into()));
     }
     // Packs within the store's limit (`limits.max_pack_bytes` of `GET /v1`), whatever --pack-size.
-    let pack_target = match client.info()?.pointer("/limits/max_pack_bytes").and_then(|v| v.as_u64()) {
+    let info = client.info()?;
+    let pack_target = match info.pointer("/limits/max_pack_bytes").and_then(|v| v.as_u64()) {
         Some(max) => fit_pack_target(opts.pack_bytes, engine.profile().max, max).map_err(ClientError::Usage)?,
         None => opts.pack_bytes.max(1),
     };
+    // And within its count of chunks per pack (`limits.max_pack_chunks`).
+    let pack_chunks = fit_pack_chunks(info.pointer("/limits/max_pack_chunks").and_then(|v| v.as_u64()));
     // The base recipe (the latest version of the same name, same profile and fingerprint):
     // chunks known present without asking, the base of a delta commit, and RapidCDC hints.
     // A damaged latest recipe is no base: the push commits its whole recipe.
@@ -638,7 +641,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
                         None => cur.insert(PackWriter::new(Vec::with_capacity(pack_target + (1 << 20)), alg).expect("alg")),
                     };
                     w.add(&id, &data).expect("chunk sizes are within the pack limit");
-                    if w.len() as usize >= pack_target {
+                    if w.len() as usize >= pack_target || w.count() >= pack_chunks {
                         let p = cur.take().unwrap().finish().expect("in memory");
                         if pack_tx.send(p).is_err() {
                             return;
@@ -791,7 +794,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
                     data.resize(len as usize, 0);
                     pfile.read_exact_at(&mut data, off).map_err(io_err)?;
                     w.add(id, &data).expect("chunk size");
-                    if w.len() as usize >= pack_target {
+                    if w.len() as usize >= pack_target || w.count() >= pack_chunks {
                         let p = std::mem::replace(&mut w, PackWriter::new(Vec::new(), alg).expect("alg")).finish().expect("mem");
                         client.upload(&p)?;
                         sent.fetch_add(p.len() as u64, Ordering::Relaxed);

@@ -14,6 +14,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 use std::sync::Mutex;
 
+/// Chunk rows inserted per transaction ([`Index::add_pack`]).
+pub const INDEX_BATCH: usize = 4096;
+
 pub struct Index {
     conn: Mutex<Connection>,
 }
@@ -100,6 +103,10 @@ impl Index {
             )?;
         }
         conn.execute_batch(SCHEMA)?;
+        // Packs a crash left half indexed (see `add_pack`): dropped, the reconcile indexes them again.
+        conn.execute_batch(
+            "DELETE FROM chunks WHERE pid IN (SELECT pid FROM packs WHERE bytes < 0); DELETE FROM packs WHERE bytes < 0;",
+        )?;
         conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
         Ok(Index { conn: Mutex::new(conn) })
     }
@@ -209,28 +216,55 @@ impl Index {
         Ok(out)
     }
 
-    /// Indexes a durable pack's chunks (one transaction). A chunk already indexed keeps its
-    /// place. Returns how many rows were added, and their bytes.
+    /// Indexes a durable pack's chunks, [`INDEX_BATCH`] rows per transaction: between two
+    /// batches other requests use the index (a pack of 65,536 chunks does not hold it for its
+    /// whole insert). Until the last batch the pack's row says `bytes = -1` ("being indexed"):
+    /// [`Index::packs`] leaves it out (gc and check do not see a half-indexed pack), and an index
+    /// opened after a crash drops such a pack's rows, so that the start-up reconcile indexes it
+    /// again from the object. A chunk already indexed keeps its place. Returns how many rows
+    /// were added, and their bytes.
     pub fn add_pack(&self, ns: &str, pack: &str, bytes: u64, created: i64, frames: &[Frame]) -> Result<(u64, u64)> {
-        let mut c = self.c();
-        let tx = c.transaction()?;
-        let nsid = Self::nsid_mut(&tx, ns)?;
-        tx.execute(
-            "INSERT OR IGNORE INTO packs(nsid, pack, bytes, created) VALUES (?1, ?2, ?3, ?4)",
-            params![nsid, pack, bytes as i64, created],
-        )?;
-        let pid = Self::pid(&tx, nsid, pack)?.ok_or_else(|| StoreError::Internal(format!("pack {pack} vanished")))?;
-        let (mut added, mut added_bytes) = (0, 0);
-        {
-            let mut s = tx.prepare_cached("INSERT OR IGNORE INTO chunks(nsid, id, pid, off, len) VALUES (?1, ?2, ?3, ?4, ?5)")?;
-            for f in frames {
-                if s.execute(params![nsid, &f.id[..], pid, f.offset as i64, f.len as i64])? == 1 {
-                    added += 1;
-                    added_bytes += f.len as u64;
+        let (nsid, pid, fresh) = {
+            let c = self.c();
+            let nsid = Self::nsid_mut(&c, ns)?;
+            let fresh = c.execute(
+                "INSERT OR IGNORE INTO packs(nsid, pack, bytes, created) VALUES (?1, ?2, -1, ?3)",
+                params![nsid, pack, created],
+            )? == 1;
+            let pid = Self::pid(&c, nsid, pack)?.ok_or_else(|| StoreError::Internal(format!("pack {pack} vanished")))?;
+            (nsid, pid, fresh)
+        };
+        let r = self.add_rows(nsid, pid, frames);
+        if fresh {
+            match &r {
+                Ok(_) => {
+                    self.c().execute("UPDATE packs SET bytes = ?2 WHERE pid = ?1", params![pid, bytes as i64])?;
+                }
+                // The rows added so far go with the pack's row (the pack is indexed again later).
+                Err(_) => {
+                    let _ = self.remove_pack(ns, pack);
                 }
             }
         }
-        tx.commit()?;
+        r
+    }
+
+    fn add_rows(&self, nsid: i64, pid: i64, frames: &[Frame]) -> Result<(u64, u64)> {
+        let (mut added, mut added_bytes) = (0, 0);
+        for batch in frames.chunks(INDEX_BATCH) {
+            let mut c = self.c();
+            let tx = c.transaction()?;
+            {
+                let mut s = tx.prepare_cached("INSERT OR IGNORE INTO chunks(nsid, id, pid, off, len) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+                for f in batch {
+                    if s.execute(params![nsid, &f.id[..], pid, f.offset as i64, f.len as i64])? == 1 {
+                        added += 1;
+                        added_bytes += f.len as u64;
+                    }
+                }
+            }
+            tx.commit()?;
+        }
         Ok((added, added_bytes))
     }
 
@@ -240,11 +274,11 @@ impl Index {
         Ok(Self::pid(&c, nsid, pack)?.is_some())
     }
 
-    /// (pack, bytes, created) of every pack of a namespace.
+    /// (pack, bytes, created) of every pack of a namespace (not those being indexed).
     pub fn packs(&self, ns: &str) -> Result<Vec<(String, u64, i64)>> {
         let c = self.c();
         let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(Vec::new()) };
-        let mut s = c.prepare("SELECT pack, bytes, created FROM packs WHERE nsid = ?1 ORDER BY pack")?;
+        let mut s = c.prepare("SELECT pack, bytes, created FROM packs WHERE nsid = ?1 AND bytes >= 0 ORDER BY pack")?;
         let v = s
             .query_map([nsid], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?)))?
             .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -27,27 +27,128 @@ pub struct AppState {
     pub store: Store,
     /// `None`: open (no tokens file).
     pub tokens: Option<Tokens>,
-    /// A request body that sends nothing for this long is cut (slow clients).
-    pub body_idle: std::time::Duration,
+    /// How a request body must keep sending (slow clients are cut).
+    pub pace: Pace,
+    /// Pack uploads and commits in progress, overall and per token.
+    pub uploads: Arc<Slots>,
 }
 
-/// A request body as a stream of bytes that fails once it has sent nothing for `idle`.
-fn idle_limited(body: Body, idle: std::time::Duration) -> impl futures::Stream<Item = std::io::Result<Bytes>> + Send {
-    futures::stream::unfold(Some(body.into_data_stream()), move |st| async move {
-        let mut s = st?;
-        match tokio::time::timeout(idle, s.next()).await {
-            Err(_) => Some((
-                Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("the request body sent nothing for {:.1} s", idle.as_secs_f64()),
-                )),
-                None,
-            )),
+/// How a request body must keep sending: something at least every `idle`, and, once `idle`
+/// has passed since it started, at least `min_rate` bytes a second on average (0: no floor).
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    pub idle: std::time::Duration,
+    pub min_rate: u64,
+}
+
+impl Pace {
+    /// How long the body may now wait for its next bytes, having sent `sent` bytes since
+    /// `start`; `None`: it is already below the rate floor. The floor: by `idle + sent / min_rate`
+    /// seconds after the start, more must have come.
+    fn wait(&self, start: tokio::time::Instant, sent: u64) -> Option<std::time::Duration> {
+        if self.min_rate == 0 {
+            return Some(self.idle);
+        }
+        let due = self.idle + std::time::Duration::from_secs_f64(sent as f64 / self.min_rate as f64);
+        let left = due.checked_sub(start.elapsed())?;
+        Some(left.min(self.idle))
+    }
+}
+
+/// A request body as a stream of bytes that fails once it has sent nothing for `pace.idle`, or
+/// falls below `pace.min_rate` (a client trickling a byte every few seconds is cut as soon as its
+/// average falls below the floor, not left to hold the request for hours).
+fn idle_limited(body: Body, pace: Pace) -> impl futures::Stream<Item = std::io::Result<Bytes>> + Send {
+    let start = tokio::time::Instant::now();
+    futures::stream::unfold(Some((body.into_data_stream(), 0u64)), move |st| async move {
+        let (mut s, sent) = st?;
+        let slow = |m: String| Some((Err(std::io::Error::new(std::io::ErrorKind::TimedOut, m)), None));
+        let too_slow = || {
+            slow(format!(
+                "the request body is too slow: {sent} bytes in {:.1} s (this store cuts bodies slower than {} bytes/s)",
+                start.elapsed().as_secs_f64(),
+                pace.min_rate
+            ))
+        };
+        let Some(wait) = pace.wait(start, sent) else { return too_slow() };
+        match tokio::time::timeout(wait, s.next()).await {
+            Err(_) if wait < pace.idle => too_slow(),
+            Err(_) => slow(format!("the request body sent nothing for {:.1} s", pace.idle.as_secs_f64())),
             Ok(None) => None,
-            Ok(Some(Ok(b))) => Some((Ok(b), Some(s))),
+            Ok(Some(Ok(b))) => {
+                let n = sent + b.len() as u64;
+                Some((Ok(b), Some((s, n))))
+            }
             Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e)), None)),
         }
     })
+}
+
+/// Concurrent pack uploads and commits, overall and per token: one over either limit is
+/// refused at once with 503 and `Retry-After` (their bodies are not read), so slow uploads
+/// cannot take every thread, socket and buffer of the store.
+pub struct Slots {
+    pub max: usize,
+    pub per_token: usize,
+    held: std::sync::Mutex<(usize, std::collections::HashMap<String, usize>)>,
+}
+
+/// A slot held until dropped (the end of the request).
+pub struct Slot {
+    slots: Arc<Slots>,
+    key: String,
+}
+
+impl Slots {
+    pub fn new(max: usize, per_token: usize) -> Arc<Slots> {
+        Arc::new(Slots {
+            max,
+            per_token,
+            held: Default::default(),
+        })
+    }
+
+    /// A slot for a request with this Authorization header (`""`: none).
+    pub fn take(self: &Arc<Self>, key: &str) -> Result<Slot> {
+        let mut g = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if g.0 >= self.max {
+            return Err(StoreError::Busy(format!(
+                "this store is taking {} uploads already (its limit); try again shortly",
+                self.max
+            )));
+        }
+        let n = g.1.entry(key.to_string()).or_insert(0);
+        if *n >= self.per_token {
+            return Err(StoreError::Busy(format!(
+                "this token has {} uploads in progress (the store's limit per token); try again shortly",
+                self.per_token
+            )));
+        }
+        *n += 1;
+        g.0 += 1;
+        Ok(Slot {
+            slots: self.clone(),
+            key: key.to_string(),
+        })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut g = self.slots.held.lock().unwrap_or_else(|p| p.into_inner());
+        g.0 -= 1;
+        if let Some(n) = g.1.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                g.1.remove(&self.key);
+            }
+        }
+    }
+}
+
+fn upload_slot(st: &AppState, h: &HeaderMap) -> Result<Slot> {
+    let key = h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("");
+    st.uploads.take(key)
 }
 
 /// What the task gathering an upload's body hands to the blocking thread that ingests it.
@@ -75,13 +176,15 @@ struct BodyReader {
     rx: tokio::sync::mpsc::Receiver<BodyMsg>,
     cur: std::collections::VecDeque<Bytes>,
     end: bool,
+    /// An error taken by [`BodyReader::first`], given after the bytes before it.
+    err: Option<std::io::Error>,
 }
 
 impl BodyReader {
-    fn new(body: Body, idle: std::time::Duration) -> Self {
+    fn new(body: Body, pace: Pace) -> Self {
         let (tx, rx) = tokio::sync::mpsc::channel(BODY_AHEAD);
         tokio::spawn(async move {
-            let mut s = std::pin::pin!(idle_limited(body, idle));
+            let mut s = std::pin::pin!(idle_limited(body, pace));
             let mut batch = Vec::new();
             let mut n = 0;
             loop {
@@ -118,6 +221,18 @@ impl BodyReader {
             rx,
             cur: Default::default(),
             end: false,
+            err: None,
+        }
+    }
+
+    /// Waits (without a thread) for the first batch, the end or an error: a body that is slow
+    /// to start holds no blocking thread meanwhile.
+    async fn first(&mut self) {
+        match self.rx.recv().await {
+            Some(BodyMsg::Data(v)) => self.cur.extend(v),
+            Some(BodyMsg::End) => self.end = true,
+            Some(BodyMsg::Err(e)) => self.err = Some(e),
+            None => {}
         }
     }
 }
@@ -141,6 +256,9 @@ impl std::io::Read for BodyReader {
                 }
                 continue;
             }
+            if let Some(e) = self.err.take() {
+                return Err(e);
+            }
             if self.end {
                 return Ok(0);
             }
@@ -157,6 +275,9 @@ impl std::io::Read for BodyReader {
 
 type St = State<Arc<AppState>>;
 
+/// The `Retry-After` of a 503 (a busy store: uploads at their limit, a gc holding a namespace).
+const RETRY_AFTER_SECS: &str = "2";
+
 impl IntoResponse for StoreError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -165,6 +286,9 @@ impl IntoResponse for StoreError {
             if let Ok(v) = HeaderValue::from_str(&format!("bytes */{len}")) {
                 r.headers_mut().insert(header::CONTENT_RANGE, v);
             }
+        }
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
         }
         r
     }
@@ -187,9 +311,21 @@ fn path<T>(p: std::result::Result<Path<T>, PathRejection>) -> Result<T> {
     p.map(|Path(t)| t).map_err(|e| StoreError::BadRequest(format!("bad path: {e}")))
 }
 
-/// Reads a whole (small) body, at most `limit` bytes (413 over it).
-async fn body_bytes(body: Body, idle: std::time::Duration, limit: usize, what: &str) -> Result<Vec<u8>> {
-    let mut s = std::pin::pin!(idle_limited(body, idle));
+/// 413 at once for a body whose `Content-Length` is over `limit` (before any of it is read).
+fn refuse_announced(h: &HeaderMap, limit: u64, what: &str) -> Result<()> {
+    match content_length(h) {
+        Some(n) if n > limit => Err(StoreError::TooLarge(format!(
+            "the {what} is larger than this store's limit of {limit} bytes (Content-Length {n})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Reads a whole (small) body, at most `limit` bytes (413 over it, at once if its
+/// `Content-Length` says so).
+async fn body_bytes(h: &HeaderMap, body: Body, pace: Pace, limit: usize, what: &str) -> Result<Vec<u8>> {
+    refuse_announced(h, limit as u64, what)?;
+    let mut s = std::pin::pin!(idle_limited(body, pace));
     let mut out = Vec::new();
     while let Some(b) = s.next().await {
         let b = b.map_err(|e| StoreError::BadRequest(format!("reading the {what}: {e}")))?;
@@ -230,6 +366,8 @@ async fn info(State(st): St) -> Response {
             "max_recipe_bytes": st.store.limits.max_recipe,
             "max_query_ids": MAX_QUERY_IDS,
             "max_chunk_bytes": cutpoint_core::protocol::pack::MAX_CHUNK,
+            "max_pack_chunks": st.store.limits.max_pack_chunks,
+            "max_uploads_per_token": st.uploads.per_token,
         }
     }))
     .into_response()
@@ -238,7 +376,7 @@ async fn info(State(st): St) -> Response {
 async fn query(State(st): St, p: std::result::Result<Path<String>, PathRejection>, h: HeaderMap, body: Body) -> Result<Response> {
     let ns = path(p)?;
     auth(&st, &h, &ns, Scope::Read)?;
-    let b = body_bytes(body, st.body_idle, MAX_QUERY_IDS * 32, "query").await?;
+    let b = body_bytes(&h, body, st.pace, MAX_QUERY_IDS * 32, "query").await?;
     let ids = decode_ids(&b, MAX_QUERY_IDS)?;
     let st2 = st.clone();
     let missing = blocking(move || st2.store.query(&ns, &ids)).await?;
@@ -248,13 +386,13 @@ async fn query(State(st): St, p: std::result::Result<Path<String>, PathRejection
 async fn upload(State(st): St, p: std::result::Result<Path<String>, PathRejection>, h: HeaderMap, body: Body) -> Result<Response> {
     let ns = path(p)?;
     auth(&st, &h, &ns, Scope::Write)?;
-    let max = st.store.limits.max_pack;
-    if content_length(&h).is_some_and(|n| n > max) {
-        return Err(StoreError::TooLarge(format!("the pack is larger than this store's limit of {max} bytes")));
-    }
-    let reader = BodyReader::new(body, st.body_idle);
+    refuse_announced(&h, st.store.limits.max_pack, "pack")?;
+    let slot = upload_slot(&st, &h)?;
+    let mut reader = BodyReader::new(body, st.pace);
+    reader.first().await;
     let st2 = st.clone();
     let rep = blocking(move || st2.store.ingest(&ns, reader)).await?;
+    drop(slot);
     Ok(Json(rep).into_response())
 }
 
@@ -269,9 +407,12 @@ async fn list(State(st): St, p: std::result::Result<Path<String>, PathRejection>
 async fn commit(State(st): St, p: std::result::Result<Path<(String, String)>, PathRejection>, h: HeaderMap, body: Body) -> Result<Response> {
     let (ns, name) = path(p)?;
     auth(&st, &h, &ns, Scope::Write)?;
-    let b = body_bytes(body, st.body_idle, st.store.limits.max_recipe as usize, "recipe").await?;
+    refuse_announced(&h, st.store.limits.max_recipe, "recipe")?;
+    let slot = upload_slot(&st, &h)?;
+    let b = body_bytes(&h, body, st.pace, st.store.limits.max_recipe as usize, "recipe").await?;
     let st2 = st.clone();
     let v = blocking(move || st2.store.commit(&ns, &name, &b)).await?;
+    drop(slot);
     Ok((StatusCode::CREATED, Json(v)).into_response())
 }
 
@@ -360,15 +501,33 @@ async fn restore(
     if method == Method::HEAD || rg.start == rg.end {
         return resp.body(Body::empty()).map_err(StoreError::internal);
     }
-    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
-    let st3 = st.clone();
-    tokio::task::spawn_blocking(move || {
-        st3.store.restore(&ns, &r, rg, &mut |item| tx.blocking_send(item).is_ok());
-    });
-    let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
-    resp.body(Body::from_stream(stream)).map_err(StoreError::internal)
+    let cursor = st.store.restore_cursor(&ns, r, rg);
+    resp.body(Body::from_stream(restore_stream(st.clone(), cursor))).map_err(StoreError::internal)
 }
 
+/// A restore's body: each piece is read on a blocking thread when the connection asks for
+/// the next one, so a client that does not read holds no thread and at most one piece (a
+/// client that reads nothing for `--send-timeout` is cut by the connection, see `serve`).
+/// An error ends the body with it (the client sees a cut response, never wrong bytes).
+fn restore_stream(st: Arc<AppState>, cursor: crate::store::RestoreCursor) -> impl futures::Stream<Item = std::io::Result<Bytes>> + Send {
+    futures::stream::unfold(Some(cursor), move |c| {
+        let st = st.clone();
+        async move {
+            let mut c = c?;
+            let step = tokio::task::spawn_blocking(move || {
+                let r = st.store.restore_next(&mut c);
+                (r, c)
+            })
+            .await;
+            match step {
+                Ok((Ok(Some(b)), c)) => Some((Ok(b), Some(c))),
+                Ok((Ok(None), _)) => None,
+                Ok((Err(e), _)) => Some((Err(std::io::Error::other(e.to_string())), None)),
+                Err(e) => Some((Err(std::io::Error::other(format!("restore task failed: {e}"))), None)),
+            }
+        }
+    })
+}
 
 async fn gc(
     State(st): St,
@@ -503,6 +662,95 @@ pub struct ServeConfig {
     pub header_timeout: std::time::Duration,
     /// A request body that sends nothing for this long is cut.
     pub body_idle: std::time::Duration,
+    /// A request body slower than this on average (bytes/s, after `body_idle`) is cut; 0: no floor.
+    pub min_rate: u64,
+    /// A response the client does not read for this long is cut (its connection closed).
+    pub send_timeout: std::time::Duration,
+    /// Pack uploads and commits at once, overall and per token (503 + Retry-After over it).
+    pub max_uploads: usize,
+    pub max_uploads_per_token: usize,
+}
+
+/// The most a connection buffers (hyper's `max_buf_size`: the response bytes queued for a
+/// client that does not read, and the request read buffer).
+const CONN_BUF: usize = 128 << 10;
+
+/// A connection whose writes fail once the client has taken nothing for `limit`: a client
+/// that stops reading a response is cut (hyper has no write timeout of its own), and what the
+/// response held is let go.
+struct SendTimeout<T> {
+    io: T,
+    limit: std::time::Duration,
+    stalled: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> SendTimeout<T> {
+    fn new(io: T, limit: std::time::Duration) -> Self {
+        SendTimeout { io, limit, stalled: None }
+    }
+
+    /// After a write that could not proceed: an error once it has been stalled for `limit`.
+    fn stalled(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<usize>> {
+        let limit = self.limit;
+        let sleep = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match std::future::Future::poll(sleep.as_mut(), cx) {
+            std::task::Poll::Ready(()) => std::task::Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the client read nothing for {:.1} s", limit.as_secs_f64()),
+            ))),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for SendTimeout<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for SendTimeout<T> {
+    fn poll_write(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+        match std::pin::Pin::new(&mut self.io).poll_write(cx, buf) {
+            std::task::Poll::Pending => self.stalled(cx),
+            r => {
+                self.stalled = None;
+                r
+            }
+        }
+    }
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        match std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs) {
+            std::task::Poll::Pending => self.stalled(cx),
+            r => {
+                self.stalled = None;
+                r
+            }
+        }
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        match std::pin::Pin::new(&mut self.io).poll_flush(cx) {
+            std::task::Poll::Pending => self.stalled(cx).map_ok(|_| ()),
+            r => {
+                self.stalled = None;
+                r
+            }
+        }
+    }
+    fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }
 
 /// Opens the store and serves until SIGINT/SIGTERM. `ready` gets the bound address (port 0
@@ -549,7 +797,11 @@ pub async fn serve(
     let state = Arc::new(AppState {
         store,
         tokens,
-        body_idle: cfg.body_idle,
+        pace: Pace {
+            idle: cfg.body_idle,
+            min_rate: cfg.min_rate,
+        },
+        uploads: Slots::new(cfg.max_uploads, cfg.max_uploads_per_token),
     });
     ready(addr, &rep, &state, &access);
     let app = router(state, access);
@@ -584,11 +836,16 @@ pub async fn serve(
         };
         let svc = hyper_util::service::TowerToHyperService::new(app.clone());
         let header_timeout = cfg.header_timeout;
+        let send_timeout = cfg.send_timeout;
         let mut closing = closing_rx.clone();
         conns.spawn(async move {
             let mut b = hyper::server::conn::http1::Builder::new();
-            b.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_timeout).keep_alive(true);
-            let conn = b.serve_connection(hyper_util::rt::TokioIo::new(sock), svc);
+            b.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .keep_alive(true)
+                .max_buf_size(CONN_BUF);
+            let io = SendTimeout::new(sock, send_timeout);
+            let conn = b.serve_connection(hyper_util::rt::TokioIo::new(io), svc);
             let mut conn = std::pin::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
@@ -617,7 +874,7 @@ mod tests {
         rt.block_on(async move {
             let items = frames.into_iter().map(|f| f.map(Bytes::from).map_err(std::io::Error::other));
             let body = Body::from_stream(futures::stream::iter(items));
-            let mut r = BodyReader::new(body, std::time::Duration::from_secs(5));
+            let mut r = BodyReader::new(body, pace(5));
             tokio::task::spawn_blocking(move || {
                 let mut out = Vec::new();
                 let mut buf = vec![0u8; step];
@@ -632,6 +889,13 @@ mod tests {
             .await
             .unwrap()
         })
+    }
+
+    fn pace(idle_secs: u64) -> Pace {
+        Pace {
+            idle: std::time::Duration::from_secs(idle_secs),
+            min_rate: 0,
+        }
     }
 
     fn bytes(n: usize, seed: u8) -> Vec<u8> {
@@ -680,7 +944,7 @@ mod tests {
         rt.block_on(async {
             let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(1);
             let body = Body::from_stream(tokio_stream_of(rx));
-            let mut r = BodyReader::new(body, std::time::Duration::from_secs(30));
+            let mut r = BodyReader::new(body, pace(30));
             tx.send(Ok(Bytes::from(bytes(BODY_BATCH, 3)))).await.unwrap();
             let n = tokio::task::spawn_blocking(move || {
                 let mut buf = [0u8; 10];

@@ -36,15 +36,24 @@ use std::time::{Duration, Instant};
 pub struct Limits {
     /// Largest pack upload (bytes).
     pub max_pack: u64,
-    /// Largest recipe (commit body).
+    /// Largest recipe (commit body), and largest recipe a delta commit may expand to.
     pub max_recipe: u64,
+    /// Most chunks in one pack upload, in either layout (each costs an index row: a pack of
+    /// millions of tiny chunks would hold the index for minutes).
+    pub max_pack_chunks: u64,
 }
+
+/// The default of [`Limits::max_pack_chunks`]: as many as a heads-first upload may list. A pack
+/// of the default profile's 8 KiB average chunks holds ~32,768 at 256 MiB; the clients cut their
+/// packs at this count too (`cutpoint_core::protocol::pack::MAX_HEADS_FIRST`).
+pub const DEFAULT_MAX_PACK_CHUNKS: u64 = cutpoint_core::protocol::pack::MAX_HEADS_FIRST as u64;
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_pack: 256 << 20,
             max_recipe: 128 << 20,
+            max_pack_chunks: DEFAULT_MAX_PACK_CHUNKS,
         }
     }
 }
@@ -394,14 +403,17 @@ impl Store {
         Ok(rep)
     }
 
-    /// Reads a stored pack whole and checks it: its id is its content's BLAKE3 and every frame
-    /// verifies. Returns the frames and the pack's size.
+    /// Reads a stored pack and checks it: its id is its content's BLAKE3 and every frame
+    /// verifies. Streamed in ranged reads of [`PACK_READ_PIECE`] bytes (one chunk's data at a
+    /// time is held, never the pack). Returns the frames and the pack's size.
     fn read_pack_frames(&self, ns: &str, pack: &str) -> Result<(Vec<Frame>, u64)> {
-        let b = self
+        let key = pack_key(ns, pack);
+        let size = self
             .objects
-            .get(&pack_key(ns, pack))?
+            .size(&key)?
             .ok_or_else(|| StoreError::NotFound(format!("pack {pack} is gone")))?;
-        let mut r = PackReader::new(&b[..], MAX_CHUNK, true).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let rd = self.objects.reader(&key, size, PACK_READ_PIECE);
+        let mut r = PackReader::new(rd, MAX_CHUNK, true).map_err(|e| StoreError::Internal(e.to_string()))?;
         let mut frames = Vec::new();
         let mut buf = Vec::new();
         while let Some(f) = r.next_into(&mut buf).map_err(|e| StoreError::Internal(e.to_string()))? {
@@ -410,7 +422,7 @@ impl Store {
         if pack_id(r.alg(), &frames) != pack {
             return Err(StoreError::Internal(format!("pack {pack}: its frames do not hash to its name")));
         }
-        Ok((frames, b.len() as u64))
+        Ok((frames, size))
     }
 
     /// The namespace's fingerprint algorithm, fixed by its first write to `alg`.
@@ -514,6 +526,13 @@ impl Store {
                 }
             };
             rep.chunks += 1;
+            if rep.chunks > self.limits.max_pack_chunks {
+                drop(rd);
+                return Err(StoreError::TooLarge(format!(
+                    "the pack holds more than this store's limit of {} chunks",
+                    self.limits.max_pack_chunks
+                )));
+            }
             // A chunk twice in one pack is written once. Whether the namespace already has it
             // is decided when the pack is indexed (one probe per chunk, not two); a chunk it
             // had is left unindexed in the new pack, which gc rewrites.
@@ -572,7 +591,11 @@ impl Store {
         let recipe = if body.starts_with(b"cutpoint-delta ") {
             let d = delta::parse(body).map_err(|e| StoreError::BadRequest(format!("delta: {e}")))?;
             let (_, base) = self.recipe(ns, name, Some(d.base))?;
-            d.expand(&base).map_err(|e| StoreError::BadRequest(format!("delta: {e}")))?
+            // Bounded before it is built: the expanded recipe's text within --max-recipe.
+            d.expand(&base, self.limits.max_recipe).map_err(|e| match e {
+                delta::ExpandError::TooLarge(m) => StoreError::TooLarge(format!("delta: {m}")),
+                delta::ExpandError::Malformed(e) => StoreError::BadRequest(format!("delta: {e}")),
+            })?
         } else {
             Recipe::read(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))?
         };
@@ -794,98 +817,116 @@ impl Store {
         Ok(())
     }
 
-    /// Step 4: sends the bytes `range` of a recipe's file to `send`, each chunk verified
-    /// against its fingerprint (the recipe's digest was checked against its chunk list when it
-    /// was committed, so verified chunks in recipe order are the file). Stops at the first
-    /// error, which it sends too; stops quietly if `send` returns false (the client left).
-    pub fn restore(&self, ns: &str, recipe: &Recipe, range: Range<u64>, send: &mut dyn FnMut(io::Result<Bytes>) -> bool) {
-        if let Err(e) = self.restore_inner(ns, recipe, range, send) {
-            send(Err(io::Error::other(e.to_string())));
+    /// Step 4: a restore of the bytes `range` of a recipe's file, read piece by piece with
+    /// [`Store::restore_next`] (the server takes one piece at a time, when the client has
+    /// read the last: nothing is read ahead of a client that does not read).
+    pub fn restore_cursor(&self, ns: &str, recipe: Recipe, range: Range<u64>) -> RestoreCursor {
+        // The first chunk overlapping the range, and its file offset.
+        let (mut at, mut pos) = (0, 0u64);
+        while at < recipe.entries.len() && pos + recipe.entries[at].size as u64 <= range.start {
+            pos += recipe.entries[at].size as u64;
+            at += 1;
+        }
+        let max_read = if self.objects.is_local() { RESTORE_PIECE_LOCAL } else { RESTORE_PIECE_BUCKET };
+        RestoreCursor {
+            ns: ns.to_string(),
+            recipe,
+            range,
+            at,
+            pos,
+            batch_at: at,
+            locs: Vec::new(),
+            moved: 0,
+            max_read,
         }
     }
 
-    fn restore_inner(&self, ns: &str, recipe: &Recipe, range: Range<u64>, send: &mut dyn FnMut(io::Result<Bytes>) -> bool) -> Result<()> {
-        // The chunks overlapping the range, with their file offsets.
-        let mut pos = 0u64;
-        let mut todo = Vec::new();
-        for e in &recipe.entries {
-            let end = pos + e.size as u64;
-            if end > range.start && pos < range.end {
-                todo.push((pos, e.fp, e.size));
-            }
-            pos = end;
-            if pos >= range.end {
-                break;
-            }
-        }
+    /// The restore's next piece of bytes (`None`: the range is done): a run of chunks that lie
+    /// back to back in one pack, read at once (at most the cursor's piece size, or one chunk),
+    /// each chunk verified against its fingerprint (the recipe's digest was checked against its
+    /// chunk list when it was committed, so verified chunks in recipe order are the file).
+    pub fn restore_next(&self, c: &mut RestoreCursor) -> Result<Option<Bytes>> {
         const BATCH: usize = 512;
-        const MAX_READ: u64 = 8 << 20;
-        for batch in todo.chunks(BATCH) {
-            let ids: Vec<Digest> = batch.iter().map(|t| t.1).collect();
-            let mut locs = self.index.lookup(ns, &ids)?;
-            let mut moved = 0;
-            if self.shared && locs.iter().any(|l| l.is_none()) {
-                self.refresh(ns, Instant::now())?;
-                locs = self.index.lookup(ns, &ids)?;
+        loop {
+            if c.at >= c.recipe.entries.len() || c.pos >= c.range.end {
+                return Ok(None);
             }
-            let mut i = 0;
-            while i < batch.len() {
-                let l0: &Loc = locs[i]
-                    .as_ref()
-                    .ok_or_else(|| StoreError::Internal(format!("chunk {} of a committed recipe is not indexed", hex(&batch[i].1))))?;
-                // Coalesce runs of chunks that lie back to back in one pack.
-                let mut j = i + 1;
-                let mut end = l0.offset + l0.len as u64;
-                while j < batch.len() {
-                    match &locs[j] {
-                        Some(l) if l.pack == l0.pack && l.offset == end + FRAME_HEAD_LEN as u64 && l.offset + l.len as u64 - l0.offset <= MAX_READ => {
-                            end = l.offset + l.len as u64;
-                            j += 1;
-                        }
-                        _ => break,
-                    }
+            if c.at >= c.batch_at + c.locs.len() {
+                c.batch_at = c.at;
+                c.moved = 0;
+                let end = (c.at + BATCH).min(c.recipe.entries.len());
+                let ids: Vec<Digest> = c.recipe.entries[c.at..end].iter().map(|e| e.fp).collect();
+                c.locs = self.index.lookup(&c.ns, &ids)?;
+                if self.shared && c.locs.iter().any(|l| l.is_none()) {
+                    self.refresh(&c.ns, Instant::now())?;
+                    c.locs = self.index.lookup(&c.ns, &ids)?;
                 }
-                let bytes = match self.objects.get_range(&pack_key(ns, &l0.pack), l0.offset..end) {
-                    Ok(b) => b,
-                    // A gc rewrote the pack since this batch was looked up (its chunks moved to
-                    // a new pack, the old one deleted; in a shared bucket, maybe another node's
-                    // gc): refresh from the bucket where shared, look the batch up again and go
-                    // on from the same chunk. A few times at most per batch.
-                    Err(StoreError::NotFound(_)) if moved < 3 => {
-                        moved += 1;
-                        self.refresh(ns, Instant::now())?;
-                        locs = self.index.lookup(ns, &ids)?;
-                        continue;
+            }
+            let i = c.at - c.batch_at;
+            let entries = &c.recipe.entries[c.batch_at..c.batch_at + c.locs.len()];
+            let l0: &Loc = c.locs[i]
+                .as_ref()
+                .ok_or_else(|| StoreError::Internal(format!("chunk {} of a committed recipe is not indexed", hex(&entries[i].fp))))?;
+            // Coalesce the chunks that lie back to back in one pack, up to the piece size and
+            // the range's end.
+            let mut j = i + 1;
+            let mut end = l0.offset + l0.len as u64;
+            let mut fend = c.pos + entries[i].size as u64;
+            while j < entries.len() && fend < c.range.end {
+                match &c.locs[j] {
+                    Some(l) if l.pack == l0.pack && l.offset == end + FRAME_HEAD_LEN as u64 && l.offset + l.len as u64 - l0.offset <= c.max_read => {
+                        end = l.offset + l.len as u64;
+                        fend += entries[j].size as u64;
+                        j += 1;
                     }
-                    Err(e) => return Err(e),
-                };
-                // The run's pieces are verified one by one, then sent as few buffers as
-                // possible (the pack's frame heads lie between them).
-                let mut pieces: Vec<Bytes> = Vec::new();
-                for k in i..j {
-                    let l = locs[k].as_ref().unwrap();
-                    let (fpos, fp, size) = batch[k];
-                    let rel = (l.offset - l0.offset) as usize;
-                    let data = bytes.slice(rel..rel + size as usize);
-                    if recipe.hash.digest(&data) != Some(fp) {
-                        return Err(StoreError::Internal(format!(
-                            "stored chunk {} does not match its fingerprint (storage corruption)",
-                            hex(&fp)
-                        )));
-                    }
-                    let a = range.start.saturating_sub(fpos).min(size as u64) as usize;
-                    let b = (range.end - fpos).min(size as u64) as usize;
-                    if a < b {
-                        pieces.push(data.slice(a..b));
-                    }
+                    _ => break,
                 }
-                if !pieces.is_empty() && !send(Ok(join(pieces))) {
-                    return Ok(());
+            }
+            let bytes = match self.objects.get_range(&pack_key(&c.ns, &l0.pack), l0.offset..end) {
+                Ok(b) => b,
+                // A gc rewrote the pack since this batch was looked up (its chunks moved to a
+                // new pack, the old one deleted; in a shared bucket, maybe another node's gc):
+                // refresh from the bucket where shared, look the batch up again and go on from
+                // the same chunk. A few times at most per batch.
+                Err(StoreError::NotFound(_)) if c.moved < 3 => {
+                    c.moved += 1;
+                    if self.shared {
+                        self.refresh(&c.ns, Instant::now())?;
+                    }
+                    let ids: Vec<Digest> = entries.iter().map(|e| e.fp).collect();
+                    c.locs = self.index.lookup(&c.ns, &ids)?;
+                    continue;
                 }
-                i = j;
+                Err(e) => return Err(e),
+            };
+            // The run's pieces are verified one by one, then sent as few buffers as possible
+            // (the pack's frame heads lie between them).
+            let mut pieces: Vec<Bytes> = Vec::new();
+            let mut fpos = c.pos;
+            for k in i..j {
+                let l = c.locs[k].as_ref().ok_or_else(|| StoreError::internal("a location vanished"))?;
+                let (fp, size) = (entries[k].fp, entries[k].size);
+                let rel = (l.offset - l0.offset) as usize;
+                let data = bytes.slice(rel..rel + size as usize);
+                if c.recipe.hash.digest(&data) != Some(fp) {
+                    return Err(StoreError::Internal(format!(
+                        "stored chunk {} does not match its fingerprint (storage corruption)",
+                        hex(&fp)
+                    )));
+                }
+                let a = c.range.start.saturating_sub(fpos).min(size as u64) as usize;
+                let b = (c.range.end.saturating_sub(fpos)).min(size as u64) as usize;
+                if a < b {
+                    pieces.push(data.slice(a..b));
+                }
+                fpos += size as u64;
+            }
+            c.at = c.batch_at + j;
+            c.pos = fpos;
+            if !pieces.is_empty() {
+                return Ok(Some(join(pieces)));
             }
         }
-        Ok(())
     }
 
     /// Step 5: removes chunks that no recipe of the namespace references, from packs older
@@ -1147,6 +1188,31 @@ fn readable_ids(text: &[u8]) -> Vec<Digest> {
 
 fn gc_lock_body() -> Vec<u8> {
     format!("gc running, renewed at {} (Unix seconds)\n", now()).into_bytes()
+}
+
+/// The most bytes one restore piece reads at once from a local directory, and from a bucket
+/// (where each read is a request). A client that stops reading holds at most one piece (or one
+/// chunk, if larger) and the HTTP layer's buffer: 500 unread downloads hold ~128 MiB of them locally.
+pub const RESTORE_PIECE_LOCAL: u64 = 128 << 10;
+pub const RESTORE_PIECE_BUCKET: u64 = 2 << 20;
+
+/// The ranged reads in which reconcile and check read a stored pack.
+pub const PACK_READ_PIECE: u64 = 4 << 20;
+
+/// A restore in progress ([`Store::restore_cursor`]).
+pub struct RestoreCursor {
+    ns: String,
+    recipe: Recipe,
+    range: Range<u64>,
+    /// The next entry to send, and its file offset.
+    at: usize,
+    pos: u64,
+    /// The locations of the entries `batch_at..batch_at + locs.len()`.
+    batch_at: usize,
+    locs: Vec<Option<Loc>>,
+    /// How often this batch was looked up again after a pack went missing (a gc rewrote it).
+    moved: u8,
+    max_read: u64,
 }
 
 /// The gc lock object of a namespace in a shared bucket.

@@ -22,6 +22,7 @@ fn seeds() -> Vec<Vec<u8>> {
     let mut r = base.clone();
     r.entries.swap(1, 5);
     r.entries.truncate(6);
+    r.digest = cutpoint_core::protocol::FileDigest::of(&r);
     let d = delta::encode(&r, &base, 1).unwrap();
     let mut recipe = Vec::new();
     base.write(&mut recipe).unwrap();
@@ -45,7 +46,7 @@ fn valid_bodies_pass_their_checks() {
     let s = seeds();
     assert_eq!(cutpoint_core::protocol::pack::decode_pack(&s[0][1..], true).unwrap().1.len(), 4);
     assert_eq!(cutpoint_core::protocol::pack::decode_upload(&s[10][1..], true).unwrap().1.len(), 4);
-    assert_eq!(delta::parse(&s[1][1..]).unwrap().expand(&wire_case::base()).unwrap().entries.len(), 6);
+    assert_eq!(delta::parse(&s[1][1..]).unwrap().expand(&wire_case::base(), u64::MAX).unwrap().entries.len(), 6);
     assert!(cutpoint_core::protocol::name::validate_name(std::str::from_utf8(&s[8][1..]).unwrap()).is_ok());
     let grant = format!("{} a rw", cutpoint_core::hex(&HashAlg::Blake3.digest(wire_case::TOKEN.as_bytes()).unwrap()));
     let t = cutpoint_store::auth::Tokens::parse(&grant).unwrap();

@@ -50,7 +50,7 @@ fn a_restore_racing_a_gc_rewrite_goes_on_from_the_new_pack() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (store, _) = Store::open_dir(dir.path(), rt.handle().clone(), Limits::default(), false).unwrap();
-    // One pack: 'keep' (10 MiB, more than one 8 MiB read of the restore), then 'gone' (12 MiB),
+    // One pack: 'keep' (10 MiB, many pieces of the restore), then 'gone' (12 MiB),
     // so that once 'gone' is deleted the pack is less than half referenced and gc rewrites it.
     let keep = chunks(40, 256 << 10, 1);
     let gone = chunks(48, 256 << 10, 2);
@@ -69,17 +69,21 @@ fn a_restore_racing_a_gc_rewrite_goes_on_from_the_new_pack() {
     let mut got = Vec::new();
     let mut errors = Vec::new();
     let mut rewritten = 0;
-    store.restore("n", &recipe, 0..want.len() as u64, &mut |r| {
-        match r {
-            Ok(b) => got.extend_from_slice(&b),
-            Err(e) => errors.push(e.to_string()),
+    let mut c = store.restore_cursor("n", recipe, 0..want.len() as u64);
+    loop {
+        match store.restore_next(&mut c) {
+            Ok(Some(b)) => got.extend_from_slice(&b),
+            Ok(None) => break,
+            Err(e) => {
+                errors.push(e.to_string());
+                break;
+            }
         }
         if rewritten == 0 {
             // The first piece is sent: gc rewrites the pack the rest is in.
             rewritten = store.gc("n", 0).unwrap().packs_rewritten;
         }
-        true
-    });
+    }
     assert_eq!(rewritten, 1, "gc rewrote the pack mid-restore");
     assert!(errors.is_empty(), "{errors:?}");
     assert!(got == want, "the restore went on from the new pack ({} of {} bytes)", got.len(), want.len());

@@ -48,6 +48,8 @@ const UPLOAD_FLOOR = 64 << 10
 export interface StoreLimits {
   /** Largest pack upload, bytes. */
   maxPack?: number
+  /** Most chunks in one pack upload. */
+  maxPackChunks?: number
 }
 
 export class Http {
@@ -90,6 +92,7 @@ export class Http {
     const num = (x: unknown) => (typeof x === 'number' && Number.isSafeInteger(x) && x > 0 ? x : undefined)
     const p = (this.limitsP ??= this.requestRead('GET', `${this.base}/v1`, { retry: true }, (r) => r.json()).then((v: any) => ({
       maxPack: num(v?.limits?.max_pack_bytes),
+      maxPackChunks: num(v?.limits?.max_pack_chunks),
     })))
     const settled = p.catch(() => {
       if (this.limitsP === p) this.limitsP = undefined

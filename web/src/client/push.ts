@@ -260,8 +260,12 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     // limit; decided before anything is opened or leased (a limit too small is an error here).
     const source = BLOB_BODIES && typeof Blob !== 'undefined' && input instanceof Blob ? input : undefined
     let packSize: number
+    let maxCount: number
     try {
-      packSize = fitPack(ctx.packSize ?? (source ? HEADS_FIRST_PACK_SIZE : PACK_SIZE), maxChunk, await limits)
+      const lim = await limits
+      packSize = fitPack(ctx.packSize ?? (source ? HEADS_FIRST_PACK_SIZE : PACK_SIZE), maxChunk, lim)
+      // Chunks per pack within the store's count, in either layout (the core's rule).
+      maxCount = wire().fitPackChunks(lim.maxPackChunks)
     } catch (e) {
       base?.recipe.free()
       throw e
@@ -299,7 +303,6 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     const queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number }[] = []
     const infos: { offset: number; length: number; id: number; hinted: boolean }[] = []
     let failure: unknown
-    const maxCount = source ? wire().packMaxHeadsFirst() : Infinity
     const header = wire().packHeader(hash, source !== undefined)
     const pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, packSize)
     const concurrency = ctx.concurrency ?? (source ? HEADS_FIRST_CONCURRENCY : 2)
@@ -365,7 +368,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
           pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), buf.subarray(at, at + n.len))
           if (journal) packNovel.push(n) // what the journal records once the store acknowledges the pack
           packCount++
-          if (pack.len >= packSize) await upload()
+          if (pack.len >= packSize || packCount >= maxCount) await upload()
         }
         i = j + 1
       }

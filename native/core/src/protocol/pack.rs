@@ -418,6 +418,14 @@ impl<W: Write> PackWriter<W> {
     }
 }
 
+/// The most chunks a client puts in one pack: the store's `limits.max_pack_chunks` of `GET /v1`
+/// (`None`: a store that does not say), and never more than a heads-first upload may list
+/// ([`MAX_HEADS_FIRST`], the store's default), so that every push stays within any store's
+/// count and either layout carries the same packs.
+pub fn fit_pack_chunks(store_max: Option<u64>) -> u64 {
+    store_max.unwrap_or(MAX_HEADS_FIRST as u64).clamp(1, MAX_HEADS_FIRST as u64)
+}
+
 /// Bytes a pack of chunks with these lengths takes.
 pub fn packed_len(lengths: impl IntoIterator<Item = usize>) -> u64 {
     let mut n = (HEADER_LEN + FRAME_HEAD_LEN) as u64;

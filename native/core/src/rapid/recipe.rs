@@ -39,6 +39,18 @@ pub struct RecipeEntry {
     pub regular: bool,
 }
 
+impl RecipeEntry {
+    /// The length of this entry's line in a recipe's text ([`Recipe::write`]): 64 hex digits,
+    /// the size, the last byte (2 hex digits or `-`), `r`/`h`, three spaces and a newline.
+    pub fn line_len(&self) -> u64 {
+        let digits = self.size.checked_ilog10().unwrap_or(0) as u64 + 1;
+        64 + 1 + digits + 1 + if self.last.is_some() { 2 } else { 1 } + 1 + 1 + 1
+    }
+}
+
+/// The shortest line a recipe entry can have ([`RecipeEntry::line_len`]: a 1-digit size, no last byte).
+pub const MIN_ENTRY_LINE: u64 = 70;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recipe {
     /// Canonical profile string.

@@ -58,11 +58,21 @@ pub fn check(input: &[u8]) -> Result<(), String> {
             }
         }
         1 => {
-            // A delta: what parses and expands must match its own end line.
+            // A delta: what parses and expands must match its own end line and digest, and
+            // its text must be within the limit it was expanded under.
             if let Ok(d) = delta::parse(body) {
-                if let Ok(r) = d.expand(&base()) {
+                let limit = 2048;
+                if let Ok(r) = d.expand(&base(), limit) {
                     if r.entries.len() as u64 != d.count || r.total_bytes() != d.bytes {
                         return Err("expanded delta disagrees with its end line".into());
+                    }
+                    if cutpoint_core::protocol::FileDigest::of(&r) != Some(d.digest) {
+                        return Err("expanded delta disagrees with its digest".into());
+                    }
+                    let mut t = Vec::new();
+                    r.write(&mut t).map_err(|e| e.to_string())?;
+                    if t.len() as u64 > limit {
+                        return Err("expanded delta is over the limit it was expanded under".into());
                     }
                 }
             }
