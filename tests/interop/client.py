@@ -722,7 +722,7 @@ def _selftest_timeouts(C, srv, tmp):
     cid = sha256(data)
     pack = build_pack([(cid, data)])
     sock = socket.create_connection((host, port), timeout=10)
-    head = ("POST /v1/ns/authns/packs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+    head = ("POST /v1/ns/authns/packs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
             "Content-Length: %d\r\n\r\n" % (toks["rw"], len(pack))).encode()
     sock.sendall(head + pack[:1000])
     t0 = time.time()
@@ -747,7 +747,7 @@ def _selftest_timeouts(C, srv, tmp):
     s.close()
     # a head that stalls past --header-timeout (2 s): connection closed (maybe after a 408)
     sock = socket.create_connection((host, port), timeout=10)
-    sock.sendall(b"GET /v1 HTTP/1.1\r\nHost: x\r\n")
+    sock.sendall(b"GET /v1 HTTP/1.1\r\nHost: 127.0.0.1\r\n")
     t0 = time.time()
     got = b""
     try:

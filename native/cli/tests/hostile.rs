@@ -132,7 +132,7 @@ fn a_body_announced_over_its_limit_is_refused_at_once() {
     let store = Loc::new(Backend::Local, &dir, None);
     let srv = Server::start(&store, &[], &[]);
     for (method, path) in [("PUT", "/v1/ns/x/files/f"), ("POST", "/v1/ns/x/query"), ("POST", "/v1/ns/x/packs")] {
-        let head = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000000\r\n\r\n");
+        let head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000000000000\r\n\r\n");
         let mut s = send_raw(&srv.url, &head, b"cutpoint");
         let (status, text) = read_head(&mut s, Duration::from_secs(5)).unwrap_or_else(|| panic!("{method} {path}: no answer in 5 s"));
         assert_eq!(status, 413, "{method} {path}: {text}");
@@ -197,7 +197,7 @@ fn uploads_over_the_limits_get_503_and_slow_bodies_are_cut() {
         &[],
     );
     let head = |token: &str| {
-        format!("POST /v1/ns/x/packs HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\nAuthorization: {token}\r\n\r\n")
+        format!("POST /v1/ns/x/packs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\nAuthorization: {token}\r\n\r\n")
     };
     let header = PackWriter::new(Vec::new(), HashAlg::Blake3).unwrap().finish().unwrap()[..16].to_vec();
     let t0 = Instant::now();
@@ -243,7 +243,7 @@ fn a_download_nobody_reads_is_cut() {
     let a = data(32 << 20, 76);
     let f = write(&dir, "a.bin", &a);
     srv.push(&f, "a", &[]);
-    let mut s = send_raw(&srv.url, "GET /v1/ns/default/files/a HTTP/1.1\r\nHost: x\r\n\r\n", b"");
+    let mut s = send_raw(&srv.url, "GET /v1/ns/default/files/a HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", b"");
     // Read nothing for longer than the send timeout, then all that comes: the connection was
     // closed well before the 32 MiB.
     std::thread::sleep(Duration::from_secs(6));
@@ -286,12 +286,12 @@ fn five_hundred_unread_downloads_and_five_hundred_slow_uploads_at_once() {
     let t0 = Instant::now();
     let mut conns = Vec::new();
     for _ in 0..500 {
-        conns.push(send_raw(&srv.url, "GET /v1/ns/default/files/a HTTP/1.1\r\nHost: x\r\n\r\n", b""));
+        conns.push(send_raw(&srv.url, "GET /v1/ns/default/files/a HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", b""));
     }
     let header = PackWriter::new(Vec::new(), HashAlg::Blake3).unwrap().finish().unwrap()[..16].to_vec();
     let mut slow = Vec::new();
     for _ in 0..500 {
-        slow.push(send_raw(&srv.url, "POST /v1/ns/default/packs HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n", &header));
+        slow.push(send_raw(&srv.url, "POST /v1/ns/default/packs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n", &header));
     }
     for s in &slow {
         s.set_nonblocking(true).unwrap();

@@ -494,7 +494,7 @@ fn slow_clients_are_cut_and_odd_inputs_get_their_4xx() {
     let slow: Vec<TcpStream> = (0..10)
         .map(|_| {
             let mut s = TcpStream::connect(&hostport).unwrap();
-            s.write_all(b"POST /v1/ns/default/query HTTP/1.1\r\nHost: x\r\n").unwrap();
+            s.write_all(b"POST /v1/ns/default/query HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
             s
         })
         .collect();
@@ -515,7 +515,7 @@ fn slow_clients_are_cut_and_odd_inputs_get_their_4xx() {
     let ch = chunks_of(&bytes, &[15000, 15000]);
     let good = pack(&ch);
     let mut s = TcpStream::connect(&hostport).unwrap();
-    write!(s, "POST /v1/ns/default/packs HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", good.len()).unwrap();
+    write!(s, "POST /v1/ns/default/packs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n", good.len()).unwrap();
     s.write_all(&good[..good.len() / 2]).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut buf = Vec::new();
@@ -529,7 +529,7 @@ fn slow_clients_are_cut_and_odd_inputs_get_their_4xx() {
     assert_eq!(srv.spool_files(), 0, "its spool file is gone");
     // A query body that stalls.
     let mut s = TcpStream::connect(&hostport).unwrap();
-    s.write_all(b"POST /v1/ns/default/query HTTP/1.1\r\nHost: x\r\nContent-Length: 64\r\n\r\n0123").unwrap();
+    s.write_all(b"POST /v1/ns/default/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 64\r\n\r\n0123").unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut buf = Vec::new();
     let _ = s.read_to_end(&mut buf);

@@ -211,7 +211,7 @@ fn bad_requests_get_their_4xx_and_store_nothing(b: Backend) {
     {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(srv.url.trim_start_matches("http://")).unwrap();
-        let head = format!("POST /v1/ns/a/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {wa}\r\nContent-Length: {}\r\n\r\n", 32 * 16385);
+        let head = format!("POST /v1/ns/a/query HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {wa}\r\nContent-Length: {}\r\n\r\n", 32 * 16385);
         s.write_all(head.as_bytes()).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut got = vec![0u8; 4096];
