@@ -137,7 +137,7 @@ mod tests {
             assert_eq!(name_from_key(&k).as_deref(), Some(name.as_str()), "{n}");
         }
         assert_eq!(name_key(&"a".repeat(127)), "61".repeat(127), "short names keep their one-segment key");
-        assert_eq!(name_key(&"a".repeat(128)), format!("{}-/6161", "61".repeat(127)));
+        assert_eq!(name_key(&"a".repeat(128)), format!("{}-/61", "61".repeat(127)));
         // Not keys: an unmarked inner segment, a marked last one, a short inner one, upper case.
         for bad in [format!("{}/61", "61".repeat(127)), format!("{}-", "61".repeat(127)), "61-/61".to_string(), "6A".to_string(), String::new()] {
             assert_eq!(name_from_key(&bad), None, "{bad}");
