@@ -286,7 +286,7 @@ impl<R: Read> PackReader<R> {
                 Ok(None)
             }
             FrameHead::Chunk { len, id } => {
-                data.clear();
+                // Overwritten whole by the read: only a longer buffer's new part is zeroed.
                 data.resize(len as usize, 0);
                 read_exact_or(&mut self.r, data, || {
                     format!("frame {n} at byte {at}: the pack ends inside its {len} bytes of data")
