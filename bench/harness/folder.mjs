@@ -1,0 +1,204 @@
+// A folder of many small real files: `cutpoint push` against restic 0.18.1 (issue #33's Measure
+// table). One JSON row per line on stdout (read by run.mjs), progress on stderr.
+//   node bench/harness/folder.mjs [--quick]
+//
+// The files (real, none generated): regular files of 1 byte to 256 KiB - 1, walked in name
+// order from, in turn, this repository's node_modules, bench/node_modules, then the sources of
+// the crates native/Cargo.lock names (in ~/.cargo/registry/src, there once the native build
+// ran); the first N are copied to a temporary folder (their paths kept). The list is written to
+// bench/results/tmp/folder-<variant>.list and its SHA-256 is in the row. Variants:
+//   real-1233     N = 1,233 (issue #33's folder: 12.3 MB of this repository's node_modules)
+//   real-10000    N = 10,000
+//   random-1233   the paths and sizes of real-1233, seeded random bytes (incompressible: the
+//                 store's own overhead, goal ≤ 1.05 of the files' size)
+// --quick: real-100, real-400, random-100 (proves the step works; numbers mean nothing).
+//
+// Per variant: restic (`restic backup --json DIR`, a fresh repository, default settings) first
+// and again unchanged; `cutpoint push` of the same folder into a fresh `cutpoint serve`, first
+// and again, timed directly; then a second fresh store behind a counting HTTP proxy, the same two
+// pushes, to count the requests (by kind) and request bytes per file. `cutpoint push DIR` is used
+// when `cutpoint push --help` offers folders (or CUTPOINT_FOLDER_PUSH=dir), else
+// `cutpoint push FILE...` with the relative paths (each stored under its file name: two files
+// of the same name become two versions of it; `distinct_names` says how many names).
+import { createCipheriv, createHash } from 'node:crypto'
+import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { basename, dirname } from 'node:path'
+import os from 'node:os'
+import { cli, countingProxy, dirBytes, emit, findRestic, log, pushHelp, resticRepo, root, run, startStore } from './peer-lib.mjs'
+
+const quick = process.argv.includes('--quick')
+const MAX = 256 << 10
+const variants = quick
+  ? [{ id: 'real-100', n: 100 }, { id: 'real-400', n: 400 }, { id: 'random-100', n: 100, random: true }]
+  : [{ id: 'real-1233', n: 1233 }, { id: 'real-10000', n: 10000 }, { id: 'random-1233', n: 1233, random: true }]
+
+const restic = findRestic()
+const skipRow = (name, reason) => emit({ section: 'folder', runtime: 'native', name, skipped: true, reason })
+if (!restic.exe) {
+  skipRow('folder', restic.reason)
+  process.exit(0)
+}
+const help = pushHelp()
+const pushDir = process.env.CUTPOINT_FOLDER_PUSH ? process.env.CUTPOINT_FOLDER_PUSH === 'dir' : /\bDIR\b|director|folder/i.test(help)
+
+// ---- the files -----------------------------------------------------------------------------------
+/** [label, directory] sources in order. */
+function sources() {
+  const out = [['node_modules', `${root}node_modules`], ['bench-node_modules', `${root}bench/node_modules`]]
+  const reg = `${process.env.CARGO_HOME ?? `${os.homedir()}/.cargo`}/registry/src`
+  const regs = existsSync(reg) ? readdirSync(reg).sort().map((d) => `${reg}/${d}`) : []
+  const lock = readFileSync(`${root}native/Cargo.lock`, 'utf8')
+  const crates = [...lock.matchAll(/\[\[package\]\]\nname = "([^"]+)"\nversion = "([^"]+)"\nsource = "registry/g)].map((m) => `${m[1]}-${m[2]}`).sort()
+  for (const c of crates) {
+    const d = regs.map((r) => `${r}/${c}`).find((p) => existsSync(p))
+    if (d) out.push([`cargo/${c}`, d])
+  }
+  return out
+}
+
+/** The first `n` files: `[{ rel, src, size }]` (rel = label/path inside the source). */
+function pickFiles(n) {
+  const picked = []
+  const walk = (label, dir, rel) => {
+    for (const name of readdirSync(dir).sort()) {
+      if (picked.length >= n) return
+      const p = `${dir}/${name}`
+      const st = lstatSync(p)
+      if (st.isDirectory()) walk(label, p, `${rel}/${name}`)
+      else if (st.isFile() && st.size > 0 && st.size < MAX) picked.push({ rel: `${label}${rel}/${name}`, src: p, size: st.size })
+    }
+  }
+  for (const [label, dir] of sources()) {
+    if (picked.length >= n) break
+    if (existsSync(dir)) walk(label, dir, '')
+  }
+  return picked
+}
+
+/** Seeded pseudo-random bytes (AES-256-CTR of zeros, key from the seed): incompressible, repeatable. */
+function randomBytesSeeded(seed, n) {
+  const key = createHash('sha256').update(`cutpoint-folder-${seed}`).digest()
+  const c = createCipheriv('aes-256-ctr', key, Buffer.alloc(16))
+  return c.update(Buffer.alloc(n))
+}
+
+function materialize(files, folder, random) {
+  files.forEach((f, i) => {
+    const to = `${folder}/${f.rel}`
+    mkdirSync(dirname(to), { recursive: true })
+    if (random) writeFileSync(to, randomBytesSeeded(i, f.size))
+    else cpSync(f.src, to)
+  })
+}
+
+// ---- one variant ---------------------------------------------------------------------------------
+async function cutpointPush(folder, files, url) {
+  const args = pushDir ? ['push', folder, '--store', url, '--json'] : ['push', ...files.map((f) => f.rel), '--store', url, '--json']
+  const r = await run(cli, args, { cwd: pushDir ? undefined : folder })
+  return r.s
+}
+
+async function variant(v, tmp) {
+  const files = pickFiles(v.n)
+  if (files.length < v.n) throw new Error(`only ${files.length} files under 256 KiB found for ${v.n} (node_modules, bench/node_modules, the locked crates' sources)`)
+  const list = files.map((f) => `${f.size}\t${f.rel}`).join('\n') + '\n'
+  mkdirSync(`${root}bench/results/tmp`, { recursive: true })
+  writeFileSync(`${root}bench/results/tmp/folder-${v.id}.list`, list)
+  const folder = `${tmp}/folder`
+  materialize(files, folder, v.random)
+  const bytes = files.reduce((a, f) => a + f.size, 0)
+  log(`folder ${v.id}: ${files.length} files, ${bytes} bytes (${files[0].rel} … ${files.at(-1).rel})`)
+
+  const repo = await resticRepo(restic.exe, `${tmp}/restic`)
+  const rFirst = await repo.backup(['folder'], { cwd: tmp })
+  const rStored = dirBytes(repo.dir).bytes
+  const rAgain = await repo.backup(['folder'], { cwd: tmp })
+  log(`  restic: first ${rFirst.s.toFixed(2)} s, again ${rAgain.s.toFixed(2)} s, repository ${rStored} bytes`)
+
+  // Timed, straight to the store.
+  const dir = `${tmp}/store`
+  const srv = await startStore(dir)
+  let first
+  let again
+  let stored
+  try {
+    first = await cutpointPush(folder, files, srv.url)
+    stored = dirBytes(dir)
+    again = await cutpointPush(folder, files, srv.url)
+  } finally {
+    await srv.stop()
+  }
+  log(`  cutpoint: first ${first.toFixed(2)} s, again ${again.toFixed(2)} s, store ${stored.bytes} bytes in ${stored.files} files`)
+  rmSync(dir, { recursive: true, force: true })
+
+  // Counted, through the proxy (a fresh store: the same first push and re-push).
+  const dir2 = `${tmp}/store-counted`
+  const srv2 = await startStore(dir2)
+  const proxy = await countingProxy(srv2.url)
+  let cFirst
+  let cAgain
+  try {
+    await cutpointPush(folder, files, proxy.url)
+    cFirst = proxy.reset()
+    await cutpointPush(folder, files, proxy.url)
+    cAgain = proxy.reset()
+  } finally {
+    await proxy.close()
+    await srv2.stop()
+  }
+  log(`  requests: first ${cFirst.requests} (${JSON.stringify(cFirst.by_kind)}), again ${cAgain.requests} (${JSON.stringify(cAgain.by_kind)})`)
+  const n = files.length
+  return {
+    section: 'folder',
+    runtime: 'native',
+    quick,
+    name: `folder/${v.id}`,
+    what: `${n} ${v.random ? 'files of seeded random bytes, the paths and sizes of real ones' : 'real files'} under 256 KiB`,
+    variant: v.id,
+    files: n,
+    bytes,
+    list: `bench/results/tmp/folder-${v.id}.list`,
+    list_sha256: createHash('sha256').update(list).digest('hex'),
+    list_first: files[0].rel,
+    list_last: files.at(-1).rel,
+    push_mode: pushDir ? 'cutpoint push DIR' : 'cutpoint push FILE... (each under its file name)',
+    distinct_names: pushDir ? n : new Set(files.map((f) => basename(f.rel))).size,
+    seconds: first,
+    again_seconds: again,
+    restic_seconds: rFirst.s,
+    restic_again_seconds: rAgain.s,
+    first_over_restic: first / rFirst.s,
+    again_over_restic: again / rAgain.s,
+    goal_first_over_restic: 1.0,
+    goal_again_over_restic: 1.0,
+    stored_bytes: stored.bytes,
+    stored_files: stored.files,
+    stored_over_bytes: stored.bytes / bytes,
+    restic_stored_bytes: rStored,
+    restic_stored_over_bytes: rStored / bytes,
+    goal_stored_over_bytes: v.random ? 1.05 : null,
+    requests_first: cFirst.requests,
+    requests_again: cAgain.requests,
+    requests_per_file: cFirst.requests / n,
+    requests_per_file_again: cAgain.requests / n,
+    goal_requests_per_file: n >= 10000 ? 0.05 : null,
+    requests_by_kind_first: cFirst.by_kind,
+    requests_by_kind_again: cAgain.by_kind,
+    request_bytes_first: cFirst.request_body_bytes,
+    request_bytes_again: cAgain.request_body_bytes,
+    value: first / rFirst.s,
+    unit: 'ratio',
+  }
+}
+
+emit({ section: 'meta', restic: restic.version, folder_push: pushDir ? 'dir' : 'files' })
+for (const v of variants) {
+  const tmp = mkdtempSync(`${os.tmpdir()}/cutpoint-folder-bench-`)
+  try {
+    emit(await variant(v, tmp))
+  } catch (e) {
+    skipRow(`folder/${v.id}`, e.message)
+  } finally {
+    rmSync(tmp, { recursive: true, force: true })
+  }
+}
