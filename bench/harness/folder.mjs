@@ -11,11 +11,12 @@
 //   real-10000    N = 10,000
 //   random-1233   the paths and sizes of real-1233, seeded random bytes (incompressible: the
 //                 store's own overhead, goal ≤ 1.05 of the files' size)
-// --quick: real-100, real-400, random-100 (proves the step works; numbers mean nothing).
+// --quick: real-60, real-200, random-60 (proves the step works; numbers mean nothing).
 //
 // Per variant: restic (`restic backup --json DIR`, a fresh repository, default settings) first
 // and again unchanged; `cutpoint push` of the same folder into a fresh `cutpoint serve`, first
-// and again, timed directly; then a second fresh store behind a counting HTTP proxy, the same two
+// and again, timed directly (the store is stopped after the first push to measure its size,
+// index included, and started again for the re-push); then a second fresh store behind a counting HTTP proxy, the same two
 // pushes, to count the requests (by kind) and request bytes per file. `cutpoint push DIR` is used
 // when `cutpoint push --help` offers folders (or CUTPOINT_FOLDER_PUSH=dir), else
 // `cutpoint push FILE...` with the relative paths (each stored under its file name: two files
@@ -24,21 +25,25 @@ import { createCipheriv, createHash } from 'node:crypto'
 import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { basename, dirname } from 'node:path'
 import os from 'node:os'
-import { cli, countingProxy, dirBytes, emit, findRestic, log, pushHelp, resticRepo, root, run, startStore } from './peer-lib.mjs'
+import { cli, countingProxy, dirBytes, storeBytes, emit, findRestic, log, pushHelp, resticRepo, root, run, startStore } from './peer-lib.mjs'
 
 const quick = process.argv.includes('--quick')
 const MAX = 256 << 10
-const variants = quick
-  ? [{ id: 'real-100', n: 100 }, { id: 'real-400', n: 400 }, { id: 'random-100', n: 100, random: true }]
-  : [{ id: 'real-1233', n: 1233 }, { id: 'real-10000', n: 10000 }, { id: 'random-1233', n: 1233, random: true }]
+const main = process.argv[1] && import.meta.url === `file://${process.argv[1]}`
+// CUTPOINT_FOLDER_VARIANTS="real-1233,random-1233" runs only those (real-N / random-N).
+const variants = process.env.CUTPOINT_FOLDER_VARIANTS
+  ? process.env.CUTPOINT_FOLDER_VARIANTS.split(',').map((id) => ({ id, n: Number(id.split('-')[1]), random: id.startsWith('random-') }))
+  : quick
+    ? [{ id: 'real-60', n: 60 }, { id: 'real-200', n: 200 }, { id: 'random-60', n: 60, random: true }]
+    : [{ id: 'real-1233', n: 1233 }, { id: 'real-10000', n: 10000 }, { id: 'random-1233', n: 1233, random: true }]
 
-const restic = findRestic()
+const restic = main ? findRestic() : {}
 const skipRow = (name, reason) => emit({ section: 'folder', runtime: 'native', name, skipped: true, reason })
-if (!restic.exe) {
+if (main && !restic.exe) {
   skipRow('folder', restic.reason)
   process.exit(0)
 }
-const help = pushHelp()
+const help = main ? pushHelp() : ''
 const pushDir = process.env.CUTPOINT_FOLDER_PUSH ? process.env.CUTPOINT_FOLDER_PUSH === 'dir' : /\bDIR\b|director|folder/i.test(help)
 
 // ---- the files -----------------------------------------------------------------------------------
@@ -57,7 +62,7 @@ function sources() {
 }
 
 /** The first `n` files: `[{ rel, src, size }]` (rel = label/path inside the source). */
-function pickFiles(n) {
+export function pickFiles(n) {
   const picked = []
   const walk = (label, dir, rel) => {
     for (const name of readdirSync(dir).sort()) {
@@ -115,19 +120,20 @@ async function variant(v, tmp) {
   const rAgain = await repo.backup(['folder'], { cwd: tmp })
   log(`  restic: first ${rFirst.s.toFixed(2)} s, again ${rAgain.s.toFixed(2)} s, repository ${rStored} bytes`)
 
-  // Timed, straight to the store.
+  // Timed, straight to the store; its size measured once it stopped (the index's write-ahead
+  // log folded in), then the same store started again for the re-push.
   const dir = `${tmp}/store`
-  const srv = await startStore(dir)
-  let first
-  let again
-  let stored
-  try {
-    first = await cutpointPush(folder, files, srv.url)
-    stored = dirBytes(dir)
-    again = await cutpointPush(folder, files, srv.url)
-  } finally {
-    await srv.stop()
+  const timedPush = async () => {
+    const srv = await startStore(dir)
+    try {
+      return await cutpointPush(folder, files, srv.url)
+    } finally {
+      await srv.stop()
+    }
   }
+  const first = await timedPush()
+  const stored = storeBytes(dir)
+  const again = await timedPush()
   log(`  cutpoint: first ${first.toFixed(2)} s, again ${again.toFixed(2)} s, store ${stored.bytes} bytes in ${stored.files} files`)
   rmSync(dir, { recursive: true, force: true })
 
@@ -173,6 +179,8 @@ async function variant(v, tmp) {
     goal_again_over_restic: 1.0,
     stored_bytes: stored.bytes,
     stored_files: stored.files,
+    stored_objects_bytes: stored.objects,
+    stored_index_bytes: stored.index,
     stored_over_bytes: stored.bytes / bytes,
     restic_stored_bytes: rStored,
     restic_stored_over_bytes: rStored / bytes,
@@ -191,8 +199,8 @@ async function variant(v, tmp) {
   }
 }
 
-emit({ section: 'meta', restic: restic.version, folder_push: pushDir ? 'dir' : 'files' })
-for (const v of variants) {
+if (main) emit({ section: 'meta', restic: restic.version, folder_push: pushDir ? 'dir' : 'files' })
+for (const v of main ? variants : []) {
   const tmp = mkdtempSync(`${os.tmpdir()}/cutpoint-folder-bench-`)
   try {
     emit(await variant(v, tmp))

@@ -92,6 +92,14 @@ export function dirBytes(dir) {
   return { bytes, files }
 }
 
+/** A `cutpoint serve --data DIR` directory: all of it, its objects (packs, recipes) and the index. */
+export function storeBytes(dir) {
+  const all = dirBytes(dir)
+  const objects = dirBytes(`${dir}/objects`).bytes
+  const index = existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('index.sqlite')).reduce((a, f) => a + lstatSync(`${dir}/${f}`).size, 0) : 0
+  return { bytes: all.bytes, files: all.files, objects, index }
+}
+
 /** Size of `gzip -6 -c FILE` (the gzip binary, its output counted, not kept). */
 export function gzipSize(file) {
   return new Promise((resolve, reject) => {

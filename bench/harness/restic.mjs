@@ -23,7 +23,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readSync, c
 import { spawnSync } from 'node:child_process'
 import { basename } from 'node:path'
 import os from 'node:os'
-import { cli, countingProxy, dirBytes, emit, findRestic, gzipSize, log, pushHelp, resticRepo, root, run, sameBytes, startStore } from './peer-lib.mjs'
+import { cli, countingProxy, dirBytes, storeBytes, emit, findRestic, gzipSize, log, pushHelp, resticRepo, root, run, sameBytes, startStore } from './peer-lib.mjs'
 
 // The releases of issue #28's comparison: patch steps (5.0.2 → 5.0.3 → 5.0.4, 5.9.2 → 5.9.3)
 // and the last patch of each minor release between.
@@ -143,7 +143,8 @@ async function cutpointSide(files, name, mode, tmp, viaProxy = false) {
     log('  cutpoint push --json has no sent_bytes: measured again through a counting proxy')
     return cutpointSide(files, name, mode, tmp, true)
   }
-  return { versions, restoreS, verified, stored: dirBytes(dir).bytes }
+  const st = storeBytes(dir)
+  return { versions, restoreS, verified, stored: st.bytes, storedObjects: st.objects, storedIndex: st.index }
 }
 
 // ---- rows ----------------------------------------------------------------------------------------
@@ -207,6 +208,8 @@ for (const ds of datasets) {
         sent_over_restic: sent / rSent,
         goal_sent_over_restic: 0.6,
         stored_bytes: cs.stored,
+        stored_objects_bytes: cs.storedObjects,
+        stored_index_bytes: cs.storedIndex,
         restic_stored_bytes: rs.stored,
         stored_over_restic: cs.stored / rs.stored,
         goal_stored_over_restic: 0.6,
