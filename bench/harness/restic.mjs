@@ -16,6 +16,7 @@
 //            (bytes sent = its sent_bytes: every request body, i.e. queries, packs, the commit),
 //            once per --compression mode when the CLI has the flag (off and auto), else once
 //            (no compression in this build); `cutpoint pull` of the last version.
+// CUTPOINT_RESTIC_SENT=proxy: every push through the counting proxy (a cross-check of sent_bytes).
 // Both restores are compared byte for byte with the last version. Bytes stored = every file of
 // the store's directory (objects and index) vs every file of the restic repository, after the
 // last push. Per version also the size of `gzip -6` of the whole file.
@@ -161,7 +162,7 @@ for (const ds of datasets) {
     const base = { section: 'restic', runtime: 'native', dataset: ds.id, dataset_what: ds.what, quick }
     const sides = {}
     for (const mode of modes) {
-      const cs = await cutpointSide(ds.files, ds.name, mode, tmp)
+      const cs = await cutpointSide(ds.files, ds.name, mode, tmp, process.env.CUTPOINT_RESTIC_SENT === 'proxy')
       if (!cs.verified) throw new Error(`cutpoint pull (${mode}) differs from the last version`)
       sides[mode] = cs
       ds.files.forEach((f, i) => {
@@ -235,7 +236,7 @@ for (const ds of datasets) {
     if (sides.off && sides.auto) {
       const on = sum(sides.auto.versions.map((v) => v.sent))
       const off = sum(sides.off.versions.map((v) => v.sent))
-      emit({ ...base, name: `restic/${ds.id}/auto-over-off`, what: 'native push bytes sent, compression auto ÷ off, all versions (issue #28 asks ≤ 0.35 of the browser push on these tars)', mode: 'auto/off', sent_bytes: on, off_sent_bytes: off, value: on / off, unit: 'ratio', goal: 0.35 })
+      emit({ ...base, name: `restic/${ds.id}/auto-over-off`, what: 'native push bytes sent, compression auto ÷ off, all versions (issue #28 asks ≤ 0.35 of the browser push on these tars)', mode: 'auto/off', sent_bytes: on, off_sent_bytes: off, value: on / off, unit: 'ratio', goal: ds.id === 'real' ? 0.35 : null })
     }
   } catch (e) {
     skipRow(`restic/${ds.id}`, e.message)
