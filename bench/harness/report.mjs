@@ -182,7 +182,7 @@ function resticSections(R, res, out) {
   const on = `on **${res.machine.cpu}** (${res.machine.cores} cores)`
   if (rr.length) {
     out.push(`\n### ${restic} vs \`cutpoint push\`: versioned files in order, ${on} (bench/harness/restic.mjs)\n`)
-    out.push('Each side on a fresh local store / repository on this machine (CPU above), one run; restic with default settings (compression auto), bytes sent = its `data_added_packed`; cutpoint bytes sent = every request body of the push (its `--json`, see `sent_via`). Stored = every file of the store directory (objects + index) vs the restic repository. Restores are of the last version, both compared byte for byte. ✓ = within the goal of the issue.\n')
+    out.push('Each side on a fresh local store / repository on this machine (CPU above), one run; restic with default settings (compression auto), bytes sent = its `data_added_packed` (its index and snapshot files, which a remote repository would receive too, not counted: \`restic_repo_growth\` in the JSON has them); cutpoint bytes sent = every request body of the push, queries and commits included (its \`--json\`, see \`sent_via\`). Stored = every file of the store directory (objects + index) vs the restic repository. Restores are of the last version, both compared byte for byte. ✓ = within the goal of the issue.\n')
     for (const ds of [...new Set(rr.map((r) => r.dataset))]) {
       const tot = rr.filter((r) => r.dataset === ds && r.name.endsWith('/total'))
       if (!tot.length) continue
@@ -206,11 +206,11 @@ function resticSections(R, res, out) {
       out.push(`\nPer version (MB = 10⁶ bytes; sent ÷ gzip, goal ≤ 1.0 after the first; time ÷ restic, goal ≤ 0.5):\n`)
       out.push(
         table(
-          ['version', 'MB', 'gzip -6 MB', 'restic sent MB', 'restic s', ...modes.flatMap((m) => [`${m}: sent MB`, `${m}: ÷ gzip`, `${m}: s`, `${m}: ÷ restic`])],
+          ['version', 'MB', 'gzip -6 MB', 'restic sent MB', 'restic repository grew MB', 'restic s', ...modes.flatMap((m) => [`${m}: sent MB`, `${m}: ÷ gzip`, `${m}: s`, `${m}: ÷ restic`])],
           vs.map((v) => {
             const xs = modes.map((m) => per.find((r) => r.version === v && r.mode === m))
             const a = xs.find(Boolean)
-            return [a.what, mb(a.bytes), mb(a.gzip6_bytes), mb(a.restic_sent_bytes), f2(a.restic_seconds), ...xs.flatMap((r) => (r ? [mb(r.sent_bytes), vsGoal(r.sent_over_gzip, r.goal_sent_over_gzip), f2(r.seconds), vsGoal(r.time_over_restic, r.goal_time_over_restic)] : ['—', '—', '—', '—']))]
+            return [a.what, mb(a.bytes), mb(a.gzip6_bytes), mb(a.restic_sent_bytes), mb(a.restic_repo_growth), f2(a.restic_seconds), ...xs.flatMap((r) => (r ? [mb(r.sent_bytes), vsGoal(r.sent_over_gzip, r.goal_sent_over_gzip), f2(r.seconds), vsGoal(r.time_over_restic, r.goal_time_over_restic)] : ['—', '—', '—', '—']))]
           }),
         ),
       )

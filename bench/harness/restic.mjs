@@ -86,10 +86,15 @@ async function resticSide(files, name, tmp) {
   const staged = `${tmp}/src/${name}` // every version backed up under one path, as one file's history
   mkdirSync(`${tmp}/src`)
   const versions = []
+  let before = dirBytes(repo.dir).bytes
   for (const f of files) {
     copyFileSync(f, staged)
     const b = await repo.backup([staged])
-    versions.push({ s: b.s, sent: b.summary.data_added_packed, added: b.summary.data_added })
+    // What the repository grew by: the packed data plus restic's index and snapshot files (what
+    // would travel to a remote repository besides data_added_packed).
+    const now = dirBytes(repo.dir).bytes
+    versions.push({ s: b.s, sent: b.summary.data_added_packed, added: b.summary.data_added, grew: now - before })
+    before = now
     log(`  restic backup ${basename(f)}: ${b.s.toFixed(2)} s, data_added_packed ${b.summary.data_added_packed}`)
   }
   const target = `${tmp}/restic-restore`
@@ -183,6 +188,7 @@ for (const ds of datasets) {
           restic_seconds: r.s,
           restic_sent_bytes: r.sent,
           restic_data_added: r.added,
+          restic_repo_growth: r.grew,
           value: v.sent / gz[i],
           unit: 'ratio',
           sent_over_gzip: v.sent / gz[i],
@@ -206,6 +212,7 @@ for (const ds of datasets) {
         gzip6_bytes: sum(gz),
         sent_bytes: sent,
         restic_sent_bytes: rSent,
+        restic_repo_growth: sum(rs.versions.map((v) => v.grew)),
         sent_over_restic: sent / rSent,
         goal_sent_over_restic: 0.6,
         stored_bytes: cs.stored,
