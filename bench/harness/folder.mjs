@@ -11,7 +11,7 @@
 //   real-10000    N = 10,000
 //   random-1233   the paths and sizes of real-1233, seeded random bytes (incompressible: the
 //                 store's own overhead, goal ≤ 1.05 of the files' size)
-// --quick: real-60, real-200, random-60 (proves the step works; numbers mean nothing).
+// --quick: real-40, real-120, random-40 (proves the step works; numbers mean nothing).
 //
 // Per variant: restic (`restic backup --json DIR`, a fresh repository, default settings) first
 // and again unchanged; `cutpoint push` of the same folder into a fresh `cutpoint serve`, first
@@ -34,7 +34,7 @@ const main = process.argv[1] && import.meta.url === `file://${process.argv[1]}`
 const variants = process.env.CUTPOINT_FOLDER_VARIANTS
   ? process.env.CUTPOINT_FOLDER_VARIANTS.split(',').map((id) => ({ id, n: Number(id.split('-')[1]), random: id.startsWith('random-') }))
   : quick
-    ? [{ id: 'real-60', n: 60 }, { id: 'real-200', n: 200 }, { id: 'random-60', n: 60, random: true }]
+    ? [{ id: 'real-40', n: 40 }, { id: 'real-120', n: 120 }, { id: 'random-40', n: 40, random: true }]
     : [{ id: 'real-1233', n: 1233 }, { id: 'real-10000', n: 10000 }, { id: 'random-1233', n: 1233, random: true }]
 
 const restic = main ? findRestic() : {}
