@@ -32,19 +32,30 @@ export function pushHelp() {
   return spawnSync(cli, ['push', '--help'], { encoding: 'utf8' }).stdout ?? ''
 }
 
-/** Runs a command to its end without blocking: `{ s, out, err, code }`; a non-zero exit throws. */
-export function run(cmd, args, { env = {}, cwd, allowFail = false } = {}) {
+/**
+ * Runs a command to its end without blocking: `{ s, out, err, code }`; a non-zero exit throws,
+ * and so does a command still running after `timeoutS` (killed).
+ */
+export function run(cmd, args, { env = {}, cwd, allowFail = false, timeoutS = 900 } = {}) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now()
     const p = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     const out = []
     const err = []
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      p.kill('SIGKILL')
+    }, timeoutS * 1000)
     p.stdout.on('data', (d) => out.push(d))
     p.stderr.on('data', (d) => err.push(d))
-    p.on('error', reject)
+    p.on('error', (e) => (clearTimeout(timer), reject(e)))
     p.on('close', (code) => {
+      clearTimeout(timer)
       const r = { s: (performance.now() - t0) / 1000, out: Buffer.concat(out).toString('utf8'), err: Buffer.concat(err).toString('utf8'), code }
-      if (code !== 0 && !allowFail) reject(new Error(`${cmd.replace(root, '')} ${args.slice(0, 3).join(' ')}… exited with ${code}: ${r.err.trim().split('\n').slice(-3).join(' / ')}`))
+      const what = `${cmd.replace(root, '')} ${args.slice(0, 3).join(' ')}…`
+      if (timedOut) reject(new Error(`${what} still running after ${timeoutS} s: killed`))
+      else if (code !== 0 && !allowFail) reject(new Error(`${what} exited with ${code}: ${r.err.trim().split('\n').slice(-3).join(' / ')}`))
       else resolve(r)
     })
   })
