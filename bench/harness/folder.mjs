@@ -103,7 +103,8 @@ async function cutpointPush(folder, files, url) {
   return r.s
 }
 
-async function variant(v, tmp) {
+/** The folder of a variant, materialized in `tmp/folder`, its list written: `{ files, bytes, list, folder }`. */
+function prepare(v, tmp) {
   const files = pickFiles(v.n)
   if (files.length < v.n) throw new Error(`only ${files.length} files under 256 KiB found for ${v.n} (node_modules, bench/node_modules, the locked crates' sources)`)
   const list = files.map((f) => `${f.size}\t${f.rel}`).join('\n') + '\n'
@@ -113,15 +114,24 @@ async function variant(v, tmp) {
   materialize(files, folder, v.random)
   const bytes = files.reduce((a, f) => a + f.size, 0)
   log(`folder ${v.id}: ${files.length} files, ${bytes} bytes (${files[0].rel} … ${files.at(-1).rel})`)
+  return { files, bytes, list, folder }
+}
 
+/** restic: a fresh repository, the folder backed up twice (the second unchanged). */
+async function resticSide(tmp) {
   const repo = await resticRepo(restic.exe, `${tmp}/restic`)
-  const rFirst = await repo.backup(['folder'], { cwd: tmp })
-  const rStored = dirBytes(repo.dir).bytes
-  const rAgain = await repo.backup(['folder'], { cwd: tmp })
-  log(`  restic: first ${rFirst.s.toFixed(2)} s, again ${rAgain.s.toFixed(2)} s, repository ${rStored} bytes`)
+  const first = await repo.backup(['folder'], { cwd: tmp })
+  const stored = dirBytes(repo.dir).bytes
+  const again = await repo.backup(['folder'], { cwd: tmp })
+  log(`  restic: first ${first.s.toFixed(2)} s, again ${again.s.toFixed(2)} s, repository ${stored} bytes`)
+  return { first: first.s, again: again.s, stored }
+}
 
-  // Timed, straight to the store; its size measured once it stopped (the index's write-ahead
-  // log folded in), then the same store started again for the re-push.
+/**
+ * cutpoint, timed, straight to the store: the first push, then the store's size once it stopped
+ * (the index's write-ahead log folded in), then the same store started again for the re-push.
+ */
+async function timedSide(folder, files, tmp) {
   const dir = `${tmp}/store`
   const timedPush = async () => {
     const srv = await startStore(dir)
@@ -136,23 +146,31 @@ async function variant(v, tmp) {
   const again = await timedPush()
   log(`  cutpoint: first ${first.toFixed(2)} s, again ${again.toFixed(2)} s, store ${stored.bytes} bytes in ${stored.files} files`)
   rmSync(dir, { recursive: true, force: true })
+  return { first, again, stored }
+}
 
-  // Counted, through the proxy (a fresh store: the same first push and re-push).
-  const dir2 = `${tmp}/store-counted`
-  const srv2 = await startStore(dir2)
-  const proxy = await countingProxy(srv2.url)
-  let cFirst
-  let cAgain
+/** cutpoint through the counting proxy, a fresh store: the requests of a first push and a re-push. */
+async function countedSide(folder, files, tmp) {
+  const srv = await startStore(`${tmp}/store-counted`)
+  const proxy = await countingProxy(srv.url)
   try {
     await cutpointPush(folder, files, proxy.url)
-    cFirst = proxy.reset()
+    const first = proxy.reset()
     await cutpointPush(folder, files, proxy.url)
-    cAgain = proxy.reset()
+    const again = proxy.reset()
+    log(`  requests: first ${first.requests} (${JSON.stringify(first.by_kind)}), again ${again.requests} (${JSON.stringify(again.by_kind)})`)
+    return { first, again }
   } finally {
     await proxy.close()
-    await srv2.stop()
+    await srv.stop()
   }
-  log(`  requests: first ${cFirst.requests} (${JSON.stringify(cFirst.by_kind)}), again ${cAgain.requests} (${JSON.stringify(cAgain.by_kind)})`)
+}
+
+async function variant(v, tmp) {
+  const { files, bytes, list, folder } = prepare(v, tmp)
+  const r = await resticSide(tmp)
+  const { first, again, stored } = await timedSide(folder, files, tmp)
+  const { first: cFirst, again: cAgain } = await countedSide(folder, files, tmp)
   const n = files.length
   return {
     section: 'folder',
@@ -171,10 +189,10 @@ async function variant(v, tmp) {
     distinct_names: pushDir ? n : new Set(files.map((f) => basename(f.rel))).size,
     seconds: first,
     again_seconds: again,
-    restic_seconds: rFirst.s,
-    restic_again_seconds: rAgain.s,
-    first_over_restic: first / rFirst.s,
-    again_over_restic: again / rAgain.s,
+    restic_seconds: r.first,
+    restic_again_seconds: r.again,
+    first_over_restic: first / r.first,
+    again_over_restic: again / r.again,
     goal_first_over_restic: 1.0,
     goal_again_over_restic: 1.0,
     stored_bytes: stored.bytes,
@@ -182,8 +200,8 @@ async function variant(v, tmp) {
     stored_objects_bytes: stored.objects,
     stored_index_bytes: stored.index,
     stored_over_bytes: stored.bytes / bytes,
-    restic_stored_bytes: rStored,
-    restic_stored_over_bytes: rStored / bytes,
+    restic_stored_bytes: r.stored,
+    restic_stored_over_bytes: r.stored / bytes,
     goal_stored_over_bytes: v.random ? 1.05 : null,
     requests_first: cFirst.requests,
     requests_again: cAgain.requests,
@@ -194,7 +212,7 @@ async function variant(v, tmp) {
     requests_by_kind_again: cAgain.by_kind,
     request_bytes_first: cFirst.request_body_bytes,
     request_bytes_again: cAgain.request_body_bytes,
-    value: first / rFirst.s,
+    value: first / r.first,
     unit: 'ratio',
   }
 }
