@@ -361,7 +361,7 @@ const result = {
   dispatch: steps.find((s) => s.meta?.dispatch)?.meta?.dispatch ?? null,
   datasets,
   config: { workers, threads, reps_native: quick ? 1 : 5, reps_js: jsCfg.reps },
-  units: { 'GB/s': 'bytes / median wall seconds / 1e9 (min/max: slowest/fastest run)', ratio: 'dedup ratio = bytes / unique bytes, files in order' },
+  units: { 'GB/s': 'bytes / median wall seconds / 1e9 (min/max: slowest/fastest run)', ratio: 'dedup rows: dedup ratio = bytes / unique bytes, files in order; restic and folder rows: cutpoint ÷ restic (or sent ÷ gzip -6), as the row says' },
   steps: steps.filter((s) => !s.meta),
   skipped,
   rows,
