@@ -31,6 +31,21 @@ else
   touch "$GOBIN_DIR/.versitygw-$VERSITYGW_VERSION"
 fi
 
+# restic, the peer the bench compares pushes with (bench steps "restic" and "folder"), pinned,
+# built with `go install` into the same directory; the bench fetches nothing at run time.
+RESTIC_VERSION=v0.18.1
+if [ -x "$GOBIN_DIR/restic" ] && "$GOBIN_DIR/restic" version 2>/dev/null | grep -q "^restic ${RESTIC_VERSION#v} "; then
+  :
+else
+  if ! have go; then
+    echo "go not found: the bench's restic steps need restic, built with 'go install' (Go >= 1.23)" >&2
+    exit 1
+  fi
+  step "restic $RESTIC_VERSION (go install, into $GOBIN_DIR)"
+  mkdir -p "$GOBIN_DIR"
+  GOBIN="$GOBIN_DIR" go install "github.com/restic/restic/cmd/restic@$RESTIC_VERSION"
+fi
+
 # cargo-fuzz for scripts/fuzz.sh (a step of scripts/test.sh), pinned; only where a nightly
 # toolchain is present (libFuzzer needs nightly's -Z flags). Without nightly, fuzz.sh says
 # plainly that fuzzing did not run.

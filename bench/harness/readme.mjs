@@ -82,6 +82,16 @@ function headline(res) {
   }
   const mod = get('store/browser-push/mod')
   if (mod?.sent_over_novel) out.push(['1%-modified re-push from the browser: bytes sent ÷ novel bytes', `${f2(mod.sent_over_novel, 3)} (native: ${f2(get('store/push/mod')?.sent_over_novel, 3)})`])
+  // restic 0.18.1 beside `cutpoint push` (bench/harness/restic.mjs, folder.mjs; issues #28, #33).
+  const ok = (x, goal) => (x <= goal ? ' ✓' : '')
+  for (const t of R.filter((r) => r.section === 'restic' && r.dataset === 'real' && r.name.endsWith('/total'))) {
+    const how = t.mode === 'default' ? '' : `, --compression ${t.mode}`
+    out.push([`TypeScript releases in order (${t.versions}) vs restic${how}: bytes sent / stored, ÷ restic (goal ≤ 0.6)`, `**${f2(t.sent_over_restic)}**${ok(t.sent_over_restic, 0.6)} / **${f2(t.stored_over_restic)}**${ok(t.stored_over_restic, 0.6)} (${f2(t.sent_bytes / 1e6, 1)} vs ${f2(t.restic_sent_bytes / 1e6, 1)} MB sent)`])
+    out.push([`the same: each push's time ÷ restic backup, median / worst (goal ≤ 0.5); restore ÷ restic restore (goal ≤ 0.5)`, `${f2(t.time_over_restic_median)} / ${f2(t.time_over_restic_max)}${ok(t.time_over_restic_max, 0.5)}; ${f2(t.restore_over_restic)}${ok(t.restore_over_restic, 0.5)}`])
+  }
+  for (const f of R.filter((r) => r.section === 'folder')) {
+    out.push([`a folder of ${f.files} ${f.variant.startsWith('random') ? 'random' : 'real small'} files vs restic: first push / unchanged re-push time ÷ restic (goal ≤ 1.0); requests per file; stored ÷ files`, `${f2(f.first_over_restic)}${ok(f.first_over_restic, 1)} / ${f2(f.again_over_restic)}${ok(f.again_over_restic, 1)}; ${f2(f.requests_per_file, 3)}; ${f2(f.stored_over_bytes)}`])
+  }
   return `| what | result |\n|---|---|\n${out.map((r) => `| ${r.join(' | ')} |`).join('\n')}\n`
 }
 

@@ -152,6 +152,8 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
     out.push(table(['what', 'input', 'hash', 'peak RSS MiB', 'chunks', 'seconds'], mem.map((r) => [r.what ?? `${r.runtime} cutpoint chunk -`, r.size, r.hash, f2(r.value, 1), r.chunks, f2(r.seconds, 1)])))
   }
 
+  resticSections(R, res, out)
+
   if (readme) return out.join('\n')
 
   // Tables from the other examples
@@ -167,6 +169,64 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
     }
   }
   return out.join('\n')
+}
+
+/** ≤ goal: ✓, above: ✗, no goal: the value alone. */
+const vsGoal = (x, goal, d = 2) => (typeof x !== 'number' ? '—' : typeof goal === 'number' ? `${f2(x, d)} ${x <= goal ? '✓' : '✗'}` : f2(x, d))
+const mb = (n) => (typeof n === 'number' ? (n / 1e6).toFixed(2) : '—')
+
+/** The restic comparisons (bench/harness/restic.mjs, folder.mjs): goals of issues #28 and #33. */
+function resticSections(R, res, out) {
+  const rr = R.filter((r) => r.section === 'restic')
+  const restic = res.versions?.restic?.match(/^restic \S+/)?.[0] ?? 'restic'
+  const on = `on **${res.machine.cpu}** (${res.machine.cores} cores)`
+  if (rr.length) {
+    out.push(`\n### ${restic} vs \`cutpoint push\`: versioned files in order, ${on} (bench/harness/restic.mjs)\n`)
+    out.push('Each side on a fresh local store / repository on this machine (CPU above), one run; restic with default settings (compression auto), bytes sent = its `data_added_packed` (its index and snapshot files, which a remote repository would receive too, not counted: \`restic_repo_growth\` in the JSON has them); cutpoint bytes sent = every request body of the push, queries and commits included (its \`--json\`, see \`sent_via\`). Stored = every file of the store directory (objects + index) vs the restic repository. Restores are of the last version, both compared byte for byte. ✓ = within the goal of the issue.\n')
+    for (const ds of [...new Set(rr.map((r) => r.dataset))]) {
+      const tot = rr.filter((r) => r.dataset === ds && r.name.endsWith('/total'))
+      if (!tot.length) continue
+      out.push(`\n#### ${ds}: ${tot[0].dataset_what}, ${tot[0].versions} versions, ${mb(tot[0].bytes)} MB\n`)
+      const cols = tot.map((t) => (t.mode === 'default' ? 'cutpoint (this build has no --compression)' : `cutpoint --compression ${t.mode}`))
+      const line = (what, goal, cell) => [what, goal, ...tot.map(cell)]
+      const ao = rr.find((r) => r.dataset === ds && r.name.endsWith('/auto-over-off'))
+      const body = [
+        line('bytes sent, all versions ÷ restic `data_added_packed`', '≤ 0.6', (t) => `${vsGoal(t.sent_over_restic, t.goal_sent_over_restic)} (${mb(t.sent_bytes)} vs ${mb(t.restic_sent_bytes)} MB)`),
+        line('bytes stored after all versions ÷ restic repository', '≤ 0.6', (t) => `${vsGoal(t.stored_over_restic, t.goal_stored_over_restic)} (${mb(t.stored_bytes)} vs ${mb(t.restic_stored_bytes)} MB; objects ${mb(t.stored_objects_bytes)}, index ${mb(t.stored_index_bytes)})`),
+        line('bytes sent by each push ÷ `gzip -6` of that file, every version after the first: worst (versions within)', '≤ 1.0', (t) => `${vsGoal(t.sent_over_gzip_max_later, t.goal_sent_over_gzip)} (${t.later_versions_within_gzip} of ${t.versions - 1})`),
+        line('the same, first version', 'report', (t) => f2(t.sent_over_gzip_first)),
+        line('wall time of each push ÷ restic backup of the same file: median / worst', '≤ 0.5', (t) => `${f2(t.time_over_restic_median)} / ${vsGoal(t.time_over_restic_max, t.goal_time_over_restic)} (${f2(t.seconds, 1)} vs ${f2(t.restic_seconds, 1)} s in all)`),
+        line('restore of the last version: `cutpoint pull` ÷ `restic restore` (both verified)', '≤ 0.5', (t) => `${vsGoal(t.restore_over_restic, t.goal_restore_over_restic)} (${f2(t.restore_seconds)} vs ${f2(t.restic_restore_seconds)} s${t.restore_verified ? ', identical' : ', **differs**'})`),
+      ]
+      if (ao) body.push(line('native push bytes sent, compression auto ÷ off (the issue\'s goal is for the browser push, on the tars)', typeof ao.goal === 'number' ? `≤ ${ao.goal}` : 'report', (t) => (t.mode === 'auto' ? vsGoal(ao.value, ao.goal) : '')))
+      out.push(table(['row', 'goal', ...cols], body))
+      const per = rr.filter((r) => r.dataset === ds && /\/v\d+$/.test(r.name))
+      const modes = tot.map((t) => t.mode)
+      const vs = [...new Set(per.map((r) => r.version))].sort((a, b) => a - b)
+      out.push(`\nPer version (MB = 10⁶ bytes; sent ÷ gzip, goal ≤ 1.0 after the first; time ÷ restic, goal ≤ 0.5):\n`)
+      out.push(
+        table(
+          ['version', 'MB', 'gzip -6 MB', 'restic sent MB', 'restic repository grew MB', 'restic s', ...modes.flatMap((m) => [`${m}: sent MB`, `${m}: ÷ gzip`, `${m}: s`, `${m}: ÷ restic`])],
+          vs.map((v) => {
+            const xs = modes.map((m) => per.find((r) => r.version === v && r.mode === m))
+            const a = xs.find(Boolean)
+            return [a.what, mb(a.bytes), mb(a.gzip6_bytes), mb(a.restic_sent_bytes), mb(a.restic_repo_growth), f2(a.restic_seconds), ...xs.flatMap((r) => (r ? [mb(r.sent_bytes), vsGoal(r.sent_over_gzip, r.goal_sent_over_gzip), f2(r.seconds), vsGoal(r.time_over_restic, r.goal_time_over_restic)] : ['—', '—', '—', '—']))]
+          }),
+        ),
+      )
+    }
+  }
+  const fo = R.filter((r) => r.section === 'folder')
+  if (fo.length) {
+    out.push(`\n### A folder of small files: ${restic} vs \`cutpoint push\`, ${on} (bench/harness/folder.mjs)\n`)
+    out.push(`Real files under 256 KiB from this repository's node_modules, bench/node_modules, then the locked crates' sources (the list: \`bench/results/tmp/folder-VARIANT.list\`, its SHA-256 in the JSON), copied to a temporary folder; "random": the same paths and sizes, seeded random bytes. ${fo[0].push_mode}. Requests counted by a proxy in front of the store (a second, untimed pass). ✓ = within the goal of issue #33.\n`)
+    out.push(
+      table(
+        ['folder', 'files', 'MB', 'first push s: cutpoint / restic', 'first ÷ restic (≤ 1.0)', 're-push s: cutpoint / restic', 're-push ÷ restic (≤ 1.0)', 'stored ÷ files (≤ 1.05, random) / restic', 'store MB: objects + index', 'requests per file: first (≤ 0.05 at 10,000) / re-push'],
+        fo.map((r) => [r.variant, r.files, mb(r.bytes), `${f2(r.seconds)} / ${f2(r.restic_seconds)}`, vsGoal(r.first_over_restic, r.goal_first_over_restic), `${f2(r.again_seconds)} / ${f2(r.restic_again_seconds)}`, vsGoal(r.again_over_restic, r.goal_again_over_restic), `${vsGoal(r.stored_over_bytes, r.goal_stored_over_bytes)} / ${f2(r.restic_stored_over_bytes)}`, `${mb(r.stored_objects_bytes)} + ${mb(r.stored_index_bytes)}`, `${vsGoal(r.requests_per_file, r.goal_requests_per_file, 3)} / ${f2(r.requests_per_file_again, 3)}`]),
+      ),
+    )
+  }
 }
 
 // ---- plots ---------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 //   <out>/<host>-<date>-*.svg  the plots (vega-lite, rendered headless in Node)
 // and, for a full run into bench/results, the performance section of docs/performance.md (readme.mjs).
 //
-//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,browser-push]
+//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,browser-push,restic,folder]
 //   (opt-in, not in the default list: --only index-scale, the store's index at 10^7 chunks)
 //
 // Sizes: full = 64 MiB of seeded random bytes for speed rows, medians of 5 (JS: 3); a synthetic
@@ -19,6 +19,7 @@ import { limitsWasm } from './limits-wasm.mjs'
 import { parseMtfbc, parseMarkdownTables } from './parse.mjs'
 import { writeReport } from './report.mjs'
 import { updateReadme } from './readme.mjs'
+import { findRestic } from './peer-lib.mjs'
 
 const root = new URL('../../', import.meta.url).pathname
 const argv = process.argv.slice(2)
@@ -26,7 +27,7 @@ const flag = (f) => argv.includes(f)
 const opt = (f, d) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : d)
 const quick = flag('--quick')
 const outDir = opt('--out', `${root}bench/results`)
-const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid,store,browser-push').split(',')
+const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid,store,browser-push,restic,folder').split(',')
 const cli = `${root}native/target/release/cutpoint`
 const ex = (name) => `${root}native/target/release/examples/${name}`
 const cores = os.availableParallelism?.() ?? os.cpus().length
@@ -95,6 +96,7 @@ const versions = {
   '@huggingface/xetchunk-wasm': pkgVersion('@huggingface/xetchunk-wasm'),
   '@dstanesc/wasm-chunking-fastcdc-node': pkgVersion('@dstanesc/wasm-chunking-fastcdc-node'),
   'rabin-wasm': pkgVersion('rabin-wasm'),
+  restic: findRestic().version ?? null,
   vega: pkgVersion('vega'),
   'vega-lite': pkgVersion('vega-lite'),
 }
@@ -281,6 +283,17 @@ if (only.includes('browser-push')) {
   else await jsonRows('browser-push', 'chromium', process.execPath, [`${root}bench/harness/browser-push.mjs`, ...(quick ? ['--quick'] : [])], { CUTPOINT_CHROMIUM: chromiumExe })
 }
 
+if (only.includes('restic')) {
+  // restic 0.18.1 (scripts/install.sh) against `cutpoint push` on the same versioned files in
+  // order: 13 TypeScript releases and the synthetic versions (bench/harness/restic.mjs).
+  await jsonRows('restic', 'native', process.execPath, [`${root}bench/harness/restic.mjs`, '--syn', syn.join(','), ...(quick ? ['--quick'] : [])])
+}
+if (only.includes('folder')) {
+  // A folder of 1,233 and 10,000 small real files (and 1,233 random ones): first push, unchanged
+  // re-push, store size, requests per file, against restic (bench/harness/folder.mjs).
+  await jsonRows('folder', 'native', process.execPath, [`${root}bench/harness/folder.mjs`, ...(quick ? ['--quick'] : [])])
+}
+
 function textStep(step, cmd, args, env = {}) {
   return new Promise((resolve) => {
     const t0 = Date.now()
@@ -345,10 +358,10 @@ const result = {
   machine,
   versions,
   backends,
-  dispatch: steps.find((s) => s.meta)?.meta?.dispatch ?? null,
+  dispatch: steps.find((s) => s.meta?.dispatch)?.meta?.dispatch ?? null,
   datasets,
   config: { workers, threads, reps_native: quick ? 1 : 5, reps_js: jsCfg.reps },
-  units: { 'GB/s': 'bytes / median wall seconds / 1e9 (min/max: slowest/fastest run)', ratio: 'dedup ratio = bytes / unique bytes, files in order' },
+  units: { 'GB/s': 'bytes / median wall seconds / 1e9 (min/max: slowest/fastest run)', ratio: 'dedup rows: dedup ratio = bytes / unique bytes, files in order; restic and folder rows: cutpoint ÷ restic (or sent ÷ gzip -6), as the row says' },
   steps: steps.filter((s) => !s.meta),
   skipped,
   rows,

@@ -2,7 +2,8 @@
 // write the results JSON (machine, versions, backends, rows with units, skipped parts with
 // reasons), the Markdown tables and the SVG plots. Asserts structure only, never speed.
 // scripts/test-js.sh has built the wasm modules and the library already (CUTPOINT_BENCH_REBUILD=0).
-// About 45 s on the idle 2-core VM; the generous timeout is for a machine shared with other work.
+// About 45 s on the idle 2-core VM, plus the restic comparisons (restic.mjs, folder.mjs: about 30 s);
+// the generous timeout is for a machine shared with other work.
 import { expect, it } from 'vitest'
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -28,7 +29,7 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
   const out = mkdtempSync(`${tmpdir()}/cutpoint-bench-test-`)
   const readme = readFileSync(`${root}docs/performance.md`, 'utf8')
   try {
-    const r = await run('bash', ['scripts/bench.sh', '--quick', '--out', out], { ...process.env, CUTPOINT_BENCH_REBUILD: '0', DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }, 280_000)
+    const r = await run('bash', ['scripts/bench.sh', '--quick', '--out', out], { ...process.env, CUTPOINT_BENCH_REBUILD: '0', DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }, 400_000)
     const log = r.out
     expect(r.status, log.slice(-4000)).toBe(0)
     const files = readdirSync(out)
@@ -53,7 +54,7 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
     expect(res.rows.length).toBeGreaterThan(50)
     for (const row of res.rows) {
       expect(typeof row.name).toBe('string')
-      expect(['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory', 'store']).toContain(row.section)
+      expect(['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory', 'store', 'restic', 'folder']).toContain(row.section)
       expect(['native', 'node', 'deno', 'chromium']).toContain(row.runtime)
       expect(['GB/s', 'ratio', 'MiB']).toContain(row.unit)
       expect(Number.isFinite(row.value), row.name).toBe(true)
@@ -95,6 +96,33 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
       expect(row.seconds).toBeGreaterThan(0)
       expect(row.value).toBeGreaterThan(0)
     }
+    // restic 0.18.1 beside `cutpoint push` (bench/harness/restic.mjs, folder.mjs): measured, or
+    // skipped with the reason (restic not built), never dropped.
+    if (res.versions.restic) {
+      const syn = res.rows.filter((r: any) => r.section === 'restic' && r.dataset === 'synthetic')
+      const tot = syn.filter((r: any) => r.name.endsWith('/total'))
+      expect(tot.length, JSON.stringify(res.skipped)).toBeGreaterThan(0)
+      for (const t of tot) {
+        expect(t.restore_verified).toBe(true)
+        expect(t.sent_bytes).toBeGreaterThan(0)
+        expect(t.restic_sent_bytes).toBeGreaterThan(0)
+        expect(t.stored_bytes).toBeGreaterThan(0)
+        expect(t.restic_stored_bytes).toBeGreaterThan(0)
+        // Per version: one row each, gzip -6 of the file measured.
+        expect(syn.filter((r: any) => r.mode === t.mode && /\/v\d+$/.test(r.name)).length).toBe(t.versions)
+      }
+      expect(syn.every((r: any) => r.name.endsWith('/total') || r.name.endsWith('/auto-over-off') || r.gzip6_bytes > 0)).toBe(true)
+      const folders = res.rows.filter((r: any) => r.section === 'folder')
+      expect(folders.length, JSON.stringify(res.skipped)).toBe(3)
+      for (const f of folders) {
+        expect(f.requests_first).toBeGreaterThan(0)
+        expect(f.stored_bytes).toBeGreaterThan(0)
+        expect(f.restic_seconds).toBeGreaterThan(0)
+      }
+    } else {
+      expect(res.skipped.some((s: any) => s.name === 'restic'), JSON.stringify(res.skipped)).toBe(true)
+      expect(res.skipped.some((s: any) => s.name === 'folder'), JSON.stringify(res.skipped)).toBe(true)
+    }
     // gear: the skip-MIN engine's own rows, one thread and more.
     expect(has((r) => r.engine === 'skip-min' && r.family === 'gear' && r.threads === 1 && r.value > 0)).toBe(true)
     expect(has((r) => r.name === 'limits/native/memcpy')).toBe(true)
@@ -116,6 +144,7 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
     // Markdown and plots.
     const md = readFileSync(`${out}/${base}.md`, 'utf8')
     for (const h of ['### Limits', '### Chunking, native', '### Peers', '### Fingerprints', '### End to end', 'MT-FBC', 'RapidCDC']) expect(md).toContain(h)
+    if (res.versions.restic) for (const h of ['vs `cutpoint push`: versioned files in order', 'A folder of small files']) expect(md).toContain(h)
     const svgs = files.filter((f) => f.startsWith(base) && f.endsWith('.svg'))
     expect(svgs.length, files.join(' ')).toBeGreaterThanOrEqual(5)
     for (const s of svgs) expect(readFileSync(`${out}/${s}`, 'utf8').startsWith('<svg')).toBe(true)
@@ -126,4 +155,4 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
   } finally {
     rmSync(out, { recursive: true, force: true })
   }
-}, 300_000)
+}, 420_000)
