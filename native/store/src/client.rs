@@ -266,7 +266,52 @@ impl Client {
 
     /// The ids among `ids` the namespace lacks.
     pub fn query(&self, ids: &[Digest]) -> R<Vec<Digest>> {
-        let url = self.url("query");
+        self.query_at("query", ids)
+    }
+
+    /// The part ids among `ids` the namespace has no part of (`POST parts/query`).
+    pub fn query_parts(&self, ids: &[Digest]) -> R<Vec<Digest>> {
+        self.query_at("parts/query", ids)
+    }
+
+    /// Uploads a recipe part (safe to repeat: the store keeps a part once).
+    pub fn put_part(&self, text: &[u8]) -> R<crate::store::PartStored> {
+        let url = self.url("parts");
+        let what = self.what("POST", &url);
+        self.retry(|| {
+            let rb = self.auth(self.agent.post(&url)).header("Content-Type", "text/plain; charset=utf-8");
+            let resp = rb.send(text).map_err(|e| self.net(&what, e))?;
+            let mut resp = Self::check(resp)?;
+            self.json_body(&what, &mut resp, 1 << 20, "part answer")
+        })
+    }
+
+    /// The latest (or a given) version's number, digest, chunk count and bytes, from its stored
+    /// text (`?parts=1`: a version committed in parts is not expanded); `Ok(None)`: none.
+    pub fn head(&self, name: &str, version: Option<u64>) -> R<Option<(u64, cutpoint_core::protocol::part::PartRecipe)>> {
+        let mut url = self.file_url("recipes", name, version);
+        url.push_str(if version.is_some() { "&parts=1" } else { "?parts=1" });
+        let what = self.what("GET", &url);
+        self.retry(|| {
+            let resp = self.auth(self.agent.get(&url)).call().map_err(|e| self.net(&what, e))?;
+            if resp.status().as_u16() == 404 {
+                return Ok(None);
+            }
+            let mut resp = Self::check(resp)?;
+            let v: u64 = resp
+                .headers()
+                .get("x-cutpoint-version")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| ClientError::Protocol("the recipe came without its version".into()))?;
+            let b = resp.body_mut().with_config().limit(1 << 30).read_to_vec().map_err(|e| self.net(&what, e))?;
+            let r = cutpoint_core::protocol::part::PartRecipe::parse(&b).map_err(|e| ClientError::Protocol(format!("the store's recipe: {e}")))?;
+            Ok(Some((v, r)))
+        })
+    }
+
+    fn query_at(&self, tail: &str, ids: &[Digest]) -> R<Vec<Digest>> {
+        let url = self.url(tail);
         let what = self.what("POST", &url);
         let mut out = Vec::new();
         for part in ids.chunks(MAX_QUERY_IDS) {
