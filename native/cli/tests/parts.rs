@@ -269,3 +269,32 @@ fn the_client_pushes_a_big_file_in_parts_and_a_re_push_sends_only_changed_parts(
     srv.check(&["--ns", "t"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Check before sending: a limit the client cannot meet is refused before a byte is uploaded,
+/// with the store's limit in the message (never a "Broken pipe" after the upload).
+#[test]
+fn a_limit_the_client_cannot_meet_is_refused_before_a_byte_is_sent() {
+    let dir = tmpdir("parts-limits");
+    let store = Loc::new(Backend::Local, &dir, None);
+    let mut srv = Server::start(&store, &["--max-recipe", "2k"], &[]);
+    let f = write(&dir, "f", &data(3 << 20, 75));
+    // A whole recipe (--no-parts: as with a store without parts) of at least 48 chunks.
+    let out = srv.cli(&["push", f.to_str().unwrap(), "--name", "f", "--no-parts"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("max_recipe_bytes of 2048") && err.contains("nothing was sent"), "{err}");
+    assert!(!err.contains("Broken pipe"), "{err}");
+    assert_eq!(packs_on_disk(&srv.data), 0, "nothing was uploaded");
+    // With parts the same store takes the file.
+    srv.push(&f, "f", &[]);
+    srv.kill();
+    // A pack limit below one chunk of the profile's MAX.
+    let store = Loc::named(Backend::Local, &dir, None, "small-packs");
+    let srv = Server::start(&store, &["--max-pack", "32k"], &[]);
+    let out = srv.cli(&["push", f.to_str().unwrap(), "--name", "f"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("32768"), "{err}");
+    assert_eq!(packs_on_disk(&srv.data), 0, "nothing was uploaded");
+    let _ = std::fs::remove_dir_all(&dir);
+}
