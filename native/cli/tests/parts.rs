@@ -285,8 +285,18 @@ fn a_limit_the_client_cannot_meet_is_refused_before_a_byte_is_sent() {
     assert!(err.contains("max_recipe_bytes of 2048") && err.contains("nothing was sent"), "{err}");
     assert!(!err.contains("Broken pipe"), "{err}");
     assert_eq!(packs_on_disk(&srv.data), 0, "nothing was uploaded");
-    // With parts the same store takes the file.
-    srv.push(&f, "f", &[]);
+    // With parts the same store takes a file whose whole recipe (~2.4 KB) is over its limit.
+    let small = write(&dir, "small", &data(256 << 10, 76));
+    let r = srv.push(&small, "small", &[]);
+    assert!(r["parts"].as_u64().unwrap() > 1, "{r}");
+    assert_eq!(srv.pull("small", None, &[]), std::fs::read(&small).unwrap());
+    // A big one: its recipe of part lines is refused before it is sent (its chunks and parts
+    // were sent), with the limit in the message (a part line per ~6 chunks here: see
+    // PROTOCOL.md 8, "The number of part lines grows with the file").
+    let out = srv.cli(&["push", f.to_str().unwrap(), "--name", "f"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("max_recipe_bytes of 2048") && err.contains("nothing was committed"), "{err}");
     srv.kill();
     // A pack limit below one chunk of the profile's MAX.
     let store = Loc::named(Backend::Local, &dir, None, "small-packs");
