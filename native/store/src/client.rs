@@ -540,8 +540,9 @@ struct Item {
 }
 
 const BATCH: usize = 2048;
-/// The most chunk ids a push remembers having asked about (~40 bytes each).
-const KNOWN_MAX: usize = 1 << 20;
+/// The most chunk ids a push remembers having asked about (~40 bytes each, ~10 MiB in all;
+/// a big file's id asked again costs 32 bytes).
+const KNOWN_MAX: usize = 1 << 18;
 
 /// What a push knows before it reads the file: the engine, the store's limits and the base
 /// recipe (the latest version of the same name, same profile and fingerprint).
