@@ -6,7 +6,8 @@
 // and, for a full run into bench/results, the performance section of docs/performance.md (readme.mjs).
 //
 //   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,browser-push,restic,folder]
-//   (opt-in, not in the default list: --only index-scale, the store's index at 10^7 chunks)
+//   (opt-in, not in the default list: --only index-scale, the store's index at 10^7 chunks;
+//   --only big, a file of up to 32 GiB pushed and pulled, bench/harness/big-file.mjs)
 //
 // Sizes: full = 64 MiB of seeded random bytes for speed rows, medians of 5 (JS: 3); a synthetic
 // versioned dataset of 4 × 32 MiB (`cutpoint gen`); four TypeScript releases as real data
@@ -275,6 +276,13 @@ if (only.includes('index-scale')) {
   // 10^7 chunks through Store::ingest, then Store::query batches of 16384 ids, half present:
   // p50/p99 per batch, ids/s, index size, peak RSS. --quick: 10^5 chunks.
   await jsonRows('index-scale', 'native', ex('index_scale'), ['--json', '--chunks', quick ? '100000' : '10000000', '--batches', quick ? '20' : '200'])
+}
+if (only.includes('big')) {
+  // Opt-in (not in the default list; issue #32): push and pull one generated file of the largest
+  // size the free disk allows up to 32 GiB (CUTPOINT_BIG_SIZE, e.g. 1g, to choose), byte-identical,
+  // peak RSS of client and server, seconds per GiB. --quick: 256 MiB.
+  const size = process.env.CUTPOINT_BIG_SIZE ?? (quick ? '256m' : undefined)
+  await jsonRows('big', 'native', process.execPath, [`${root}bench/harness/big-file.mjs`, ...(size ? [size] : [])])
 }
 if (only.includes('browser-push')) {
   // The web page in Chromium pushing through the library's client (2 workers) vs `cutpoint push`,

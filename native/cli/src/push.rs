@@ -34,6 +34,10 @@ pub struct PushArgs {
     /// One JSON object per file on standard output (no progress bar).
     #[arg(long)]
     json: bool,
+    /// Commit the whole recipe even where the store takes recipe parts (as against a store
+    /// without them; a recipe over the store's limit is then refused before anything is sent).
+    #[arg(long, hide = true)]
+    no_parts: bool,
 }
 
 /// The name a file is stored under by default: its file name.
@@ -83,6 +87,7 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     opts.rapid = rapid;
     opts.pack_bytes = pack_bytes;
     opts.uploaders = a.uploads;
+    opts.parts = !a.no_parts;
     let mut out = std::io::stdout().lock();
     let wr = |e: std::io::Error| Fail::io(format!("<stdout>: {e}"));
     for (f, name) in a.files.iter().zip(&names) {

@@ -41,6 +41,13 @@ pub struct Objects {
 pub fn pack_key(ns: &str, pack: &str) -> String {
     format!("ns/{ns}/packs/{}/{pack}", &pack[..2.min(pack.len())])
 }
+/// A recipe part (PROTOCOL.md 3.7), named by its id.
+pub fn part_key(ns: &str, id: &str) -> String {
+    format!("ns/{ns}/parts/{}/{id}", &id[..2.min(id.len())])
+}
+pub fn part_prefix(ns: &str) -> String {
+    format!("ns/{ns}/parts")
+}
 pub fn recipe_prefix(ns: &str, name_key: &str) -> String {
     format!("ns/{ns}/recipes/{name_key}")
 }

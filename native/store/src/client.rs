@@ -17,6 +17,7 @@
 use crate::index::Version;
 use crate::store::{CheckReport, GcReport, PackReport};
 use cutpoint_core::protocol::delta;
+use cutpoint_core::protocol::part::{needs_parts, Line, Part, PartCutter, PartRecipe};
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{encode_segment, validate_name, validate_namespace};
 use cutpoint_core::protocol::pack::{fit_pack_chunks, fit_pack_target, PackWriter};
@@ -268,7 +269,52 @@ impl Client {
 
     /// The ids among `ids` the namespace lacks.
     pub fn query(&self, ids: &[Digest]) -> R<Vec<Digest>> {
-        let url = self.url("query");
+        self.query_at("query", ids)
+    }
+
+    /// The part ids among `ids` the namespace has no part of (`POST parts/query`).
+    pub fn query_parts(&self, ids: &[Digest]) -> R<Vec<Digest>> {
+        self.query_at("parts/query", ids)
+    }
+
+    /// Uploads a recipe part (safe to repeat: the store keeps a part once).
+    pub fn put_part(&self, text: &[u8]) -> R<crate::store::PartStored> {
+        let url = self.url("parts");
+        let what = self.what("POST", &url);
+        self.retry(|| {
+            let rb = self.auth(self.agent.post(&url)).header("Content-Type", "text/plain; charset=utf-8");
+            let resp = rb.send(text).map_err(|e| self.net(&what, e))?;
+            let mut resp = Self::check(resp)?;
+            self.json_body(&what, &mut resp, 1 << 20, "part answer")
+        })
+    }
+
+    /// The latest (or a given) version's number, digest, chunk count and bytes, from its stored
+    /// text (`?parts=1`: a version committed in parts is not expanded); `Ok(None)`: none.
+    pub fn head(&self, name: &str, version: Option<u64>) -> R<Option<(u64, cutpoint_core::protocol::part::PartRecipe)>> {
+        let mut url = self.file_url("recipes", name, version);
+        url.push_str(if version.is_some() { "&parts=1" } else { "?parts=1" });
+        let what = self.what("GET", &url);
+        self.retry(|| {
+            let resp = self.auth(self.agent.get(&url)).call().map_err(|e| self.net(&what, e))?;
+            if resp.status().as_u16() == 404 {
+                return Ok(None);
+            }
+            let mut resp = Self::check(resp)?;
+            let v: u64 = resp
+                .headers()
+                .get("x-cutpoint-version")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| ClientError::Protocol("the recipe came without its version".into()))?;
+            let b = resp.body_mut().with_config().limit(1 << 30).read_to_vec().map_err(|e| self.net(&what, e))?;
+            let r = cutpoint_core::protocol::part::PartRecipe::parse(&b).map_err(|e| ClientError::Protocol(format!("the store's recipe: {e}")))?;
+            Ok(Some((v, r)))
+        })
+    }
+
+    fn query_at(&self, tail: &str, ids: &[Digest]) -> R<Vec<Digest>> {
+        let url = self.url(tail);
         let what = self.what("POST", &url);
         let mut out = Vec::new();
         for part in ids.chunks(MAX_QUERY_IDS) {
@@ -423,6 +469,8 @@ pub struct PushOptions {
     pub pack_bytes: usize,
     /// Uploads in flight.
     pub uploaders: usize,
+    /// Commit a big file in recipe parts when the store lists `parts` (PROTOCOL.md 3.7).
+    pub parts: bool,
 }
 
 impl PushOptions {
@@ -433,6 +481,7 @@ impl PushOptions {
             rapid: None,
             pack_bytes: 8 << 20,
             uploaders: 2,
+            parts: true,
         }
     }
 }
@@ -468,6 +517,9 @@ pub struct PushReport {
     pub known_from_base: u64,
     /// Chunks cut at a RapidCDC hint.
     pub hinted_chunks: u64,
+    /// The recipe's parts (0: committed whole) and those the store lacked and were sent.
+    pub parts: u64,
+    pub parts_sent: u64,
     pub version: u64,
     pub digest: String,
     pub dedup_ratio: f64,
@@ -488,6 +540,9 @@ struct Item {
 }
 
 const BATCH: usize = 2048;
+/// The most chunk ids a push remembers having asked about (~40 bytes each, ~10 MiB in all;
+/// a big file's id asked again costs 32 bytes).
+const KNOWN_MAX: usize = 1 << 18;
 
 /// What a push knows before it reads the file: the engine, the store's limits and the base
 /// recipe (the latest version of the same name, same profile and fingerprint).
@@ -502,6 +557,10 @@ struct Plan {
     base: Option<(u64, Recipe)>,
     /// RapidCDC: the hints of the base recipe and the criterion.
     hints: Option<(HintTable, Criterion)>,
+    /// The store's `max_recipe_bytes` (a commit body and a part are at most this).
+    max_recipe: u64,
+    /// The store lists `parts` and the push may use them.
+    parts: bool,
 }
 
 /// What the stages share: the first failure (which stops every stage) and the counters.
@@ -554,9 +613,8 @@ impl<'a> Flow<'a> {
 
 /// What the query stage learnt: the recipe's entries, where each id first occurs, the novel
 /// chunks and the counts.
-#[derive(Default)]
 struct Queried {
-    entries: Vec<RecipeEntry>,
+    recipe: RecipeSink,
     offsets: HashMap<Digest, (u64, u32)>,
     novel_chunks: u64,
     novel_bytes: u64,
@@ -586,6 +644,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     }
     progress.total.store(meta.len(), Ordering::Relaxed);
     let mut plan = prepare(client, name, opts)?;
+    check_limits(&plan, meta.len())?;
     let mut known: HashSet<Digest> = HashSet::new();
     if let Some((_, b)) = &plan.base {
         known.extend(b.entries.iter().map(|e| e.fp));
@@ -609,7 +668,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
             s.spawn(move || stage_upload(client, flow, pack_rx));
         }
         // This thread: the recipe, and existence queries for what is not known.
-        stage_query(client, flow, known, chunk_rx, novel_tx)
+        stage_query(client, flow, known, RecipeSink::new(plan), chunk_rx, novel_tx)
     });
     if let Some(e) = flow.take_err() {
         return Err(e);
@@ -624,35 +683,37 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         )));
     }
     let Queried {
-        entries,
+        recipe: sink,
         offsets,
         novel_chunks,
         novel_bytes,
         known_hits,
         hinted,
     } = q;
-    let mut recipe = Recipe {
-        profile: plan.engine.profile().to_string(),
-        hash: plan.alg,
-        digest: None,
-        entries,
-    };
-    if recipe.total_bytes() != meta.len() {
+    if sink.bytes != meta.len() {
         return Err(ClientError::Io(format!(
             "{}: chunked {} bytes of a {}-byte file; nothing was committed",
             path.display(),
-            recipe.total_bytes(),
+            sink.bytes,
             meta.len()
         )));
     }
-    let digest = FileDigest::of(&recipe).ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
-    recipe.digest = Some(digest);
-    let c = stage_commit(client, name, path, &plan, &recipe, &offsets, &flow)?;
-    let bytes = recipe.total_bytes();
+    let (bytes, chunks) = (sink.bytes, sink.count);
+    let (digest, c, parts, parts_sent) = match sink.finish()? {
+        Sealed::Whole(recipe) => {
+            let digest = recipe.digest.ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
+            (digest, stage_commit(client, name, path, &plan, &recipe, &offsets, &flow)?, 0, 0)
+        }
+        Sealed::Parts(spool, recipe) => {
+            let digest = recipe.digest.ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
+            let (c, sent) = stage_commit_parts(client, name, path, &plan, &spool, &recipe, &flow)?;
+            (digest, c, spool.refs.len() as u64, sent)
+        }
+    };
     Ok(PushReport {
         name: name.to_string(),
         bytes,
-        chunks: recipe.entries.len() as u64,
+        chunks,
         novel_chunks,
         novel_bytes,
         sent_bytes: flow.sent.load(Ordering::Relaxed),
@@ -662,6 +723,8 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         delta_base: c.delta_base,
         known_from_base: known_hits,
         hinted_chunks: hinted,
+        parts,
+        parts_sent,
         version: c.version.version,
         digest: hex(&digest),
         dedup_ratio: if novel_bytes == 0 { f64::INFINITY } else { bytes as f64 / novel_bytes as f64 },
@@ -670,6 +733,260 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         hash: plan.alg.name(),
         backend: plan.engine.backend().name(),
     })
+}
+
+/// Check before sending: a limit of the store this push cannot meet is refused before a byte
+/// is uploaded. A part must hold at least one chunk line; a store without parts takes the file's
+/// whole recipe, at least ~70 bytes for each of at least `len / MAX` chunks.
+fn check_limits(plan: &Plan, len: u64) -> R<()> {
+    let max = plan.max_recipe;
+    if plan.parts {
+        let need = cutpoint_core::protocol::part::min_part_text(plan.alg);
+        if need > max / 4 {
+            return Err(ClientError::Usage(format!(
+                "the store's max_recipe_bytes ({max}) is too small for a recipe part of one chunk ({need} bytes, a quarter of the limit); nothing was sent"
+            )));
+        }
+        return Ok(());
+    }
+    let floor = len.div_ceil(plan.engine.profile().max as u64) * cutpoint_core::rapid::recipe::MIN_ENTRY_LINE;
+    if floor > max {
+        return Err(ClientError::Http {
+            status: 413,
+            code: "too_large".into(),
+            message: format!(
+                "this file's recipe would be at least {floor} bytes, over the store's max_recipe_bytes of {max}, and the store takes no recipe parts; nothing was sent"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The recipe as the query stage builds it: the entries in memory while they are few, and,
+/// once they pass the parts threshold (PROTOCOL.md 3.7), the parts cut so far spooled to a
+/// temporary file, each entry dropped once its part is closed. The count, bytes and file
+/// digest are kept as the entries go by.
+struct RecipeSink {
+    profile: String,
+    alg: HashAlg,
+    max_recipe: u64,
+    parts_ok: bool,
+    entries: Vec<RecipeEntry>,
+    text_len: u64,
+    count: u64,
+    bytes: u64,
+    digest: FileDigest,
+    cutter: PartCutter,
+    closed: Vec<Part>,
+    spool: Option<PartSpool>,
+}
+
+/// The parts of a push on disk (an unlinked temporary file) and their (id, count, bytes,
+/// offset, length) in it.
+struct PartSpool {
+    file: std::fs::File,
+    len: u64,
+    refs: Vec<(Digest, u64, u64, u64, u32)>,
+}
+
+impl PartSpool {
+    fn new() -> R<PartSpool> {
+        let p = std::env::temp_dir().join(format!(
+            "cutpoint-parts-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+        ));
+        let io = |e: io::Error| ClientError::Io(format!("a temporary file for the recipe's parts: {e}"));
+        let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&p).map_err(io)?;
+        let _ = std::fs::remove_file(&p);
+        Ok(PartSpool { file, len: 0, refs: Vec::new() })
+    }
+
+    fn add(&mut self, p: &Part) -> R<()> {
+        let text = p.text();
+        self.file
+            .write_all_at(text.as_bytes(), self.len)
+            .map_err(|e| ClientError::Io(format!("writing the recipe's parts to a temporary file: {e}")))?;
+        self.refs.push((p.id(), p.entries.len() as u64, p.bytes(), self.len, text.len() as u32));
+        self.len += text.len() as u64;
+        Ok(())
+    }
+
+    fn text(&self, i: usize) -> R<Vec<u8>> {
+        let (_, _, _, off, len) = self.refs[i];
+        let mut b = vec![0; len as usize];
+        self.file
+            .read_exact_at(&mut b, off)
+            .map_err(|e| ClientError::Io(format!("reading the recipe's parts back: {e}")))?;
+        Ok(b)
+    }
+}
+
+/// A sealed recipe: whole, or in parts.
+enum Sealed {
+    Whole(Recipe),
+    Parts(PartSpool, PartRecipe),
+}
+
+impl RecipeSink {
+    fn new(plan: &Plan) -> RecipeSink {
+        RecipeSink {
+            profile: plan.engine.profile().to_string(),
+            alg: plan.alg,
+            max_recipe: plan.max_recipe,
+            parts_ok: plan.parts,
+            entries: Vec::new(),
+            text_len: 0,
+            count: 0,
+            bytes: 0,
+            digest: FileDigest::new(plan.alg),
+            cutter: PartCutter::new(plan.alg, plan.max_recipe),
+            closed: Vec::new(),
+            spool: None,
+        }
+    }
+
+    fn push(&mut self, e: RecipeEntry) -> R<()> {
+        self.count += 1;
+        self.bytes += e.size as u64;
+        self.digest.add(&e.fp, e.size);
+        if self.parts_ok {
+            if let Some(p) = self.cutter.push(e.clone()) {
+                match &mut self.spool {
+                    Some(s) => s.add(&p)?,
+                    None => self.closed.push(p),
+                }
+            }
+        }
+        if self.spool.is_some() {
+            return Ok(());
+        }
+        self.text_len += e.line_len();
+        self.entries.push(e);
+        // The header and end lines are under 300 bytes.
+        if self.parts_ok && needs_parts(self.count, self.text_len + 300, self.max_recipe) {
+            let mut s = PartSpool::new()?;
+            for p in std::mem::take(&mut self.closed) {
+                s.add(&p)?;
+            }
+            self.spool = Some(s);
+            self.entries = Vec::new();
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> R<Sealed> {
+        let digest = std::mem::replace(&mut self.digest, FileDigest::new(self.alg)).finish();
+        match self.spool.take() {
+            None => Ok(Sealed::Whole(Recipe {
+                profile: self.profile,
+                hash: self.alg,
+                digest,
+                entries: self.entries,
+            })),
+            Some(mut s) => {
+                if let Some(p) = self.cutter.finish() {
+                    s.add(&p)?;
+                }
+                let lines = s.refs.iter().map(|r| Line::Part { id: r.0, count: r.1, bytes: r.2 }).collect();
+                let r = PartRecipe {
+                    profile: self.profile,
+                    hash: self.alg,
+                    digest,
+                    lines,
+                    count: self.count,
+                    bytes: self.bytes,
+                };
+                Ok(Sealed::Parts(s, r))
+            }
+        }
+    }
+}
+
+/// Commits a recipe in parts: the parts the store lacks (`parts/query`) are uploaded from the
+/// spool (a part whose chunks went missing meanwhile gets them sent again), then the short
+/// recipe of part lines is committed (a part gone meanwhile, 409 `missing_parts`: sent again).
+/// Returns how it went and how many parts were sent.
+fn stage_commit_parts(client: &Client, name: &str, path: &Path, plan: &Plan, spool: &PartSpool, recipe: &PartRecipe, flow: &Flow) -> R<(Committed, u64)> {
+    let text = recipe.text().into_bytes();
+    if text.len() as u64 > plan.max_recipe {
+        return Err(ClientError::Http {
+            status: 413,
+            code: "too_large".into(),
+            message: format!(
+                "the recipe of {} parts is {} bytes, over the store's max_recipe_bytes of {}; its chunks were sent, nothing was committed",
+                spool.refs.len(),
+                text.len(),
+                plan.max_recipe
+            ),
+        });
+    }
+    let mut sent_parts = 0u64;
+    let mut recipe_bytes = 0u64;
+    let mut rounds = 0;
+    loop {
+        sent_parts += send_parts(client, path, plan, spool, flow)?;
+        flow.sent.fetch_add(text.len() as u64, Ordering::Relaxed);
+        recipe_bytes += text.len() as u64;
+        match commit_read_back(client, name, &text, recipe.digest, plan.before) {
+            Ok(version) => {
+                let c = Committed {
+                    version,
+                    delta_base: None,
+                    recipe_bytes,
+                };
+                return Ok((c, sent_parts));
+            }
+            Err(ClientError::Http { status: 409, code, .. }) if code == "missing_parts" && rounds < 3 => rounds += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Uploads the spooled parts the store lacks; returns how many.
+fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, flow: &Flow) -> R<u64> {
+    let ids: Vec<Digest> = spool.refs.iter().map(|r| r.0).collect();
+    flow.sent.fetch_add(ids.len() as u64 * 32, Ordering::Relaxed);
+    let missing: HashSet<Digest> = client.query_parts(&ids)?.into_iter().collect();
+    let mut n = 0;
+    for (i, r) in spool.refs.iter().enumerate() {
+        if !missing.contains(&r.0) {
+            continue;
+        }
+        let text = spool.text(i)?;
+        let mut rounds = 0;
+        loop {
+            match client.put_part(&text) {
+                Ok(_) => break,
+                // Chunks of the part collected since they were found present: sent again.
+                Err(ClientError::Missing(lost)) if rounds < 3 => {
+                    rounds += 1;
+                    let offsets = locate(path, plan, &lost)?;
+                    resend_missing(client, path, plan, &offsets, &lost, flow)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        flow.sent.fetch_add(text.len() as u64, Ordering::Relaxed);
+        flow.progress.sent_bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Where chunks `ids` lie in the file: found by chunking it again (a push in parts keeps no
+/// map of every chunk; this is only needed when chunks went missing after they were queried).
+fn locate(path: &Path, plan: &Plan, ids: &[Digest]) -> R<HashMap<Digest, (u64, u32)>> {
+    let want: HashSet<Digest> = ids.iter().copied().collect();
+    let f = std::fs::File::open(path).map_err(|e| ClientError::Io(format!("{}: {e}", path.display())))?;
+    let mut out = HashMap::new();
+    for c in plan.engine.stream_prefetch(f) {
+        let c = c.map_err(|e| ClientError::Io(format!("{}: {e}", path.display())))?;
+        if let Some(h) = c.hash.filter(|h| want.contains(h)) {
+            out.entry(h).or_insert((c.offset, c.length as u32));
+        }
+    }
+    Ok(out)
 }
 
 /// Before the file is read: the engine, packs within the store's limits (`GET /v1`), the
@@ -691,12 +1008,22 @@ fn prepare(client: &Client, name: &str, opts: &PushOptions) -> R<Plan> {
     // The base recipe (the latest version of the same name, same profile and fingerprint):
     // chunks known present without asking, the base of a delta commit, and RapidCDC hints.
     // A damaged latest recipe is no base: the push commits its whole recipe.
-    let latest = match client.recipe(name, None) {
-        Err(ClientError::Verify(_)) => None,
+    // A version committed in parts is no base (its stored text is read, `?parts=1`, not its
+    // expansion): its unchanged parts are found present by `parts/query` instead.
+    let latest = match client.head(name, None) {
+        Err(ClientError::Verify(_) | ClientError::Protocol(_)) => None,
         r => r?,
     };
     let before = latest.as_ref().map(|(v, _)| *v);
-    let base: Option<(u64, Recipe)> = latest.filter(|(_, b)| b.profile == engine.profile().to_string() && b.hash == alg);
+    let base: Option<(u64, Recipe)> = latest
+        .and_then(|(v, r)| r.into_recipe().map(|r| (v, r)))
+        .filter(|(_, b)| b.profile == engine.profile().to_string() && b.hash == alg);
+    let max_recipe = info.pointer("/limits/max_recipe_bytes").and_then(|v| v.as_u64()).unwrap_or(u64::MAX);
+    let parts = opts.parts
+        && info
+            .get("features")
+            .and_then(|f| f.as_array())
+            .is_some_and(|f| f.iter().any(|x| x == "parts"));
     let mut hints = None;
     if let Some(crit) = opts.rapid {
         let mut t = HintTable::new(engine.profile(), alg, 2).map_err(|e| ClientError::Usage(e.to_string()))?;
@@ -713,6 +1040,8 @@ fn prepare(client: &Client, name: &str, opts: &PushOptions) -> R<Plan> {
         before,
         base,
         hints,
+        max_recipe,
+        parts,
     })
 }
 
@@ -778,25 +1107,49 @@ fn stage_query(
     client: &Client,
     flow: &Flow,
     mut known: HashSet<Digest>,
+    recipe: RecipeSink,
     chunk_rx: mpsc::Receiver<Vec<Item>>,
     novel_tx: mpsc::SyncSender<Vec<(u64, u32, Digest)>>,
 ) -> Queried {
     let known_base = known.clone();
-    let mut q = Queried::default();
+    let mut q = Queried {
+        recipe,
+        offsets: HashMap::new(),
+        novel_chunks: 0,
+        novel_bytes: 0,
+        known_hits: 0,
+        hinted: 0,
+    };
     for batch in chunk_rx.iter() {
         if flow.aborted() {
             break;
         }
         let mut ask = Vec::new();
+        // Where this batch's ids lie (every id's, while the recipe is whole: a commit's
+        // missing chunks are read back from there; a push in parts finds them again).
+        let mut here: HashMap<Digest, (u64, u32)> = HashMap::new();
+        // The ids asked about are remembered up to a bound (memory flat at any size): past
+        // it an id may be asked twice, which costs 32 bytes.
+        if known.len() > KNOWN_MAX {
+            known.clear();
+        }
         for it in &batch {
-            q.entries.push(RecipeEntry {
+            if let Err(e) = q.recipe.push(RecipeEntry {
                 fp: it.id,
                 size: it.len,
                 last: it.last,
                 regular: it.regular,
-            });
+            }) {
+                flow.fail(e);
+                break;
+            }
             q.hinted += it.hinted as u64;
-            q.offsets.entry(it.id).or_insert((it.off, it.len));
+            here.entry(it.id).or_insert((it.off, it.len));
+            if q.recipe.spool.is_none() {
+                q.offsets.entry(it.id).or_insert((it.off, it.len));
+            } else if !q.offsets.is_empty() {
+                q.offsets = HashMap::new();
+            }
             if known_base.contains(&it.id) {
                 q.known_hits += 1;
             }
@@ -819,7 +1172,7 @@ fn stage_query(
         };
         let mut list = Vec::with_capacity(missing.len());
         for id in missing {
-            let (off, len) = q.offsets[&id];
+            let (off, len) = here[&id];
             q.novel_chunks += 1;
             q.novel_bytes += len as u64;
             flow.progress.novel_bytes.fetch_add(len as u64, Ordering::Relaxed);
@@ -972,8 +1325,8 @@ fn commit_read_back(client: &Client, name: &str, text: &[u8], digest: Option<Dig
                 wait *= 2;
                 n += 1;
                 // A damaged latest recipe is not this commit (sent again).
-                let latest = match client.recipe(name, None) {
-                    Err(ClientError::Verify(_)) => None,
+                let latest = match client.head(name, None) {
+                    Err(ClientError::Verify(_) | ClientError::Protocol(_)) => None,
                     r => r?,
                 };
                 if let Some((v, r)) = latest {
@@ -981,8 +1334,8 @@ fn commit_read_back(client: &Client, name: &str, text: &[u8], digest: Option<Dig
                         return Ok(Version {
                             name: name.to_string(),
                             version: v,
-                            bytes: r.total_bytes(),
-                            chunks: r.entries.len() as u64,
+                            bytes: r.bytes,
+                            chunks: r.count,
                             digest: r.digest.map(|d| hex(&d)).unwrap_or_default(),
                             created: 0,
                         });

@@ -16,6 +16,8 @@ pub enum StoreError {
     NotFound(String),
     /// 409: a commit naming chunks the namespace lacks (or that another commit won).
     Missing { message: String, missing: Vec<Digest> },
+    /// 409 `missing_parts`: a commit naming recipe parts the namespace lacks.
+    MissingParts { message: String, missing: Vec<Digest> },
     /// 413: a body over its limit.
     TooLarge(String),
     /// 416: a range past the end.
@@ -45,7 +47,7 @@ impl StoreError {
             StoreError::Unauthorized(_) => 401,
             StoreError::Forbidden(_) => 403,
             StoreError::NotFound(_) => 404,
-            StoreError::Missing { .. } => 409,
+            StoreError::Missing { .. } | StoreError::MissingParts { .. } => 409,
             StoreError::TooLarge(_) => 413,
             StoreError::Range { .. } => 416,
             StoreError::Internal(_) | StoreError::Damaged(_) => 500,
@@ -60,6 +62,7 @@ impl StoreError {
             StoreError::Forbidden(_) => "forbidden",
             StoreError::NotFound(_) => "not_found",
             StoreError::Missing { .. } => "missing_chunks",
+            StoreError::MissingParts { .. } => "missing_parts",
             StoreError::TooLarge(_) => "too_large",
             StoreError::Range { .. } => "range_not_satisfiable",
             StoreError::Internal(_) => "internal",
@@ -84,6 +87,9 @@ impl StoreError {
         if let StoreError::Missing { missing, .. } = self {
             v["missing"] = missing.iter().map(|d| serde_json::Value::String(hex(d))).collect();
         }
+        if let StoreError::MissingParts { missing, .. } = self {
+            v["missing_parts"] = missing.iter().map(|d| serde_json::Value::String(hex(d))).collect();
+        }
         v
     }
 }
@@ -99,7 +105,7 @@ impl fmt::Display for StoreError {
             | StoreError::Internal(m)
             | StoreError::Damaged(m)
             | StoreError::Busy(m) => f.write_str(m),
-            StoreError::Missing { message, .. } => f.write_str(message),
+            StoreError::Missing { message, .. } | StoreError::MissingParts { message, .. } => f.write_str(message),
             StoreError::Range { len } => write!(f, "the range is past the end of the file ({len} bytes)"),
         }
     }

@@ -6,7 +6,7 @@ use crate::access::Access;
 use crate::auth::{authorize, Scope, Tokens};
 use crate::error::{Result, StoreError};
 use crate::range::parse_range;
-use crate::store::Store;
+use crate::store::{Store, Stored};
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, Request, State};
@@ -344,6 +344,8 @@ fn content_length(h: &HeaderMap) -> Option<u64> {
 #[derive(Deserialize)]
 struct VersionQ {
     version: Option<u64>,
+    /// `GET recipes/{name}?parts=1`: the stored text with its part lines.
+    parts: Option<u8>,
 }
 
 #[derive(Deserialize)]
@@ -359,7 +361,9 @@ async fn info(State(st): St) -> Response {
     Json(serde_json::json!({
         "service": "cutpoint",
         "protocol": 1,
+        "revision": 2,
         "version": env!("CARGO_PKG_VERSION"),
+        "features": ["parts"],
         "auth": if st.tokens.is_some() { "tokens" } else { "open" },
         "limits": {
             "max_pack_bytes": st.store.limits.max_pack,
@@ -437,20 +441,111 @@ async fn recipe(
     h: HeaderMap,
 ) -> Result<Response> {
     let (ns, name) = path(p)?;
-    let v = query_param(q)?.version;
+    let q = query_param(q)?;
     auth(&st, &h, &ns, Scope::Read)?;
     let st2 = st.clone();
-    let (row, r) = blocking(move || st2.store.recipe(&ns, &name, v)).await?;
-    let mut text = Vec::new();
-    r.write(&mut text).map_err(StoreError::internal)?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_string()),
-            (header::HeaderName::from_static("x-cutpoint-version"), row.version.to_string()),
-        ],
-        text,
-    )
-        .into_response())
+    let ns2 = ns.clone();
+    let (row, r) = blocking(move || st2.store.stored(&ns2, &name, q.version)).await?;
+    let headers = [
+        (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_string()),
+        (header::HeaderName::from_static("x-cutpoint-version"), row.version.to_string()),
+    ];
+    match r {
+        Stored::Parts(r) if q.parts != Some(1) => {
+            // Expanded for the clients that know no parts: streamed, one part at a time.
+            let body = Body::from_stream(expand_stream(st.clone(), ns, r));
+            Ok((headers, body).into_response())
+        }
+        r => Ok((headers, r.text()).into_response()),
+    }
+}
+
+/// The expanded text of a recipe with part lines: its header, each chunk line, each part's
+/// chunk lines (a part read on a blocking thread when the connection asks for it), its `end`.
+fn expand_stream(st: Arc<AppState>, ns: String, r: cutpoint_core::protocol::part::PartRecipe) -> impl futures::Stream<Item = std::io::Result<Bytes>> + Send {
+    use cutpoint_core::protocol::part::Line;
+    let r = Arc::new(r);
+    // States: 0 = header, 1..=lines = the line before, lines + 1 = the end line.
+    futures::stream::unfold(Some(0usize), move |at| {
+        let (st, ns, r) = (st.clone(), ns.clone(), r.clone());
+        async move {
+            let at = at?;
+            let n = r.lines.len();
+            if at == 0 {
+                let mut s = format!("cutpoint-recipe 1\nprofile {}\nhash {}\n", r.profile, r.hash.name());
+                if let Some(d) = &r.digest {
+                    s.push_str(&format!("digest {}\n", cutpoint_core::hex(d)));
+                }
+                return Some((Ok(Bytes::from(s)), Some(1)));
+            }
+            if at > n + 1 {
+                return None;
+            }
+            if at == n + 1 {
+                return Some((Ok(Bytes::from(format!("end {} {}\n", r.count, r.bytes))), Some(n + 2)));
+            }
+            let step = tokio::task::spawn_blocking(move || -> Result<(String, usize)> {
+                let mut s = String::new();
+                let mut i = at - 1;
+                while i < n && s.len() < 256 << 10 {
+                    match &r.lines[i] {
+                        Line::Chunk(e) => e.write_line(&mut s),
+                        Line::Part { id, .. } => {
+                            let b = st.store.part_text(&ns, id)?;
+                            let p = cutpoint_core::protocol::part::Part::parse(&b).map_err(|e| StoreError::Damaged(format!("a stored part is damaged: {e}")))?;
+                            for e in &p.entries {
+                                e.write_line(&mut s);
+                            }
+                        }
+                    }
+                    i += 1;
+                }
+                Ok((s, i + 1))
+            })
+            .await;
+            match step {
+                Ok(Ok((s, next))) => Some((Ok(Bytes::from(s)), Some(next))),
+                Ok(Err(e)) => Some((Err(std::io::Error::other(e.to_string())), None)),
+                Err(e) => Some((Err(std::io::Error::other(format!("recipe task failed: {e}"))), None)),
+            }
+        }
+    })
+}
+
+/// `POST parts`: stores a recipe part (at most `--max-recipe` bytes).
+async fn put_part(State(st): St, p: std::result::Result<Path<String>, PathRejection>, h: HeaderMap, body: Body) -> Result<Response> {
+    let ns = path(p)?;
+    auth(&st, &h, &ns, Scope::Write)?;
+    refuse_announced(&h, st.store.limits.max_recipe, "part")?;
+    let slot = upload_slot(&st, &h)?;
+    let b = body_bytes(&h, body, st.pace, st.store.limits.max_recipe as usize, "part").await?;
+    let st2 = st.clone();
+    let rep = blocking(move || st2.store.put_part(&ns, &b)).await?;
+    drop(slot);
+    Ok(Json(rep).into_response())
+}
+
+/// `POST parts/query`: the part ids the namespace lacks.
+async fn query_parts(State(st): St, p: std::result::Result<Path<String>, PathRejection>, h: HeaderMap, body: Body) -> Result<Response> {
+    let ns = path(p)?;
+    auth(&st, &h, &ns, Scope::Read)?;
+    let b = body_bytes(&h, body, st.pace, MAX_QUERY_IDS * 32, "query").await?;
+    let ids = decode_ids(&b, MAX_QUERY_IDS)?;
+    let st2 = st.clone();
+    let missing = blocking(move || st2.store.query_parts(&ns, &ids)).await?;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], encode_ids(&missing)).into_response())
+}
+
+/// `GET parts/{id}`: a part's text.
+async fn get_part(State(st): St, p: std::result::Result<Path<(String, String)>, PathRejection>, h: HeaderMap) -> Result<Response> {
+    let (ns, id) = path(p)?;
+    auth(&st, &h, &ns, Scope::Read)?;
+    let id = cutpoint_core::rapid::recipe::parse_hex(&id)
+        .filter(|d| cutpoint_core::hex(d) == id)
+        .ok_or_else(|| StoreError::BadRequest("a part id is 64 lower-case hex digits".into()))?;
+    let st2 = st.clone();
+    let b = blocking(move || st2.store.part_text(&ns, &id)).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], b).into_response())
 }
 
 async fn restore(
@@ -465,7 +560,7 @@ async fn restore(
     auth(&st, &h, &ns, Scope::Read)?;
     let st2 = st.clone();
     let (ns2, name2) = (ns.clone(), name.clone());
-    let (row, r) = blocking(move || st2.store.recipe(&ns2, &name2, v)).await?;
+    let (row, r) = blocking(move || st2.store.stored(&ns2, &name2, v)).await?;
     let len = r.total_bytes();
     let etag = format!("\"{}\"", row.digest);
     if let Some(inm) = h.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
@@ -501,7 +596,7 @@ async fn restore(
     if method == Method::HEAD || rg.start == rg.end {
         return resp.body(Body::empty()).map_err(StoreError::internal);
     }
-    let cursor = st.store.restore_cursor(&ns, r, rg);
+    let cursor = st.store.restore_stored(&ns, r, rg);
     resp.body(Body::from_stream(restore_stream(st.clone(), cursor))).map_err(StoreError::internal)
 }
 
@@ -619,6 +714,9 @@ pub fn router(state: Arc<AppState>, access: Arc<Access>) -> Router {
         .route("/v1/ns/{ns}/files", get(list))
         .route("/v1/ns/{ns}/files/{name}", get(restore).head(restore).put(commit).delete(delete))
         .route("/v1/ns/{ns}/recipes/{name}", get(recipe))
+        .route("/v1/ns/{ns}/parts", post(put_part))
+        .route("/v1/ns/{ns}/parts/query", post(query_parts))
+        .route("/v1/ns/{ns}/parts/{id}", get(get_part))
         .route("/v1/ns/{ns}/gc", post(gc))
         .route("/v1/ns/{ns}/check", get(check))
         .fallback(not_found)

@@ -12,7 +12,7 @@
 //!    version is committed and reconcile indexes it.
 //! 3. **gc**: under the GC lock (exclusive), so no commit is between its check and its put.
 
-use crate::backend::{config_key, pack_key, recipe_key, recipe_prefix, tombstone_key, Objects};
+use crate::backend::{config_key, pack_key, part_key, part_prefix, recipe_key, recipe_prefix, tombstone_key, Objects};
 use crate::error::{Result, StoreError};
 use crate::index::{now, Index, Loc, Version};
 use bytes::Bytes;
@@ -20,6 +20,7 @@ use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{name_from_key, name_key, validate_name, validate_namespace};
 use cutpoint_core::protocol::pack::{Frame, PackReader, PackWriter, FRAME_HEAD_LEN, MAX_CHUNK};
+use cutpoint_core::protocol::part::{has_part_lines, Line, Part, PartRecipe};
 use cutpoint_core::protocol::WireError;
 use cutpoint_core::rapid::{Recipe, RecipeEntry};
 use cutpoint_core::{hex, Digest, HashAlg};
@@ -112,6 +113,9 @@ pub struct GcReport {
     pub bytes_freed: u64,
     /// Packs younger than the grace period, left alone.
     pub packs_in_grace: u64,
+    /// Recipe parts no recipe names, older than the grace period, deleted.
+    #[serde(default)]
+    pub parts_deleted: u64,
     /// Damaged recipes: the chunk ids still readable in them were kept, the rest of the sweep
     /// went on.
     #[serde(default)]
@@ -123,6 +127,8 @@ pub struct CheckReport {
     pub packs: u64,
     pub chunks: u64,
     pub versions: u64,
+    #[serde(default)]
+    pub parts: u64,
     pub problems: Vec<String>,
 }
 
@@ -186,6 +192,8 @@ fn random_hex() -> String {
 enum Key {
     Config(String),
     Pack(String, String),
+    /// A recipe part (`backend::part_key`).
+    Part(String),
     Recipe(String, String, u64),
     /// A deleted version's tombstone (`backend::tombstone_key`).
     Deleted(String, String, u64),
@@ -197,6 +205,7 @@ fn parse_key(k: &str) -> Key {
     match p.as_slice() {
         ["ns", ns, "config"] => Key::Config(ns.to_string()),
         ["ns", ns, "packs", _, id] => Key::Pack(ns.to_string(), id.to_string()),
+        ["ns", _, "parts", _, id] => Key::Part(id.to_string()),
         ["ns", ns, "recipes", nk @ .., last] if !nk.is_empty() => {
             let Some(n) = name_from_key(&nk.join("/")) else { return Key::Other };
             match last.strip_suffix(".deleted") {
@@ -310,7 +319,7 @@ impl Store {
         for v in have {
             if self.index.version(ns, name, Some(v))?.is_none() {
                 if let Some(b) = self.objects.get(&recipe_key(ns, &name_key(name), v))? {
-                    if let Ok(r) = Recipe::read(&b[..]) {
+                    if let Ok(r) = Stored::read(&b[..]) {
                         self.index.add_version(ns, &version_row(name, v, &r))?;
                     }
                 }
@@ -341,7 +350,7 @@ impl Store {
                     recipes.entry(ns).or_default().insert((name, v));
                 }
                 Key::Deleted(ns, name, v) => self.index.add_deleted(&ns, &name, v)?,
-                Key::Other => {}
+                Key::Part(..) | Key::Other => {}
             }
         }
         let mut namespaces: HashSet<String> = match only {
@@ -389,7 +398,7 @@ impl Store {
             for (name, v) in &have {
                 if self.index.version(ns, name, Some(*v))?.is_none() {
                     if let Some(b) = self.objects.get(&recipe_key(ns, &name_key(name), *v))? {
-                        match Recipe::read(&b[..]) {
+                        match Stored::read(&b[..]) {
                             Ok(r) => {
                                 self.index.add_version(ns, &version_row(name, *v, &r))?;
                                 rep.versions_indexed += 1;
@@ -588,44 +597,83 @@ impl Store {
     pub fn commit(&self, ns: &str, name: &str, body: &[u8]) -> Result<Version> {
         check_ns(ns)?;
         validate_name(name).map_err(StoreError::bad)?;
-        if !body.starts_with(b"cutpoint-delta ") {
-            let recipe = Recipe::read(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))?;
-            return self.commit_recipe(ns, name, recipe);
+        if body.starts_with(b"cutpoint-delta ") {
+            let d = delta::parse(body).map_err(|e| StoreError::BadRequest(format!("delta: {e}")))?;
+            // The base is read under the GC lock, held until the commit's put: no gc runs
+            // between, and a gc keeps every chunk a stored recipe names, so the entries the runs
+            // copy from the base (checked when the base was committed) are still stored. Only
+            // the delta's own chunk lines are checked (in a shared bucket, where another node's
+            // gc does not take this lock, every entry is).
+            let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
+            let (_, base) = self.recipe(ns, name, Some(d.base))?;
+            // Bounded before it is built: the expanded recipe's text within --max-recipe.
+            let recipe = d.expand(&base, self.limits.max_recipe).map_err(|e| match e {
+                delta::ExpandError::TooLarge(m) => StoreError::TooLarge(format!("delta: {m}")),
+                delta::ExpandError::Malformed(e) => StoreError::BadRequest(format!("delta: {e}")),
+            })?;
+            drop(base);
+            let lines: Vec<RecipeEntry> = d
+                .ops
+                .into_iter()
+                .filter_map(|op| match op {
+                    delta::Op::Entry(e) => Some(e),
+                    delta::Op::Copy { .. } => None,
+                })
+                .collect();
+            return self.commit_locked(ns, name, recipe, Some(&lines));
         }
-        let d = delta::parse(body).map_err(|e| StoreError::BadRequest(format!("delta: {e}")))?;
-        // The base is read under the GC lock, held until the commit's put: no gc runs between,
-        // and a gc keeps every chunk a stored recipe names, so the entries the runs copy from
-        // the base (checked when the base was committed) are still stored. Only the delta's
-        // own chunk lines are checked (in a shared bucket, where another node's gc does not
-        // take this lock, every entry is).
-        let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
-        let (_, base) = self.recipe(ns, name, Some(d.base))?;
-        // Bounded before it is built: the expanded recipe's text within --max-recipe.
-        let recipe = d.expand(&base, self.limits.max_recipe).map_err(|e| match e {
-            delta::ExpandError::TooLarge(m) => StoreError::TooLarge(format!("delta: {m}")),
-            delta::ExpandError::Malformed(e) => StoreError::BadRequest(format!("delta: {e}")),
-        })?;
-        drop(base);
-        let lines: Vec<RecipeEntry> = d
-            .ops
-            .into_iter()
-            .filter_map(|op| match op {
-                delta::Op::Entry(e) => Some(e),
-                delta::Op::Copy { .. } => None,
-            })
-            .collect();
-        self.commit_locked(ns, name, recipe, Some(&lines))
+        if has_part_lines(body) {
+            let r = PartRecipe::parse(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))?;
+            return self.commit_parts(ns, name, r);
+        }
+        let recipe = Recipe::read(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))?;
+        self.commit_recipe(ns, name, recipe)
     }
 
-    /// Commits a parsed recipe (see [`Store::commit`]).
-    pub fn commit_recipe(&self, ns: &str, name: &str, recipe: Recipe) -> Result<Version> {
-        let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
-        self.commit_locked(ns, name, recipe, None)
+    /// 400 unless the namespace (if it has an algorithm yet) uses `alg`.
+    fn check_alg(&self, ns: &str, alg: HashAlg, what: &str) -> Result<()> {
+        if let Some(have) = self.index.ns_alg(ns)? {
+            if have != alg {
+                return Err(StoreError::BadRequest(format!(
+                    "namespace '{ns}' uses {} fingerprints; this {what} uses {}",
+                    have.name(),
+                    alg.name()
+                )));
+            }
+        }
+        Ok(())
     }
 
-    /// Every chunk of `entries` is indexed with the entry's length: 409 with the missing ids
-    /// (each once), 400 on a length that differs.
-    fn check_chunks(&self, ns: &str, entries: &[RecipeEntry]) -> Result<()> {
+    /// Before a commit's (or a part's) check, under the gc lock the caller holds: in a shared
+    /// bucket, the gc epoch this check belongs to (see `confirm_commit`), refused while another
+    /// node's gc holds the namespace, and the index refreshed from the bucket's listing.
+    fn commit_prelude(&self, ns: &str) -> Result<Option<Option<Bytes>>> {
+        if !self.shared {
+            return Ok(None);
+        }
+        let epoch = self.gc_epoch(ns)?;
+        // A gc on another node holds the namespace: refuse rather than race its sweep (a
+        // lock past its lease is a dead node's and is ignored).
+        if self.gc_lock_held(ns)? {
+            return Err(StoreError::Busy(format!(
+                "a gc of namespace '{ns}' is running on a node of this bucket; try again shortly"
+            )));
+        }
+        // Every chunk is checked against the bucket's listing, not only this node's cache:
+        // packs another node's gc deleted are dropped, packs other nodes stored are indexed.
+        self.refresh(ns, Instant::now())?;
+        Ok(Some(epoch))
+    }
+
+    /// Every entry's chunk is indexed with the entry's length: 409 with the missing ids, 400 on
+    /// a length that differs, `what` naming the body.
+    fn check_chunks(&self, ns: &str, entries: &[RecipeEntry], what: &str) -> Result<()> {
+        if let Some(e) = entries.iter().find(|e| e.size as usize > MAX_CHUNK) {
+            return Err(StoreError::BadRequest(format!(
+                "{what}: a chunk of {} bytes is over the store's limit of {MAX_CHUNK}",
+                e.size
+            )));
+        }
         let ids: Vec<Digest> = entries.iter().map(|e| e.fp).collect();
         let lens = self.index.lengths(ns, &ids)?;
         let mut missing = Vec::new();
@@ -639,7 +687,7 @@ impl Store {
                 }
                 Some(l) if *l != e.size => {
                     return Err(StoreError::BadRequest(format!(
-                        "recipe: chunk {} is {} bytes in the store, the recipe says {}",
+                        "{what}: chunk {} is {} bytes in the store, the {what} says {}",
                         hex(&e.fp),
                         l,
                         e.size
@@ -651,7 +699,7 @@ impl Store {
         if !missing.is_empty() {
             return Err(StoreError::Missing {
                 message: format!(
-                    "{} of the recipe's chunks are not in namespace '{ns}'; nothing was committed",
+                    "{} of the {what}'s chunks are not in namespace '{ns}'; nothing was stored",
                     missing.len()
                 ),
                 missing,
@@ -660,55 +708,129 @@ impl Store {
         Ok(())
     }
 
-    /// [`Store::commit_recipe`], the GC lock held (shared) by the caller. `only`: the entries
-    /// to check against the index (a delta's chunk lines; `None`: every entry).
-    fn commit_locked(&self, ns: &str, name: &str, recipe: Recipe, only: Option<&[RecipeEntry]>) -> Result<Version> {
-        if let Some(have) = self.index.ns_alg(ns)? {
-            if have != recipe.hash {
-                return Err(StoreError::BadRequest(format!(
-                    "namespace '{ns}' uses {} fingerprints; this recipe uses {}",
-                    have.name(),
-                    recipe.hash.name()
-                )));
+    /// `POST parts`: stores a recipe part (PROTOCOL.md 3.7) once its chunks are all present
+    /// with the part's lengths; create-only (a part already there: nothing written).
+    pub fn put_part(&self, ns: &str, body: &[u8]) -> Result<PartStored> {
+        check_ns(ns)?;
+        let part = Part::parse(body).map_err(|e| StoreError::BadRequest(format!("part: {e}")))?;
+        self.check_alg(ns, part.hash, "part")?;
+        let id = cutpoint_core::protocol::part::part_id(part.hash, body).unwrap_or_default();
+        let rep = PartStored {
+            part: hex(&id),
+            chunks: part.entries.len() as u64,
+            bytes: part.bytes(),
+        };
+        let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
+        self.commit_prelude(ns)?;
+        // Checked in pieces, so that the lookups stay as small as a commit's.
+        for piece in part.entries.chunks(16384) {
+            self.check_chunks(ns, piece, "part")?;
+        }
+        self.ensure_ns(ns, part.hash)?;
+        self.objects.put_new(&part_key(ns, &rep.part), body.to_vec())?;
+        Ok(rep)
+    }
+
+    /// `POST parts/query`: which of `ids` the namespace has no part of.
+    pub fn query_parts(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Digest>> {
+        check_ns(ns)?;
+        let mut miss = Vec::new();
+        for id in ids {
+            if !self.objects.exists(&part_key(ns, &hex(id)))? {
+                miss.push(*id);
             }
         }
-        let digest = recipe
+        Ok(miss)
+    }
+
+    /// `GET parts/{id}`: a part's text.
+    pub fn part_text(&self, ns: &str, id: &Digest) -> Result<Bytes> {
+        check_ns(ns)?;
+        self.objects
+            .get(&part_key(ns, &hex(id)))?
+            .ok_or_else(|| StoreError::NotFound(format!("no part {} in namespace '{ns}'", hex(id))))
+    }
+
+    /// A stored part, parsed (`None`: not there). A part that does not parse is damaged.
+    fn load_part(&self, ns: &str, id: &Digest) -> Result<Option<Part>> {
+        let Some(b) = self.objects.get(&part_key(ns, &hex(id)))? else { return Ok(None) };
+        Part::parse(&b)
+            .map(Some)
+            .map_err(|e| StoreError::Damaged(format!("the stored part {} in namespace '{ns}' is damaged: {e}", hex(id))))
+    }
+
+    /// Commits a recipe that names parts: each part must be stored, with the COUNT and BYTES
+    /// the line says; the digest is computed by streaming the parts (one in memory at a time);
+    /// the plain chunk lines are checked as a plain recipe's are.
+    fn commit_parts(&self, ns: &str, name: &str, r: PartRecipe) -> Result<Version> {
+        self.check_alg(ns, r.hash, "recipe")?;
+        let digest = r
             .digest
             .ok_or_else(|| StoreError::BadRequest("recipe: a commit needs the file's 'digest' line".into()))?;
-        if FileDigest::of(&recipe) != Some(digest) {
+        let chunks: Vec<RecipeEntry> = r
+            .lines
+            .iter()
+            .filter_map(|l| match l {
+                Line::Chunk(e) => Some(e.clone()),
+                Line::Part { .. } => None,
+            })
+            .collect();
+        let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
+        let epoch = self.commit_prelude(ns)?;
+        self.check_chunks(ns, &chunks, "recipe")?;
+        let mut missing = Vec::new();
+        let mut seen = HashSet::new();
+        let mut parts = Vec::new();
+        let mut d = FileDigest::new(r.hash);
+        for l in &r.lines {
+            match l {
+                Line::Chunk(e) => d.add(&e.fp, e.size),
+                Line::Part { id, count, bytes } => {
+                    parts.push(*id);
+                    let Some(p) = self.load_part(ns, id)? else {
+                        if seen.insert(*id) {
+                            missing.push(*id);
+                        }
+                        continue;
+                    };
+                    if p.hash != r.hash || p.entries.len() as u64 != *count || p.bytes() != *bytes {
+                        return Err(StoreError::BadRequest(format!(
+                            "recipe: part {} holds {} chunks of {} bytes, the recipe says {count} chunks of {bytes} bytes",
+                            hex(id),
+                            p.entries.len(),
+                            p.bytes()
+                        )));
+                    }
+                    for e in &p.entries {
+                        d.add(&e.fp, e.size);
+                    }
+                }
+            }
+        }
+        if !missing.is_empty() {
+            return Err(StoreError::MissingParts {
+                message: format!(
+                    "{} of the recipe's parts are not in namespace '{ns}'; nothing was committed",
+                    missing.len()
+                ),
+                missing,
+            });
+        }
+        if d.finish() != Some(digest) {
             return Err(StoreError::BadRequest(
                 "recipe: its 'digest' line is not the digest of its chunk list (see PROTOCOL.md, 'File digest')".into(),
             ));
         }
-        if let Some(e) = recipe.entries.iter().find(|e| e.size as usize > MAX_CHUNK) {
-            return Err(StoreError::BadRequest(format!(
-                "recipe: a chunk of {} bytes is over the store's limit of {MAX_CHUNK}",
-                e.size
-            )));
-        }
-        // In a shared bucket: the gc epoch this commit's check belongs to (see `confirm_commit`).
-        let mut epoch = None;
-        if self.shared {
-            epoch = Some(self.gc_epoch(ns)?);
-            // A gc on another node holds the namespace: refuse rather than race its sweep (a
-            // lock past its lease is a dead node's and is ignored).
-            if self.gc_lock_held(ns)? {
-                return Err(StoreError::Busy(format!(
-                    "a gc of namespace '{ns}' is running on a node of this bucket; try again shortly"
-                )));
-            }
-            // Every chunk the recipe names is checked against the bucket's listing, not only
-            // this node's cache: packs another node's gc deleted are dropped, packs other nodes
-            // stored are indexed.
-            self.refresh(ns, Instant::now())?;
-        }
-        match only {
-            Some(lines) if !self.shared => self.check_chunks(ns, lines)?,
-            _ => self.check_chunks(ns, &recipe.entries)?,
-        }
-        self.ensure_ns(ns, recipe.hash)?;
-        let mut text = Vec::new();
-        recipe.write(&mut text).map_err(StoreError::internal)?;
+        self.ensure_ns(ns, r.hash)?;
+        let stored = Stored::Parts(r);
+        let ids: Vec<Digest> = chunks.iter().map(|e| e.fp).collect();
+        self.put_version(ns, name, stored, &ids, &parts, epoch)
+    }
+
+    /// The commit point: the recipe's text put create-only under the name's next version, then
+    /// (in a shared bucket) confirmed against a gc that may have run meanwhile, then indexed.
+    fn put_version(&self, ns: &str, name: &str, recipe: Stored, ids: &[Digest], parts: &[Digest], epoch: Option<Option<Bytes>>) -> Result<Version> {
+        let text = recipe.text();
         let nk = name_key(name);
         stall_point();
         // The next number the name never had: above its versions and its deleted ones (whose
@@ -726,11 +848,50 @@ impl Store {
         }
         failpoint("after-recipe-put");
         if let Some(e) = epoch {
-            self.confirm_commit(ns, name, version, &recipe, e)?;
+            self.confirm_commit(ns, name, version, ids, parts, e)?;
         }
         let row = version_row(name, version, &recipe);
-        debug_assert_eq!(row.digest, hex(&digest));
         self.index.add_version(ns, &row)?;
+        Ok(row)
+    }
+
+    /// Commits a parsed recipe (see [`Store::commit`]).
+    pub fn commit_recipe(&self, ns: &str, name: &str, recipe: Recipe) -> Result<Version> {
+        let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
+        self.commit_locked(ns, name, recipe, None)
+    }
+
+    /// [`Store::commit_recipe`], the GC lock held (shared) by the caller. `only`: the entries
+    /// to check against the index (a delta's chunk lines; `None`: every entry).
+    fn commit_locked(&self, ns: &str, name: &str, recipe: Recipe, only: Option<&[RecipeEntry]>) -> Result<Version> {
+        self.check_alg(ns, recipe.hash, "recipe")?;
+        let digest = recipe
+            .digest
+            .ok_or_else(|| StoreError::BadRequest("recipe: a commit needs the file's 'digest' line".into()))?;
+        if FileDigest::of(&recipe) != Some(digest) {
+            return Err(StoreError::BadRequest(
+                "recipe: its 'digest' line is not the digest of its chunk list (see PROTOCOL.md, 'File digest')".into(),
+            ));
+        }
+        let epoch = self.commit_prelude(ns)?;
+        let check = match only {
+            Some(lines) if !self.shared => lines,
+            _ => &recipe.entries[..],
+        };
+        self.check_chunks(ns, check, "recipe").map_err(|e| match e {
+            StoreError::Missing { missing, .. } => StoreError::Missing {
+                message: format!(
+                    "{} of the recipe's chunks are not in namespace '{ns}'; nothing was committed",
+                    missing.len()
+                ),
+                missing,
+            },
+            e => e,
+        })?;
+        self.ensure_ns(ns, recipe.hash)?;
+        let ids: Vec<Digest> = recipe.entries.iter().map(|e| e.fp).collect();
+        let row = self.put_version(ns, name, Stored::Plain(recipe), &ids, &[], epoch)?;
+        debug_assert_eq!(row.digest, hex(&digest));
         Ok(row)
     }
 
@@ -742,7 +903,7 @@ impl Store {
     /// so its number is not given again, and deleted) and the commit fails with 409 and the
     /// missing ids, as if they had been missing at its check. A committed version that answers
     /// 201 names only chunks that are present.
-    fn confirm_commit(&self, ns: &str, name: &str, version: u64, recipe: &Recipe, epoch: Option<Bytes>) -> Result<()> {
+    fn confirm_commit(&self, ns: &str, name: &str, version: u64, ids: &[Digest], parts: &[Digest], epoch: Option<Bytes>) -> Result<()> {
         if !self.gc_lock_held(ns)? && self.gc_epoch(ns)? == epoch {
             return Ok(());
         }
@@ -763,10 +924,20 @@ impl Store {
             )));
         }
         self.refresh(ns, Instant::now())?;
-        let ids: Vec<Digest> = recipe.entries.iter().map(|e| e.fp).collect();
-        let missing = self.index.missing(ns, &ids)?;
-        if missing.is_empty() {
+        let missing = self.index.missing(ns, ids)?;
+        let missing_parts = self.query_parts(ns, parts)?;
+        if missing.is_empty() && missing_parts.is_empty() {
             return Ok(());
+        }
+        if missing.is_empty() {
+            withdraw()?;
+            return Err(StoreError::MissingParts {
+                message: format!(
+                    "a gc that ran while this commit was stalled removed {} of its parts from namespace '{ns}'; nothing was committed",
+                    missing_parts.len()
+                ),
+                missing: missing_parts,
+            });
         }
         withdraw()?;
         Err(StoreError::Missing {
@@ -784,8 +955,20 @@ impl Store {
         self.objects.get(&format!("ns/{ns}/gc-epoch"))
     }
 
-    /// A version's row and recipe (`version None`: the latest).
+    /// A version's row and plain recipe (`version None`: the latest). A version committed in
+    /// parts is 404 here (a delta cannot name it as its base): [`Store::stored`] reads it.
     pub fn recipe(&self, ns: &str, name: &str, version: Option<u64>) -> Result<(Version, Recipe)> {
+        match self.stored(ns, name, version)? {
+            (row, Stored::Plain(r)) => Ok((row, r)),
+            (row, Stored::Parts(_)) => Err(StoreError::NotFound(format!(
+                "version {} of '{name}' in namespace '{ns}' is committed in parts (it cannot be a delta's base)",
+                row.version
+            ))),
+        }
+    }
+
+    /// A version's row and its stored recipe, plain or with part lines.
+    pub fn stored(&self, ns: &str, name: &str, version: Option<u64>) -> Result<(Version, Stored)> {
         check_ns(ns)?;
         validate_name(name).map_err(StoreError::bad)?;
         let not_found = || match version {
@@ -798,7 +981,7 @@ impl Store {
             .objects
             .get(&recipe_key(ns, &name_key(name), row.version))?
             .ok_or_else(not_found)?;
-        let r = Recipe::read(&b[..]).map_err(|e| damaged(ns, name, row.version, e))?;
+        let r = Stored::read(&b[..]).map_err(|e| damaged(ns, name, row.version, e))?;
         Ok((row, r))
     }
 
@@ -852,24 +1035,90 @@ impl Store {
     /// [`Store::restore_next`] (the server takes one piece at a time, when the client has
     /// read the last: nothing is read ahead of a client that does not read).
     pub fn restore_cursor(&self, ns: &str, recipe: Recipe, range: Range<u64>) -> RestoreCursor {
-        // The first chunk overlapping the range, and its file offset.
+        self.restore_stored(ns, Stored::Plain(recipe), range)
+    }
+
+    /// [`Store::restore_cursor`] of a stored recipe, plain or in parts. A recipe in parts is
+    /// streamed: whole parts before the range are skipped by their BYTES, and one part at a
+    /// time is read and held (bounded by `--max-recipe`).
+    pub fn restore_stored(&self, ns: &str, recipe: Stored, range: Range<u64>) -> RestoreCursor {
+        // The first entry (plain) or line (parts) overlapping the range, and its file offset.
         let (mut at, mut pos) = (0, 0u64);
-        while at < recipe.entries.len() && pos + recipe.entries[at].size as u64 <= range.start {
-            pos += recipe.entries[at].size as u64;
-            at += 1;
-        }
+        let alg = match &recipe {
+            Stored::Plain(r) => r.hash,
+            Stored::Parts(r) => r.hash,
+        };
+        let src = match recipe {
+            Stored::Plain(r) => {
+                while at < r.entries.len() && pos + r.entries[at].size as u64 <= range.start {
+                    pos += r.entries[at].size as u64;
+                    at += 1;
+                }
+                Source::Plain { entries: r.entries, next: at }
+            }
+            Stored::Parts(r) => {
+                let len = |l: &Line| match l {
+                    Line::Chunk(e) => e.size as u64,
+                    Line::Part { bytes, .. } => *bytes,
+                };
+                while at < r.lines.len() && pos + len(&r.lines[at]) <= range.start {
+                    pos += len(&r.lines[at]);
+                    at += 1;
+                }
+                Source::Parts {
+                    lines: r.lines,
+                    next: at,
+                    part: Vec::new().into_iter(),
+                }
+            }
+        };
         let max_read = if self.objects.is_local() { RESTORE_PIECE_LOCAL } else { RESTORE_PIECE_BUCKET };
         RestoreCursor {
             ns: ns.to_string(),
-            recipe,
+            alg,
+            src,
             range,
-            at,
+            batch: Vec::new(),
+            at: 0,
             pos,
-            batch_at: at,
             locs: Vec::new(),
             moved: 0,
             max_read,
         }
+    }
+
+    /// Up to `max` next entries of a restore's source into `out`.
+    fn next_entries(&self, ns: &str, src: &mut Source, max: usize, out: &mut Vec<RecipeEntry>) -> Result<()> {
+        match src {
+            Source::Plain { entries, next } => {
+                let end = (*next + max).min(entries.len());
+                out.extend_from_slice(&entries[*next..end]);
+                *next = end;
+            }
+            Source::Parts { lines, next, part } => {
+                while out.len() < max {
+                    if let Some(e) = part.next() {
+                        out.push(e);
+                        continue;
+                    }
+                    let Some(l) = lines.get(*next) else { break };
+                    *next += 1;
+                    match l {
+                        Line::Chunk(e) => out.push(e.clone()),
+                        Line::Part { id, count, bytes } => {
+                            let p = self
+                                .load_part(ns, id)?
+                                .ok_or_else(|| StoreError::Internal(format!("part {} of a committed recipe is not stored", hex(id))))?;
+                            if p.entries.len() as u64 != *count || p.bytes() != *bytes {
+                                return Err(StoreError::Internal(format!("part {} does not match its recipe line", hex(id))));
+                            }
+                            *part = p.entries.into_iter();
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The restore's next piece of bytes (`None`: the range is done): a run of chunks that lie
@@ -879,22 +1128,40 @@ impl Store {
     pub fn restore_next(&self, c: &mut RestoreCursor) -> Result<Option<Bytes>> {
         const BATCH: usize = 512;
         loop {
-            if c.at >= c.recipe.entries.len() || c.pos >= c.range.end {
+            if c.pos >= c.range.end {
                 return Ok(None);
             }
-            if c.at >= c.batch_at + c.locs.len() {
-                c.batch_at = c.at;
+            if c.at >= c.batch.len() {
+                c.batch.clear();
+                c.at = 0;
                 c.moved = 0;
-                let end = (c.at + BATCH).min(c.recipe.entries.len());
-                let ids: Vec<Digest> = c.recipe.entries[c.at..end].iter().map(|e| e.fp).collect();
+                // Entries before the range (inside the first part) are dropped unlooked-up.
+                while c.batch.is_empty() {
+                    self.next_entries(&c.ns, &mut c.src, BATCH, &mut c.batch)?;
+                    if c.batch.is_empty() {
+                        return Ok(None);
+                    }
+                    let skip = c
+                        .batch
+                        .iter()
+                        .scan(c.pos, |p, e| {
+                            *p += e.size as u64;
+                            Some(*p)
+                        })
+                        .take_while(|end| *end <= c.range.start)
+                        .count();
+                    c.pos += c.batch[..skip].iter().map(|e| e.size as u64).sum::<u64>();
+                    c.batch.drain(..skip);
+                }
+                let ids: Vec<Digest> = c.batch.iter().map(|e| e.fp).collect();
                 c.locs = self.index.lookup(&c.ns, &ids)?;
                 if self.shared && c.locs.iter().any(|l| l.is_none()) {
                     self.refresh(&c.ns, Instant::now())?;
                     c.locs = self.index.lookup(&c.ns, &ids)?;
                 }
             }
-            let i = c.at - c.batch_at;
-            let entries = &c.recipe.entries[c.batch_at..c.batch_at + c.locs.len()];
+            let i = c.at;
+            let entries = &c.batch;
             let l0: &Loc = c.locs[i]
                 .as_ref()
                 .ok_or_else(|| StoreError::Internal(format!("chunk {} of a committed recipe is not indexed", hex(&entries[i].fp))))?;
@@ -939,7 +1206,7 @@ impl Store {
                 let (fp, size) = (entries[k].fp, entries[k].size);
                 let rel = (l.offset - l0.offset) as usize;
                 let data = bytes.slice(rel..rel + size as usize);
-                if c.recipe.hash.digest(&data) != Some(fp) {
+                if c.alg.digest(&data) != Some(fp) {
                     return Err(StoreError::Internal(format!(
                         "stored chunk {} does not match its fingerprint (storage corruption)",
                         hex(&fp)
@@ -952,7 +1219,7 @@ impl Store {
                 }
                 fpos += size as u64;
             }
-            c.at = c.batch_at + j;
+            c.at = j;
             c.pos = fpos;
             if !pieces.is_empty() {
                 return Ok(Some(join(pieces)));
@@ -1029,11 +1296,11 @@ impl Store {
 
     fn gc_locked(&self, ns: &str, grace_secs: u64) -> Result<GcReport> {
         let mut rep = GcReport::default();
-        let live = self.live_chunks(ns, &mut rep.warnings)?;
-        rep.referenced_chunks = live.len() as u64;
-        let alg = self.index.ns_alg(ns)?.unwrap_or_default();
         // A grace past i64 (u64::MAX would wrap to -1, i.e. no grace) is clamped: spare every pack.
         let cutoff = now().saturating_sub(i64::try_from(grace_secs).unwrap_or(i64::MAX));
+        let live = self.live_chunks(ns, cutoff, &mut rep)?;
+        rep.referenced_chunks = live.len() as u64;
+        let alg = self.index.ns_alg(ns)?.unwrap_or_default();
         for (pack, bytes, created) in self.index.packs(ns)? {
             if created > cutoff {
                 rep.packs_in_grace += 1;
@@ -1062,20 +1329,58 @@ impl Store {
     }
 
     /// The chunks the namespace's recipe objects reference (every stored recipe, indexed or
-    /// not). A damaged recipe does not stop the sweep: the chunk ids still readable in it are
-    /// kept and a warning says so.
-    fn live_chunks(&self, ns: &str, warnings: &mut Vec<String>) -> Result<HashSet<Digest>> {
+    /// not) and those of its parts: every part is a root, except that a part no recipe names
+    /// and last written before `cutoff` is deleted first. A damaged recipe does not stop the
+    /// sweep: the chunk ids still readable in it are kept and a warning says so.
+    fn live_chunks(&self, ns: &str, cutoff: i64, rep: &mut GcReport) -> Result<HashSet<Digest>> {
+        let warnings = &mut rep.warnings;
         let mut live = HashSet::new();
+        let mut named = HashSet::new();
         for (k, _, _) in self.objects.list(&format!("ns/{ns}/recipes"))? {
             let Key::Recipe(_, name, v) = parse_key(&k) else { continue };
             let Some(b) = self.objects.get(&k)? else { continue };
-            match Recipe::read(&b[..]) {
-                Ok(r) => live.extend(r.entries.iter().map(|e| e.fp)),
+            match Stored::read(&b[..]) {
+                Ok(Stored::Plain(r)) => live.extend(r.entries.iter().map(|e| e.fp)),
+                Ok(Stored::Parts(r)) => {
+                    for l in &r.lines {
+                        match l {
+                            Line::Chunk(e) => {
+                                live.insert(e.fp);
+                            }
+                            Line::Part { id, .. } => {
+                                named.insert(*id);
+                            }
+                        }
+                    }
+                }
                 Err(e) => {
                     let ids = readable_ids(&b);
+                    // A damaged recipe's part lines still name their parts.
+                    named.extend(readable_part_ids(&b));
                     warnings.push(format!(
                         "{}; its {} readable chunk ids were kept",
                         damaged(ns, &name, v, e),
+                        ids.len()
+                    ));
+                    live.extend(ids);
+                }
+            }
+        }
+        for (k, _, modified) in self.objects.list(&part_prefix(ns))? {
+            let Key::Part(id) = parse_key(&k) else { continue };
+            let named = cutpoint_core::rapid::recipe::parse_hex(&id).is_some_and(|d| named.contains(&d));
+            if !named && modified < cutoff {
+                self.objects.delete(&k)?;
+                rep.parts_deleted += 1;
+                continue;
+            }
+            let Some(b) = self.objects.get(&k)? else { continue };
+            match Part::parse(&b) {
+                Ok(p) => live.extend(p.entries.iter().map(|e| e.fp)),
+                Err(e) => {
+                    let ids = readable_ids(&b);
+                    rep.warnings.push(format!(
+                        "the stored part {id} in namespace '{ns}' is damaged: {e}; its {} readable chunk ids were kept",
                         ids.len()
                     ));
                     live.extend(ids);
@@ -1161,7 +1466,7 @@ impl Store {
             if indexed.contains(&(name.clone(), v)) {
                 continue;
             }
-            match self.objects.get(&k)?.map(|b| Recipe::read(&b[..])) {
+            match self.objects.get(&k)?.map(|b| Stored::read(&b[..])) {
                 Some(Err(e)) => rep.problems.push(damaged(ns, &name, v, e).to_string()),
                 Some(Ok(_)) => rep.problems.push(format!("'{name}' v{v}: stored but not indexed")),
                 None => {}
@@ -1169,14 +1474,57 @@ impl Store {
         }
         for v in self.index.versions(ns, None)? {
             rep.versions += 1;
-            match self.recipe(ns, &v.name, Some(v.version)) {
+            match self.stored(ns, &v.name, Some(v.version)) {
                 Err(e) => rep.problems.push(format!("{} v{}: {e}", v.name, v.version)),
                 Ok((_, r)) => {
-                    let ids: Vec<Digest> = r.entries.iter().map(|e| e.fp).collect();
+                    let (ids, parts): (Vec<Digest>, Vec<Digest>) = match &r {
+                        Stored::Plain(r) => (r.entries.iter().map(|e| e.fp).collect(), Vec::new()),
+                        Stored::Parts(r) => {
+                            let mut ids = Vec::new();
+                            let mut parts = Vec::new();
+                            for l in &r.lines {
+                                match l {
+                                    Line::Chunk(e) => ids.push(e.fp),
+                                    Line::Part { id, .. } => parts.push(*id),
+                                }
+                            }
+                            (ids, parts)
+                        }
+                    };
                     let miss = self.index.missing(ns, &ids)?;
                     if !miss.is_empty() {
                         rep.problems.push(format!("{} v{}: {} chunks not indexed", v.name, v.version, miss.len()));
                     }
+                    let miss = self.query_parts(ns, &parts)?;
+                    if !miss.is_empty() {
+                        rep.problems.push(format!("{} v{}: {} parts not stored", v.name, v.version, miss.len()));
+                    }
+                }
+            }
+        }
+        // Every part parses and its chunks are indexed with its lengths.
+        for (k, _, _) in self.objects.list(&part_prefix(ns))? {
+            let Key::Part(id) = parse_key(&k) else { continue };
+            let Some(b) = self.objects.get(&k)? else { continue };
+            rep.parts += 1;
+            let p = match Part::parse(&b) {
+                Ok(p) => p,
+                Err(e) => {
+                    rep.problems.push(format!("part {id}: does not parse: {e}"));
+                    continue;
+                }
+            };
+            if cutpoint_core::protocol::part::part_id(p.hash, &b).map(|d| hex(&d)) != Some(id.clone()) {
+                rep.problems.push(format!("part {id}: its text does not hash to its name"));
+            }
+            for piece in p.entries.chunks(16384) {
+                match self.check_chunks(ns, piece, "part") {
+                    Ok(()) => {}
+                    Err(StoreError::Missing { missing, .. }) => {
+                        rep.problems.push(format!("part {id}: {} chunks not indexed", missing.len()))
+                    }
+                    Err(StoreError::BadRequest(m)) => rep.problems.push(format!("part {id}: {m}")),
+                    Err(e) => return Err(e),
                 }
             }
         }
@@ -1217,6 +1565,14 @@ fn readable_ids(text: &[u8]) -> Vec<Digest> {
         .collect()
 }
 
+/// The part ids of a damaged recipe's lines that still read as `part <64 hex> ...`.
+fn readable_part_ids(text: &[u8]) -> Vec<Digest> {
+    String::from_utf8_lossy(text)
+        .lines()
+        .filter_map(|l| l.strip_prefix("part ")?.split_whitespace().next().and_then(cutpoint_core::rapid::recipe::parse_hex))
+        .collect()
+}
+
 fn gc_lock_body() -> Vec<u8> {
     format!("gc running, renewed at {} (Unix seconds)\n", now()).into_bytes()
 }
@@ -1233,17 +1589,29 @@ pub const PACK_READ_PIECE: u64 = 4 << 20;
 /// A restore in progress ([`Store::restore_cursor`]).
 pub struct RestoreCursor {
     ns: String,
-    recipe: Recipe,
+    alg: HashAlg,
+    src: Source,
     range: Range<u64>,
-    /// The next entry to send, and its file offset.
+    /// The entries looked up, the next one to send (`at`), and its file offset.
+    batch: Vec<RecipeEntry>,
     at: usize,
     pos: u64,
-    /// The locations of the entries `batch_at..batch_at + locs.len()`.
-    batch_at: usize,
+    /// The locations of `batch`.
     locs: Vec<Option<Loc>>,
     /// How often this batch was looked up again after a pack went missing (a gc rewrote it).
     moved: u8,
     max_read: u64,
+}
+
+/// Where a restore's entries come from: a plain recipe's list, or a recipe's lines with one
+/// part's entries at a time.
+enum Source {
+    Plain { entries: Vec<RecipeEntry>, next: usize },
+    Parts {
+        lines: Vec<Line>,
+        next: usize,
+        part: std::vec::IntoIter<RecipeEntry>,
+    },
 }
 
 /// The gc lock object of a namespace in a shared bucket.
@@ -1263,13 +1631,63 @@ fn join(mut pieces: Vec<Bytes>) -> Bytes {
     Bytes::from(v)
 }
 
-fn version_row(name: &str, version: u64, r: &Recipe) -> Version {
+fn version_row(name: &str, version: u64, r: &Stored) -> Version {
+    let (bytes, chunks, digest) = match r {
+        Stored::Plain(r) => (r.total_bytes(), r.entries.len() as u64, r.digest),
+        Stored::Parts(r) => (r.bytes, r.count, r.digest),
+    };
     Version {
         name: name.to_string(),
         version,
-        bytes: r.total_bytes(),
-        chunks: r.entries.len() as u64,
-        digest: r.digest.map(|d| hex(&d)).unwrap_or_default(),
+        bytes,
+        chunks,
+        digest: digest.map(|d| hex(&d)).unwrap_or_default(),
         created: now(),
     }
+}
+
+/// A stored recipe: plain (chunk lines only), or with part lines (PROTOCOL.md 3.3, 3.7).
+#[derive(Clone, Debug)]
+pub enum Stored {
+    Plain(Recipe),
+    Parts(PartRecipe),
+}
+
+impl Stored {
+    /// Parses a stored recipe object.
+    pub fn read(b: &[u8]) -> std::result::Result<Stored, String> {
+        if has_part_lines(b) {
+            PartRecipe::parse(b).map(Stored::Parts).map_err(|e| e.to_string())
+        } else {
+            Recipe::read(b).map(Stored::Plain).map_err(|e| e.to_string())
+        }
+    }
+
+    /// The stored text (with its part lines).
+    pub fn text(&self) -> Vec<u8> {
+        match self {
+            Stored::Plain(r) => {
+                let mut t = Vec::new();
+                let _ = r.write(&mut t);
+                t
+            }
+            Stored::Parts(r) => r.text().into_bytes(),
+        }
+    }
+
+    /// The file's length.
+    pub fn total_bytes(&self) -> u64 {
+        match self {
+            Stored::Plain(r) => r.total_bytes(),
+            Stored::Parts(r) => r.bytes,
+        }
+    }
+}
+
+/// The answer to `POST parts`.
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct PartStored {
+    pub part: String,
+    pub chunks: u64,
+    pub bytes: u64,
 }

@@ -3,7 +3,8 @@
 //!
 //! * [`pack`] — a pack: many chunks in one body, each framed with its length and fingerprint;
 //! * [`query`] — the body of an existence query (fingerprints in, the missing ones out);
-//! * [`name`] — what a namespace and a file name may be.
+//! * [`name`] — what a namespace and a file name may be;
+//! * [`part`] — recipe parts (bounded pieces of a big file's recipe) and the part cutter.
 //!
 //! File recipes (the body of a commit) are [`crate::rapid::Recipe`]s with a `digest` line.
 //! Every parser here is a pure function over bytes or a reader, with no I/O of its own beyond
@@ -13,6 +14,7 @@
 pub mod delta;
 pub mod name;
 pub mod pack;
+pub mod part;
 pub mod query;
 
 use std::fmt;

@@ -46,6 +46,40 @@ impl RecipeEntry {
         let digits = self.size.checked_ilog10().unwrap_or(0) as u64 + 1;
         64 + 1 + digits + 1 + if self.last.is_some() { 2 } else { 1 } + 1 + 1 + 1
     }
+
+    /// Appends this entry's line (with its newline), as [`Recipe::write`] writes it.
+    pub fn write_line(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{} {} ", hex(&self.fp), self.size);
+        match self.last {
+            Some(b) => {
+                let _ = write!(out, "{b:02x}");
+            }
+            None => out.push('-'),
+        }
+        out.push_str(if self.regular { " r\n" } else { " h\n" });
+    }
+
+    /// Parses a chunk line (without its newline); the error says what is wrong with it.
+    pub fn parse_line(l: &str) -> Result<RecipeEntry, &'static str> {
+        let f: Vec<&str> = l.split(' ').collect();
+        if f.len() != 4 {
+            return Err("expected '<fingerprint> <size> <last byte> <r|h>'");
+        }
+        let fp = parse_hex(f[0]).ok_or("bad fingerprint (64 hex digits)")?;
+        let size: u32 = f[1].parse().ok().filter(|&s| s > 0).ok_or("bad size")?;
+        let last = match f[2] {
+            "-" => None,
+            s if s.len() == 2 => Some(u8::from_str_radix(s, 16).map_err(|_| "bad last byte")?),
+            _ => return Err("bad last byte"),
+        };
+        let regular = match f[3] {
+            "r" => true,
+            "h" => false,
+            _ => return Err("the fourth field must be r or h"),
+        };
+        Ok(RecipeEntry { fp, size, last, regular })
+    }
 }
 
 /// The shortest line a recipe entry can have ([`RecipeEntry::line_len`]: a 1-digit size, no last byte).
@@ -187,27 +221,7 @@ impl Recipe {
                 }
                 break;
             }
-            if f.len() != 4 {
-                return Err(bad(n, "expected '<fingerprint> <size> <last byte> <r|h>'"));
-            }
-            let fp = parse_hex(f[0]).ok_or_else(|| bad(n, "bad fingerprint (64 hex digits)"))?;
-            let size: u32 = f[1].parse().ok().filter(|&s| s > 0).ok_or_else(|| bad(n, "bad size"))?;
-            let last = match f[2] {
-                "-" => None,
-                s if s.len() == 2 => Some(u8::from_str_radix(s, 16).map_err(|_| bad(n, "bad last byte"))?),
-                _ => return Err(bad(n, "bad last byte")),
-            };
-            let regular = match f[3] {
-                "r" => true,
-                "h" => false,
-                _ => return Err(bad(n, "the fourth field must be r or h")),
-            };
-            entries.push(RecipeEntry {
-                fp,
-                size,
-                last,
-                regular,
-            });
+            entries.push(RecipeEntry::parse_line(&l).map_err(|m| bad(n, m))?);
         }
         if lines.raw()?.is_some() {
             return Err(bad(lines.n, "text after the 'end' line"));

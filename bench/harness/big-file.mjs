@@ -1,0 +1,84 @@
+#!/usr/bin/env node
+// `npm run bench -- --only big` (opt-in, issue #32): push and pull one large generated file
+// through a fresh `cutpoint serve --data DIR` on 127.0.0.1 with default settings (a file of any
+// size is committed in recipe parts), checks the pull is byte-identical (cmp), and reports the
+// peak RSS of the client (GNU time) and of the server (VmHWM) for the push and the pull, and the
+// seconds per GiB. Size: SIZE if given (e.g. 1g), else the largest of 32, 16, 8, 4, 2, 1 GiB
+// that the free disk of the temporary directory holds three times over (the file, the store's
+// packs, the pulled copy) with 2 GiB to spare; the size and why are printed.
+// Usage: node bench/harness/big-file.mjs [SIZE]. Prints one JSON row per measure.
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, statfsSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('../../', import.meta.url))
+const bin = process.env.CUTPOINT_BIN ?? `${root}native/target/release/cutpoint`
+const GiB = 2 ** 30
+const dir = mkdtempSync(join(tmpdir(), 'cutpoint-bench-big-'))
+const log = (l) => process.stderr.write(`${l}\n`)
+
+function pickSize() {
+  const arg = process.argv[2]
+  if (arg) {
+    const m = /^(\d+)([mg])$/i.exec(arg)
+    if (!m) throw new Error(`size '${arg}': give e.g. 512m or 4g`)
+    return { bytes: Number(m[1]) * (m[2].toLowerCase() === 'g' ? GiB : 2 ** 20), why: 'given' }
+  }
+  const fs = statfsSync(dir)
+  const free = fs.bavail * fs.bsize
+  for (const g of [32, 16, 8, 4, 2, 1]) {
+    if (3 * g * GiB + 2 * GiB <= free) return { bytes: g * GiB, why: `the largest of 32..1 GiB that ${(free / GiB).toFixed(1)} GiB free holds 3 times` }
+  }
+  throw new Error(`not enough free disk in ${dir} (${(free / GiB).toFixed(1)} GiB) for a 1 GiB file`)
+}
+
+/** Runs `cmd` under GNU time: [exit code, stdout, peak RSS MiB, seconds]. */
+function timed(args, opts = {}) {
+  const r = spawnSync('/usr/bin/time', ['-f', '%M %e', bin, ...args], { encoding: 'utf8', maxBuffer: 1 << 26, ...opts })
+  const [kib, secs] = (r.stderr.trim().split('\n').pop() ?? '').split(' ').map(Number)
+  if (r.status !== 0) throw new Error(`cutpoint ${args[0]} failed: ${r.stderr.trim().split('\n').slice(-3).join(' / ')}`)
+  return { out: r.stdout, rssMiB: kib / 1024, seconds: secs }
+}
+
+async function serve() {
+  const data = join(dir, 'store')
+  const child = spawn(bin, ['serve', '--data', data, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const line = await new Promise((r) => createInterface({ input: child.stdout }).once('line', r))
+  child.stdout.resume()
+  const url = /listening on (\S+)/.exec(line)[1]
+  const hwm = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024
+  return { url, hwm, stop: () => child.kill('SIGKILL') }
+}
+
+try {
+  const { bytes, why } = pickSize()
+  const gib = bytes / GiB
+  log(`big-file: ${gib} GiB (${why}) in ${dir}`)
+  const file = join(dir, 'big.bin')
+  const g = spawnSync('bash', ['-c', `"${bin}" gen --stream --size ${bytes} --seed 32 > "${file}"`], { stdio: 'inherit' })
+  if (g.status !== 0) throw new Error('cutpoint gen failed')
+  const s = await serve()
+  try {
+    const push = timed(['push', file, '--name', 'big.bin', '--json', '--store', s.url])
+    const rep = JSON.parse(push.out)
+    const serverPush = s.hwm()
+    const out = join(dir, 'pulled.bin')
+    const pull = timed(['pull', 'big.bin', '-o', out, '--store', s.url])
+    const same = spawnSync('cmp', [file, out]).status === 0
+    if (!same) throw new Error('the pulled file differs from the pushed one')
+    const row = (name, value, unit, extra = {}) => console.log(JSON.stringify({ section: 'big', runtime: 'native', name: `big/${name}/${gib}g`, value, unit, size_bytes: bytes, size_why: why, ...extra }))
+    row('push-client-peak-rss', push.rssMiB, 'MiB', { parts: rep.parts, recipe_bytes: rep.recipe_bytes, chunks: rep.chunks })
+    row('push-server-peak-rss', serverPush, 'MiB')
+    row('push-seconds-per-gib', push.seconds / gib, 's/GiB', { seconds: push.seconds })
+    row('pull-client-peak-rss', pull.rssMiB, 'MiB', { byte_identical: same })
+    row('pull-server-peak-rss', s.hwm(), 'MiB')
+    row('pull-seconds-per-gib', pull.seconds / gib, 's/GiB', { seconds: pull.seconds })
+  } finally {
+    s.stop()
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}

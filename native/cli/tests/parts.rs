@@ -1,0 +1,310 @@
+//! Recipe parts (issue #32, PROTOCOL.md 3.7, 4.11–4.13) against a real `cutpoint serve` with a
+//! tiny `--max-recipe`, on both backends: parts uploaded and committed by raw requests, the
+//! file restored through them (whole and ranged), the expanded recipe, the checks of a commit
+//! (missing parts, lying COUNT/BYTES), gc (parts are roots; unreferenced old ones deleted),
+//! a restart with a rebuilt index, and the native client pushing a file in parts.
+
+mod common;
+use common::*;
+use cutpoint_core::protocol::part::{Line, Part, PartCutter, PartRecipe};
+use cutpoint_core::protocol::query::{decode_ids, encode_ids};
+use cutpoint_core::protocol::FileDigest;
+use cutpoint_core::rapid::RecipeEntry;
+use cutpoint_core::{hex, Digest, HashAlg};
+use serde_json::Value;
+
+crate::both_backends!(
+    a_file_committed_in_parts_restores_and_its_commit_is_checked,
+    gc_keeps_referenced_parts_and_their_chunks_and_deletes_old_unreferenced_ones,
+    the_client_pushes_a_big_file_in_parts_and_a_re_push_sends_only_changed_parts,
+);
+
+const MAX_RECIPE: &str = "16k";
+
+fn entries(chunks: &[(Digest, Vec<u8>)]) -> Vec<RecipeEntry> {
+    chunks
+        .iter()
+        .map(|(id, c)| RecipeEntry {
+            fp: *id,
+            size: c.len() as u32,
+            last: None,
+            regular: true,
+        })
+        .collect()
+}
+
+fn cut(es: &[RecipeEntry]) -> Vec<Part> {
+    let mut c = PartCutter::new(HashAlg::Blake3, 16 << 10);
+    let mut parts = c.push_all(es.iter().cloned());
+    parts.extend(c.finish());
+    parts
+}
+
+fn part_recipe(es: &[RecipeEntry], parts: &[Part]) -> PartRecipe {
+    let mut d = FileDigest::new(HashAlg::Blake3);
+    for e in es {
+        d.add(&e.fp, e.size);
+    }
+    PartRecipe {
+        profile: "gear:2k:8k:64k".into(),
+        hash: HashAlg::Blake3,
+        digest: d.finish(),
+        lines: parts
+            .iter()
+            .map(|p| Line::Part {
+                id: p.id(),
+                count: p.entries.len() as u64,
+                bytes: p.bytes(),
+            })
+            .collect(),
+        count: es.len() as u64,
+        bytes: es.iter().map(|e| e.size as u64).sum(),
+    }
+}
+
+/// Chunks of 8,000 bytes (the last shorter) of `bytes`, uploaded in one pack to namespace `ns`.
+fn upload(srv: &Server, ns: &str, bytes: &[u8]) -> Vec<(Digest, Vec<u8>)> {
+    let mut sizes = vec![8000; bytes.len() / 8000];
+    if bytes.len() % 8000 > 0 {
+        sizes.push(bytes.len() % 8000);
+    }
+    let chunks = chunks_of(bytes, &sizes);
+    let (st, _, b) = http("POST", &format!("{}/v1/ns/{ns}/packs", srv.url), None, &[], Some(&pack(&chunks)));
+    assert_eq!(st, 200, "{}", String::from_utf8_lossy(&b));
+    chunks
+}
+
+fn post_part(srv: &Server, ns: &str, p: &Part) -> (u16, Value) {
+    let (st, _, b) = http("POST", &format!("{}/v1/ns/{ns}/parts", srv.url), None, &[], Some(p.text().as_bytes()));
+    (st, json(&b))
+}
+
+fn commit(srv: &Server, ns: &str, name: &str, body: &[u8]) -> (u16, Value) {
+    let (st, _, b) = http("PUT", &format!("{}/v1/ns/{ns}/files/{name}", srv.url), None, &[], Some(body));
+    (st, json(&b))
+}
+
+fn get(srv: &Server, tail: &str) -> (u16, ureq::http::HeaderMap, Vec<u8>) {
+    http("GET", &format!("{}/v1/ns/{tail}", srv.url), None, &[], None)
+}
+
+fn a_file_committed_in_parts_restores_and_its_commit_is_checked(b: Backend) {
+    let dir = tmpdir(&format!("parts-commit-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let mut srv = Server::start(&store, &["--max-recipe", MAX_RECIPE], &[]);
+    let (_, _, v1) = http("GET", &format!("{}/v1", srv.url), None, &[], None);
+    assert!(json(&v1)["features"].as_array().unwrap().iter().any(|f| f == "parts"), "GET /v1 lists 'parts'");
+    let file = data(3 << 20, 71);
+    let chunks = upload(&srv, "t", &file);
+    let es = entries(&chunks);
+    let parts = cut(&es);
+    assert!(parts.len() >= 6, "{} parts", parts.len());
+    // The whole recipe is over --max-recipe: the old commit is refused by its length.
+    let (st, v) = commit(&srv, "t", "big", &recipe_text(&chunks));
+    assert_eq!(st, 413, "{v}");
+    // A part naming a chunk the namespace lacks: 409, nothing stored.
+    let mut stray = parts[0].clone();
+    stray.entries[0].fp = [9; 32];
+    let (st, v) = post_part(&srv, "t", &stray);
+    assert_eq!((st, v["code"].as_str()), (409, Some("missing_chunks")), "{v}");
+    // A part whose chunk length lies: 400.
+    let mut liar = parts[0].clone();
+    liar.entries[0].size += 1;
+    assert_eq!(post_part(&srv, "t", &liar).0, 400);
+    // A part not in canonical form: 400.
+    let upper = parts[0].text().replacen(&hex(&parts[0].entries[0].fp), &hex(&parts[0].entries[0].fp).to_uppercase(), 1);
+    let (st, _, _) = http("POST", &format!("{}/v1/ns/t/parts", srv.url), None, &[], Some(upper.as_bytes()));
+    assert_eq!(st, 400);
+    // All but the last part uploaded.
+    for p in &parts[..parts.len() - 1] {
+        let (st, v) = post_part(&srv, "t", p);
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["part"].as_str().unwrap(), hex(&p.id()));
+        assert_eq!(v["chunks"].as_u64().unwrap(), p.entries.len() as u64);
+        assert_eq!(v["bytes"].as_u64().unwrap(), p.bytes());
+    }
+    // Again: 200, nothing written.
+    assert_eq!(post_part(&srv, "t", &parts[0]).0, 200);
+    let ids: Vec<Digest> = parts.iter().map(|p| p.id()).collect();
+    let last = *ids.last().unwrap();
+    let (st, _, b) = http("POST", &format!("{}/v1/ns/t/parts/query", srv.url), None, &[], Some(&encode_ids(&ids)));
+    assert_eq!(st, 200);
+    assert_eq!(decode_ids(&b, ids.len()).unwrap(), vec![last], "parts/query names the one missing part");
+    let r = part_recipe(&es, &parts);
+    let (st, v) = commit(&srv, "t", "big", r.text().as_bytes());
+    assert_eq!((st, v["code"].as_str()), (409, Some("missing_parts")), "{v}");
+    assert_eq!(v["missing_parts"], serde_json::json!([hex(&last)]));
+    assert_eq!(post_part(&srv, "t", parts.last().unwrap()).0, 200);
+    // Lying COUNT or BYTES on a part line (the end line agreeing with the lie): 400.
+    for (dc, db) in [(1u64, 8000u64), (0, 1)] {
+        let mut lie = r.clone();
+        if let Line::Part { count, bytes, .. } = &mut lie.lines[0] {
+            *count += dc;
+            *bytes += db;
+        }
+        lie.count += dc;
+        lie.bytes += db;
+        let (st, v) = commit(&srv, "t", "big", lie.text().as_bytes());
+        assert_eq!(st, 400, "{dc} {db}: {v}");
+    }
+    // A wrong digest: 400.
+    let mut wrong = r.clone();
+    wrong.digest = Some([1; 32]);
+    assert_eq!(commit(&srv, "t", "big", wrong.text().as_bytes()).0, 400);
+    let (_, _, l) = get(&srv, "t/files");
+    assert!(json(&l)["files"].as_array().unwrap().is_empty(), "nothing committed yet");
+    // The commit: the same digest as the whole file's recipe.
+    let (st, v) = commit(&srv, "t", "big", r.text().as_bytes());
+    assert_eq!(st, 201, "{v}");
+    assert_eq!(v["bytes"].as_u64().unwrap(), file.len() as u64);
+    assert_eq!(v["chunks"].as_u64().unwrap(), es.len() as u64);
+    assert_eq!(v["digest"].as_str().unwrap(), hex(&r.digest.unwrap()));
+    let check_all = |srv: &Server| {
+        let (st, h, body) = get(srv, "t/files/big");
+        assert_eq!(st, 200);
+        assert_eq!(h["etag"].to_str().unwrap(), format!("\"{}\"", hex(&r.digest.unwrap())));
+        assert!(body == file, "restored through parts, byte-identical");
+        for (a, z) in [(1_000_001u64, 2_500_000u64), (0, 10), (file.len() as u64 - 5, file.len() as u64 - 1), (7999, 8000)] {
+            let (st, _, body) = http("GET", &format!("{}/v1/ns/t/files/big", srv.url), None, &[("Range", &format!("bytes={a}-{z}"))], None);
+            assert_eq!(st, 206);
+            assert!(body == file[a as usize..=z as usize], "range {a}-{z}");
+        }
+        // The expanded recipe is exactly the whole file's recipe; ?parts=1 the stored text.
+        let (st, _, body) = get(srv, "t/recipes/big");
+        assert_eq!(st, 200);
+        assert!(body == recipe_text(&chunks), "the expanded recipe");
+        let (_, _, body) = get(srv, "t/recipes/big?parts=1");
+        assert_eq!(String::from_utf8(body).unwrap(), r.text());
+        let (st, _, body) = get(srv, &format!("t/parts/{}", hex(&ids[1])));
+        assert_eq!(st, 200);
+        assert_eq!(String::from_utf8(body).unwrap(), parts[1].text());
+        let c = srv.check(&["--ns", "t"]);
+        assert_eq!(c["parts"].as_u64().unwrap(), parts.len() as u64, "{c}");
+    };
+    check_all(&srv);
+    // Tenants apart: another namespace neither reads the part nor commits with it.
+    assert_eq!(get(&srv, &format!("u/parts/{}", hex(&ids[1]))).0, 404);
+    upload(&srv, "u", &file[..8000]);
+    let (st, v) = commit(&srv, "u", "big", r.text().as_bytes());
+    assert_eq!((st, v["code"].as_str()), (409, Some("missing_parts")), "{v}");
+    // A delta cannot have a recipe in parts as base.
+    let delta = format!(
+        "cutpoint-delta 1\nbase 1\nprofile gear:2k:8k:64k\nhash blake3\ndigest {}\n= 0 1\nend 1 8000\n",
+        hex(&r.digest.unwrap())
+    );
+    assert_eq!(commit(&srv, "t", "big", delta.as_bytes()).0, 404);
+    // A restart with a rebuilt index finds the version committed in parts.
+    srv.kill();
+    let srv = Server::start(&store, &["--max-recipe", MAX_RECIPE, "--reindex"], &[]);
+    check_all(&srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn gc_keeps_referenced_parts_and_their_chunks_and_deletes_old_unreferenced_ones(b: Backend) {
+    let dir = tmpdir(&format!("parts-gc-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let srv = Server::start(&store, &["--max-recipe", MAX_RECIPE], &[]);
+    let file = data(2 << 20, 72);
+    let chunks = upload(&srv, "t", &file);
+    let es = entries(&chunks);
+    let parts = cut(&es);
+    for p in &parts {
+        assert_eq!(post_part(&srv, "t", p).0, 200);
+    }
+    assert_eq!(commit(&srv, "t", "kept", part_recipe(&es, &parts).text().as_bytes()).0, 201);
+    // A part no recipe names, over chunks no recipe names.
+    let other = upload(&srv, "t", &data(200_000, 73));
+    let loose = cut(&entries(&other));
+    assert_eq!(loose.len(), 1);
+    assert_eq!(post_part(&srv, "t", &loose[0]).0, 200);
+    // Within the grace period the loose part (a root) keeps its chunks.
+    let g: Value = json(&srv.cli(&["gc", "--ns", "t", "--json"]).stdout);
+    assert_eq!(g["parts_deleted"].as_u64(), Some(0), "{g}");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let g: Value = json(&srv.cli(&["gc", "--ns", "t", "--grace", "0", "--json"]).stdout);
+    assert_eq!(g["parts_deleted"].as_u64(), Some(1), "{g}");
+    assert!(g["chunks_removed"].as_u64().unwrap() >= other.len() as u64, "{g}");
+    assert_eq!(get(&srv, &format!("t/parts/{}", hex(&loose[0].id()))).0, 404);
+    for p in &parts {
+        assert_eq!(get(&srv, &format!("t/parts/{}", hex(&p.id()))).0, 200, "a named part is kept");
+    }
+    let ids: Vec<Digest> = chunks.iter().map(|c| c.0).collect();
+    let (_, _, m) = http("POST", &format!("{}/v1/ns/t/query", srv.url), None, &[], Some(&encode_ids(&ids)));
+    assert!(m.is_empty(), "every chunk of the parts is kept");
+    let (_, _, body) = get(&srv, "t/files/kept");
+    assert!(body == file);
+    srv.check(&["--ns", "t"]);
+    // Once the version is gone, its parts and chunks go too.
+    assert!(srv.cli(&["rm", "kept", "--ns", "t"]).status.success());
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let g: Value = json(&srv.cli(&["gc", "--ns", "t", "--grace", "0", "--json"]).stdout);
+    assert_eq!(g["parts_deleted"].as_u64(), Some(parts.len() as u64), "{g}");
+    let (_, _, m) = http("POST", &format!("{}/v1/ns/t/query", srv.url), None, &[], Some(&encode_ids(&ids)));
+    assert_eq!(m.len(), 32 * ids.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn the_client_pushes_a_big_file_in_parts_and_a_re_push_sends_only_changed_parts(b: Backend) {
+    let dir = tmpdir(&format!("parts-client-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let srv = Server::start(&store, &["--max-recipe", MAX_RECIPE], &[]);
+    let file = data(4 << 20, 74);
+    let f = write(&dir, "f", &file);
+    let r = srv.push(&f, "f", &["--ns", "t"]);
+    assert!(r["parts"].as_u64().unwrap() > 1, "{r}");
+    assert_eq!(srv.pull("f", None, &["--ns", "t"]), file);
+    let (_, _, t) = get(&srv, "t/recipes/f?parts=1");
+    assert!(String::from_utf8(t).unwrap().contains("\npart "));
+    // A small edit in the middle: the parts away from it are found present.
+    let mut file2 = file.clone();
+    file2[2 << 20..(2 << 20) + 100].fill(7);
+    let f2 = write(&dir, "f2", &file2);
+    let r2 = srv.push(&f2, "f", &["--ns", "t"]);
+    let sent = r2["parts_sent"].as_u64().unwrap();
+    assert!(sent >= 1 && sent * 2 < r2["parts"].as_u64().unwrap(), "only the changed parts are sent: {r2}");
+    assert_eq!(srv.pull("f", None, &["--ns", "t"]), file2);
+    srv.check(&["--ns", "t"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Check before sending: a limit the client cannot meet is refused before a byte is uploaded,
+/// with the store's limit in the message (never a "Broken pipe" after the upload).
+#[test]
+fn a_limit_the_client_cannot_meet_is_refused_before_a_byte_is_sent() {
+    let dir = tmpdir("parts-limits");
+    let store = Loc::new(Backend::Local, &dir, None);
+    let mut srv = Server::start(&store, &["--max-recipe", "2k"], &[]);
+    let f = write(&dir, "f", &data(3 << 20, 75));
+    // A whole recipe (--no-parts: as with a store without parts) of at least 48 chunks.
+    let out = srv.cli(&["push", f.to_str().unwrap(), "--name", "f", "--no-parts"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("max_recipe_bytes of 2048") && err.contains("nothing was sent"), "{err}");
+    assert!(!err.contains("Broken pipe"), "{err}");
+    assert_eq!(packs_on_disk(&srv.data), 0, "nothing was uploaded");
+    // With parts the same store takes a file whose whole recipe (~2.4 KB) is over its limit.
+    let small = write(&dir, "small", &data(256 << 10, 76));
+    let r = srv.push(&small, "small", &[]);
+    assert!(r["parts"].as_u64().unwrap() > 1, "{r}");
+    assert_eq!(srv.pull("small", None, &[]), std::fs::read(&small).unwrap());
+    // A big one: its recipe of part lines is refused before it is sent (its chunks and parts
+    // were sent), with the limit in the message (a part line per ~6 chunks here: see
+    // PROTOCOL.md 8, "The number of part lines grows with the file").
+    let out = srv.cli(&["push", f.to_str().unwrap(), "--name", "f"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("max_recipe_bytes of 2048") && err.contains("nothing was committed"), "{err}");
+    srv.kill();
+    // A pack limit below one chunk of the profile's MAX.
+    let store = Loc::named(Backend::Local, &dir, None, "small-packs");
+    let srv = Server::start(&store, &["--max-pack", "32k"], &[]);
+    let out = srv.cli(&["push", f.to_str().unwrap(), "--name", "f"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("32768"), "{err}");
+    assert_eq!(packs_on_disk(&srv.data), 0, "nothing was uploaded");
+    let _ = std::fs::remove_dir_all(&dir);
+}
