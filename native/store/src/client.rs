@@ -477,8 +477,9 @@ pub struct PushReport {
     pub backend: &'static str,
 }
 
-/// A chunk as the chunk stage hands it on.
+/// A chunk as the chunk stage hands it on (`file`: its input's index).
 struct Item {
+    file: u32,
     off: u64,
     len: u32,
     id: Digest,
@@ -552,17 +553,21 @@ impl<'a> Flow<'a> {
     }
 }
 
-/// What the query stage learnt: the recipe's entries, where each id first occurs, the novel
-/// chunks and the counts.
+/// What the query stage learnt of one input: its recipe's entries, its novel chunks (those
+/// whose first occurrence in the push is in it) and the counts.
 #[derive(Default)]
 struct Queried {
     entries: Vec<RecipeEntry>,
-    offsets: HashMap<Digest, (u64, u32)>,
     novel_chunks: u64,
     novel_bytes: u64,
     known_hits: u64,
     hinted: u64,
 }
+
+/// Where each id first occurs in the push's inputs: (input, offset, length).
+type Offsets = HashMap<Digest, (u32, u64, u32)>;
+/// Novel chunks on their way to the pack stage: (input, offset, length, id).
+type NovelList = Vec<(u32, u64, u32, Digest)>;
 
 /// How a commit went.
 struct Committed {
@@ -591,29 +596,12 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         known.extend(b.entries.iter().map(|e| e.fp));
     }
     let flow = Flow::new(progress);
-    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Vec<Item>>(8);
-    let (novel_tx, novel_rx) = mpsc::sync_channel::<Vec<(u64, u32, Digest)>>(8);
-    let (pack_tx, pack_rx) = mpsc::sync_channel::<Vec<u8>>(1);
-    let pack_rx = Mutex::new(pack_rx);
     let hints = plan.hints.take();
-    let q = std::thread::scope(|s| {
-        let (flow, plan) = (&flow, &plan);
-        s.spawn(move || stage_chunk(&plan.engine, hints, file, path, flow, chunk_tx));
-        let pfile = std::fs::File::open(path);
-        s.spawn(move || match pfile {
-            Ok(f) => stage_pack(&f, path, plan, flow, novel_rx, pack_tx),
-            Err(e) => flow.fail(io_err(e)),
-        });
-        for _ in 0..opts.uploaders.max(1) {
-            let pack_rx = &pack_rx;
-            s.spawn(move || stage_upload(client, flow, pack_rx));
-        }
-        // This thread: the recipe, and existence queries for what is not known.
-        stage_query(client, flow, known, chunk_rx, novel_tx)
-    });
+    let (mut qs, offsets) = run_pipeline(client, &[path], vec![file], &plan, hints, known, opts, &flow);
     if let Some(e) = flow.take_err() {
         return Err(e);
     }
+    let q = qs.pop().expect("one input");
     // The file must not have changed while it was read twice (chunked, then its novel chunks
     // read back by offset); the store re-hashes every chunk, this catches the rest.
     let after = std::fs::metadata(path).map_err(io_err)?;
@@ -625,7 +613,6 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     }
     let Queried {
         entries,
-        offsets,
         novel_chunks,
         novel_bytes,
         known_hits,
@@ -647,7 +634,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     }
     let digest = FileDigest::of(&recipe).ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
     recipe.digest = Some(digest);
-    let c = stage_commit(client, name, path, &plan, &recipe, &offsets, &flow)?;
+    let c = stage_commit(client, name, &[path], &plan, &recipe, &offsets, &flow)?;
     let bytes = recipe.total_bytes();
     Ok(PushReport {
         name: name.to_string(),
@@ -716,20 +703,82 @@ fn prepare(client: &Client, name: &str, opts: &PushOptions) -> R<Plan> {
     })
 }
 
-/// Chunk + fingerprint the file (SS-CDC, or RapidCDC with the base's hints), in batches.
-fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, rd: std::fs::File, path: &Path, flow: &Flow, chunk_tx: mpsc::SyncSender<Vec<Item>>) {
+/// The stages of a push of `paths` (their files open in `files`), run together: the chunk
+/// stage and the pack stage on threads of their own, `opts.uploaders` upload threads, the
+/// query stage on this one. Returns what the query stage learnt of each input and where each
+/// id first occurs; a failure is in `flow`.
+#[allow(clippy::too_many_arguments)]
+fn run_pipeline(
+    client: &Client,
+    paths: &[&Path],
+    files: Vec<std::fs::File>,
+    plan: &Plan,
+    hints: Option<(HintTable, Criterion)>,
+    known: HashSet<Digest>,
+    opts: &PushOptions,
+    flow: &Flow,
+) -> (Vec<Queried>, Offsets) {
+    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Vec<Item>>(8);
+    let (novel_tx, novel_rx) = mpsc::sync_channel::<NovelList>(8);
+    let (pack_tx, pack_rx) = mpsc::sync_channel::<Vec<u8>>(1);
+    let pack_rx = Mutex::new(pack_rx);
+    std::thread::scope(|s| {
+        s.spawn(move || stage_chunk(&plan.engine, hints, files, paths, flow, chunk_tx));
+        s.spawn(move || stage_pack(paths, plan, flow, novel_rx, pack_tx));
+        for _ in 0..opts.uploaders.max(1) {
+            let pack_rx = &pack_rx;
+            s.spawn(move || stage_upload(client, flow, pack_rx));
+        }
+        // This thread: the recipes, and existence queries for what is not known.
+        stage_query(client, flow, paths.len(), known, chunk_rx, novel_tx)
+    })
+}
+
+/// Chunk + fingerprint the inputs in order (SS-CDC, or RapidCDC with the base's hints), in
+/// batches that run on across inputs (many small files share a batch, so a query).
+fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, files: Vec<std::fs::File>, paths: &[&Path], flow: &Flow, chunk_tx: mpsc::SyncSender<Vec<Item>>) {
     let mut batch = Vec::with_capacity(BATCH);
     let send = |batch: &mut Vec<Item>| -> bool {
         let b = std::mem::replace(batch, Vec::with_capacity(BATCH));
         !flow.aborted() && chunk_tx.send(b).is_ok()
     };
-    let res: Result<(), cutpoint_core::Error> = (|| {
+    let mut hints = hints;
+    for (i, rd) in files.into_iter().enumerate() {
+        let file = i as u32;
+        let res = chunk_one(engine, hints.take(), rd, file, &mut batch, &send);
+        match res {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                return flow.fail(match e {
+                    cutpoint_core::Error::Io(io) => ClientError::Io(format!("{}: {io}", paths[i].display())),
+                    other => ClientError::Usage(other.to_string()),
+                })
+            }
+        }
+    }
+    if !batch.is_empty() {
+        send(&mut batch);
+    }
+}
+
+/// One input of the chunk stage; `Ok(false)`: the push stopped.
+fn chunk_one(
+    engine: &Engine,
+    hints: Option<(HintTable, Criterion)>,
+    rd: std::fs::File,
+    file: u32,
+    batch: &mut Vec<Item>,
+    send: &impl Fn(&mut Vec<Item>) -> bool,
+) -> Result<bool, cutpoint_core::Error> {
+    {
         match hints {
             Some((t, crit)) => {
                 let mut rapid = Rapid::new(engine, t, RapidOptions::new(crit))?;
                 for c in rapid.stream(rd) {
                     let c = c?;
                     batch.push(Item {
+                        file,
                         off: c.offset,
                         len: c.length as u32,
                         id: c.hash,
@@ -737,8 +786,8 @@ fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, rd: std::
                         regular: c.regular,
                         hinted: matches!(c.found, cutpoint_core::rapid::Found::Hint(_)),
                     });
-                    if batch.len() == BATCH && !send(&mut batch) {
-                        return Ok(());
+                    if batch.len() == BATCH && !send(batch) {
+                        return Ok(false);
                     }
                 }
             }
@@ -746,6 +795,7 @@ fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, rd: std::
                 for c in engine.stream_prefetch(rd) {
                     let c = c?;
                     batch.push(Item {
+                        file,
                         off: c.offset,
                         len: c.length as u32,
                         id: c.hash.expect("the engine fingerprints"),
@@ -753,22 +803,13 @@ fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, rd: std::
                         regular: true,
                         hinted: false,
                     });
-                    if batch.len() == BATCH && !send(&mut batch) {
-                        return Ok(());
+                    if batch.len() == BATCH && !send(batch) {
+                        return Ok(false);
                     }
                 }
             }
         }
-        if !batch.is_empty() {
-            send(&mut batch);
-        }
-        Ok(())
-    })();
-    if let Err(e) = res {
-        flow.fail(match e {
-            cutpoint_core::Error::Io(io) => ClientError::Io(format!("{}: {io}", path.display())),
-            other => ClientError::Usage(other.to_string()),
-        });
+        Ok(true)
     }
 }
 
@@ -777,18 +818,21 @@ fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, rd: std::
 fn stage_query(
     client: &Client,
     flow: &Flow,
+    inputs: usize,
     mut known: HashSet<Digest>,
     chunk_rx: mpsc::Receiver<Vec<Item>>,
-    novel_tx: mpsc::SyncSender<Vec<(u64, u32, Digest)>>,
-) -> Queried {
+    novel_tx: mpsc::SyncSender<NovelList>,
+) -> (Vec<Queried>, Offsets) {
     let known_base = known.clone();
-    let mut q = Queried::default();
+    let mut qs: Vec<Queried> = (0..inputs).map(|_| Queried::default()).collect();
+    let mut offsets = Offsets::new();
     for batch in chunk_rx.iter() {
         if flow.aborted() {
             break;
         }
         let mut ask = Vec::new();
         for it in &batch {
+            let q = &mut qs[it.file as usize];
             q.entries.push(RecipeEntry {
                 fp: it.id,
                 size: it.len,
@@ -796,7 +840,7 @@ fn stage_query(
                 regular: it.regular,
             });
             q.hinted += it.hinted as u64;
-            q.offsets.entry(it.id).or_insert((it.off, it.len));
+            offsets.entry(it.id).or_insert((it.file, it.off, it.len));
             if known_base.contains(&it.id) {
                 q.known_hits += 1;
             }
@@ -819,11 +863,12 @@ fn stage_query(
         };
         let mut list = Vec::with_capacity(missing.len());
         for id in missing {
-            let (off, len) = q.offsets[&id];
+            let (file, off, len) = offsets[&id];
+            let q = &mut qs[file as usize];
             q.novel_chunks += 1;
             q.novel_bytes += len as u64;
             flow.progress.novel_bytes.fetch_add(len as u64, Ordering::Relaxed);
-            list.push((off, len, id));
+            list.push((file, off, len, id));
         }
         if !list.is_empty() && novel_tx.send(list).is_err() {
             break;
@@ -832,21 +877,32 @@ fn stage_query(
     drop(novel_tx);
     // Drain so that the chunker never blocks on a full channel after an error.
     for _ in chunk_rx.iter() {}
-    q
+    (qs, offsets)
 }
 
-/// Reads the novel chunks back by offset and frames them into packs of the plan's size.
-fn stage_pack(pfile: &std::fs::File, path: &Path, plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<Vec<(u64, u32, Digest)>>, pack_tx: mpsc::SyncSender<Vec<u8>>) {
+/// Reads the novel chunks back by offset and frames them into packs of the plan's size;
+/// novel chunks of all the inputs share packs.
+fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<NovelList>, pack_tx: mpsc::SyncSender<Vec<u8>>) {
     let mut cur: Option<PackWriter<Vec<u8>>> = None;
     let mut data = Vec::new();
+    let mut open: Option<(u32, std::fs::File)> = None;
     for list in novel_rx.iter() {
-        for (off, len, id) in list {
+        for (file, off, len, id) in list {
             if flow.aborted() {
                 return;
             }
+            let path = paths[file as usize];
+            let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+            if open.as_ref().is_none_or(|(f, _)| *f != file) {
+                match std::fs::File::open(path) {
+                    Ok(f) => open = Some((file, f)),
+                    Err(e) => return flow.fail(io_err(e)),
+                }
+            }
+            let pfile = &open.as_ref().expect("opened").1;
             data.resize(len as usize, 0);
             if let Err(e) = pfile.read_exact_at(&mut data, off) {
-                return flow.fail(ClientError::Io(format!("{}: {e}", path.display())));
+                return flow.fail(io_err(e));
             }
             let w = match &mut cur {
                 Some(w) => w,
@@ -887,7 +943,7 @@ fn stage_upload(client: &Client, flow: &Flow, pack_rx: &Mutex<mpsc::Receiver<Vec
 /// unchanged run), else the whole recipe. If chunks went missing meanwhile (collected, or a
 /// racing delete) they are sent again ([`resend_missing`]); if the base version went
 /// (deleted meanwhile), the whole recipe is sent.
-fn stage_commit(client: &Client, name: &str, path: &Path, plan: &Plan, recipe: &Recipe, offsets: &HashMap<Digest, (u64, u32)>, flow: &Flow) -> R<Committed> {
+fn stage_commit(client: &Client, name: &str, paths: &[&Path], plan: &Plan, recipe: &Recipe, offsets: &Offsets, flow: &Flow) -> R<Committed> {
     let full = || -> R<Vec<u8>> {
         let mut text = Vec::new();
         recipe.write(&mut text).map_err(|e| ClientError::Io(e.to_string()))?;
@@ -917,24 +973,25 @@ fn stage_commit(client: &Client, name: &str, path: &Path, plan: &Plan, recipe: &
             }
             Err(ClientError::Missing(ids)) if rounds < 3 => {
                 rounds += 1;
-                resend_missing(client, path, plan, offsets, &ids, flow)?;
+                resend_missing(client, paths, plan, offsets, &ids, flow)?;
             }
             Err(e) => return Err(e),
         }
     }
 }
 
-/// Reads the chunks a commit named missing back from the file and uploads them in packs.
-fn resend_missing(client: &Client, path: &Path, plan: &Plan, offsets: &HashMap<Digest, (u64, u32)>, ids: &[Digest], flow: &Flow) -> R<()> {
-    let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+/// Reads the chunks a commit named missing back from the inputs and uploads them in packs.
+fn resend_missing(client: &Client, paths: &[&Path], plan: &Plan, offsets: &Offsets, ids: &[Digest], flow: &Flow) -> R<()> {
     let alg = plan.alg;
-    let pfile = std::fs::File::open(path).map_err(io_err)?;
     let mut w = PackWriter::new(Vec::new(), alg).expect("alg");
     let mut data = Vec::new();
     for id in ids {
-        let &(off, len) = offsets
+        let &(file, off, len) = offsets
             .get(id)
             .ok_or_else(|| ClientError::Protocol(format!("the store asks for chunk {} that the file lacks", hex(id))))?;
+        let path = paths[file as usize];
+        let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+        let pfile = std::fs::File::open(path).map_err(io_err)?;
         data.resize(len as usize, 0);
         pfile.read_exact_at(&mut data, off).map_err(io_err)?;
         w.add(id, &data).expect("chunk size");
