@@ -9,6 +9,50 @@ use cutpoint_core::protocol::delta;
 use cutpoint_core::rapid::Recipe;
 use serde_json::Value;
 
+#[test]
+fn a_push_of_a_directory_of_2000_files_makes_at_most_one_request_per_20_files() {
+    use std::io::Read;
+    let dir = tmpdir("batch-many");
+    let src = dir.join("src");
+    let mut want = Vec::new();
+    for i in 0..2000usize {
+        let name = format!("d{}/f{i}.bin", i % 10);
+        let bytes = data(100 + (i * 37) % 3000, 1000 + i as u64);
+        std::fs::create_dir_all(src.join(format!("d{}", i % 10))).unwrap();
+        write(&src, &name, &bytes);
+        want.push((name, bytes));
+    }
+    want.sort();
+    let store = Loc::new(Backend::Local, &dir, None);
+    let mut srv = Server::start(&store, &[], &[("CUTPOINT_LOG_REQUESTS", "1")]);
+    let push = |srv: &Server| -> Vec<Value> {
+        let out = srv.cli(&["push", src.to_str().unwrap(), "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let first = push(&srv);
+    let mut got: Vec<(String, u64, u64)> =
+        first.iter().map(|r| (r["name"].as_str().unwrap().to_string(), r["version"].as_u64().unwrap(), r["bytes"].as_u64().unwrap())).collect();
+    got.sort();
+    assert_eq!(got, want.iter().map(|(n, b)| (n.clone(), 1, b.len() as u64)).collect::<Vec<_>>());
+    // The novel chunks of all the files share packs (about 3 MB: one pack).
+    assert!(packs_on_disk(&srv.data) <= 2, "{} packs", packs_on_disk(&srv.data));
+    let again = push(&srv);
+    assert!(again.iter().all(|r| r["version"] == 2 && r["novel_chunks"] == 0), "{:?}", &again[..2]);
+    for (name, bytes) in want.iter().step_by(397) {
+        assert_eq!(&srv.pull(name, None, &[]), bytes, "{name}");
+    }
+    srv.kill();
+    let mut log = String::new();
+    srv.child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    let requests: Vec<&str> = log.lines().filter(|l| l.starts_with("cutpoint serve: request ")).collect();
+    // Two pushes of 2,000 files and 6 pulls (2 requests each: the recipe, the file).
+    let pushes = requests.len() - 6 * 2;
+    eprintln!("requests of two pushes of 2,000 files: {pushes}: {:?}", &requests[..pushes.min(20)]);
+    assert!(pushes as f64 / 4000.0 <= 0.05, "{pushes} requests for 4,000 file pushes: {requests:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 crate::both_backends!(
     a_batch_is_answered_per_name_in_order,
     framing_errors_and_bodies_over_the_limits_commit_nothing,

@@ -16,6 +16,7 @@
 
 use crate::index::Version;
 use crate::store::{CheckReport, GcReport, PackReport};
+use cutpoint_core::protocol::batch::BatchWriter;
 use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{encode_segment, validate_name, validate_namespace};
@@ -32,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum ClientError {
     /// Bad options (exit code 2).
     Usage(String),
@@ -313,6 +314,23 @@ impl Client {
         self.json_body(&what, &mut resp, 1 << 20, "commit answer")
     }
 
+    /// Commits many files in one request (`POST commits`, PROTOCOL.md §4.14): one result per
+    /// file, in body order. Sent once (not idempotent; a lost answer is an error for each file).
+    pub fn commit_batch(&self, body: &[u8], files: usize) -> R<Vec<R<Version>>> {
+        let url = self.url("commits");
+        let what = self.what("POST", &url);
+        let rb = self.auth(self.agent.post(&url)).header("Content-Type", "text/plain; charset=utf-8");
+        let resp = rb.send(body).map_err(|e| self.net(&what, e))?;
+        let mut resp = Self::check(resp)?;
+        let v: serde_json::Value = self.json_body(&what, &mut resp, 64 << 20, "batch answer")?;
+        let list = v
+            .get("results")
+            .and_then(|r| r.as_array())
+            .filter(|r| r.len() == files)
+            .ok_or_else(|| ClientError::Protocol(format!("the batch answer does not hold {files} results")))?;
+        Ok(list.iter().map(batch_result).collect())
+    }
+
     /// A version's recipe (`None` version: the latest); `Ok(None)` if there is none.
     pub fn recipe(&self, name: &str, version: Option<u64>) -> R<Option<(u64, Recipe)>> {
         let url = self.file_url("recipes", name, version);
@@ -400,6 +418,27 @@ impl Client {
         let mut resp = Self::check(resp)?;
         self.json_body(&what, &mut resp, 1 << 30, "check answer")
     }
+}
+
+/// One result of a batch answer, as the same commit's own answer would be.
+fn batch_result(r: &serde_json::Value) -> R<Version> {
+    let status = r.get("status").and_then(|s| s.as_u64()).unwrap_or(0) as u16;
+    if status == 201 {
+        return serde_json::from_value(r.clone()).map_err(|e| ClientError::Protocol(format!("a batch result: {e}")));
+    }
+    if status == 409 {
+        if let Some(list) = r.get("missing").and_then(|m| m.as_array()) {
+            return Err(ClientError::Missing(
+                list.iter().filter_map(|x| x.as_str().and_then(cutpoint_core::rapid::recipe::parse_hex)).collect(),
+            ));
+        }
+    }
+    let message = r.get("error").and_then(|m| m.as_str()).unwrap_or("(no message)").to_string();
+    let code = r.get("code").and_then(|m| m.as_str()).unwrap_or("").to_string();
+    if status < 400 {
+        return Err(ClientError::Protocol(format!("a batch result with status {status}")));
+    }
+    Err(ClientError::Http { status, code, message })
 }
 
 /// `30 s`, `1.5 s`.
@@ -503,6 +542,10 @@ struct Plan {
     base: Option<(u64, Recipe)>,
     /// RapidCDC: the hints of the base recipe and the criterion.
     hints: Option<(HintTable, Criterion)>,
+    /// The store's `max_batch_files` when it lists the feature "batch", and its
+    /// `max_recipe_bytes`.
+    batch_files: Option<usize>,
+    max_recipe: u64,
 }
 
 /// What the stages share: the first failure (which stops every stage) and the counters.
@@ -590,7 +633,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         return Err(ClientError::Io(format!("{}: not a regular file", path.display())));
     }
     progress.total.store(meta.len(), Ordering::Relaxed);
-    let mut plan = prepare(client, name, opts)?;
+    let mut plan = prepare(client, Some(name), opts)?;
     let mut known: HashSet<Digest> = HashSet::new();
     if let Some((_, b)) = &plan.base {
         known.extend(b.entries.iter().map(|e| e.fp));
@@ -661,7 +704,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
 
 /// Before the file is read: the engine, packs within the store's limits (`GET /v1`), the
 /// base recipe and, with RapidCDC, its hints.
-fn prepare(client: &Client, name: &str, opts: &PushOptions) -> R<Plan> {
+fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
     let engine = Engine::new(opts.profile.clone(), opts.engine.clone()).map_err(|e| ClientError::Usage(e.to_string()))?;
     let alg = engine.hash_alg();
     if alg == HashAlg::None {
@@ -675,6 +718,22 @@ fn prepare(client: &Client, name: &str, opts: &PushOptions) -> R<Plan> {
     };
     // And within its count of chunks per pack (`limits.max_pack_chunks`).
     let pack_chunks = fit_pack_chunks(info.pointer("/limits/max_pack_chunks").and_then(|v| v.as_u64()));
+    let batch = info.get("features").and_then(|f| f.as_array()).is_some_and(|f| f.iter().any(|x| x == "batch"));
+    let batch_files = batch.then(|| info.pointer("/limits/max_batch_files").and_then(|v| v.as_u64()).unwrap_or(1).max(1) as usize);
+    let max_recipe = info.pointer("/limits/max_recipe_bytes").and_then(|v| v.as_u64()).unwrap_or(128 << 20);
+    let Some(name) = name else {
+        return Ok(Plan {
+            engine,
+            alg,
+            pack_target,
+            pack_chunks,
+            before: None,
+            base: None,
+            hints: None,
+            batch_files,
+            max_recipe,
+        });
+    };
     // The base recipe (the latest version of the same name, same profile and fingerprint):
     // chunks known present without asking, the base of a delta commit, and RapidCDC hints.
     // A damaged latest recipe is no base: the push commits its whole recipe.
@@ -700,6 +759,8 @@ fn prepare(client: &Client, name: &str, opts: &PushOptions) -> R<Plan> {
         before,
         base,
         hints,
+        batch_files,
+        max_recipe,
     })
 }
 
@@ -1007,6 +1068,197 @@ fn resend_missing(client: &Client, paths: &[&Path], plan: &Plan, offsets: &Offse
         flow.uploaded(p.len() as u64);
     }
     Ok(())
+}
+
+/// Pushes many files as one pipeline (PROTOCOL.md §5.1): their chunk ids share queries, their
+/// novel chunks share packs, and their recipes are committed in batches (`POST commits`; one
+/// `PUT` per file against a store without the feature "batch"). No base recipe is fetched
+/// (that would be a request per file): every recipe is committed whole. Each file gets its own
+/// result; a failure of the pipeline itself (a file unreadable, the store unreachable) is the
+/// `Err`, and nothing is committed then.
+pub fn push_files(client: &Client, inputs: &[(std::path::PathBuf, String)], opts: &PushOptions, progress: &Progress) -> R<Vec<R<PushReport>>> {
+    let t0 = Instant::now();
+    let mut files = Vec::with_capacity(inputs.len());
+    let mut metas = Vec::with_capacity(inputs.len());
+    for (path, name) in inputs {
+        validate_name(name).map_err(|e| ClientError::Usage(e.to_string()))?;
+        let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+        let file = std::fs::File::open(path).map_err(io_err)?;
+        let meta = file.metadata().map_err(io_err)?;
+        if !meta.is_file() {
+            return Err(ClientError::Io(format!("{}: not a regular file", path.display())));
+        }
+        files.push(file);
+        metas.push(meta);
+    }
+    progress.total.store(metas.iter().map(|m| m.len()).sum(), Ordering::Relaxed);
+    let plan = prepare(client, None, opts)?;
+    let flow = Flow::new(progress);
+    let paths: Vec<&Path> = inputs.iter().map(|(p, _)| p.as_path()).collect();
+    let (qs, offsets) = run_pipeline(client, &paths, files, &plan, None, HashSet::new(), opts, &flow);
+    if let Some(e) = flow.take_err() {
+        return Err(e);
+    }
+    let mut recipes = Vec::with_capacity(inputs.len());
+    for ((q, meta), path) in qs.into_iter().zip(&metas).zip(&paths) {
+        recipes.push(seal_recipe(&plan, q, meta, path)?);
+    }
+    let names: Vec<&str> = inputs.iter().map(|(_, n)| n.as_str()).collect();
+    let committed = commit_many(client, &names, &paths, &plan, &recipes, &offsets, &flow)?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let packs = flow.packs.load(Ordering::Relaxed);
+    Ok(recipes
+        .iter()
+        .zip(committed)
+        .zip(&names)
+        .map(|(((recipe, q, text), r), name)| {
+            let (version, tries) = r?;
+            let bytes = recipe.total_bytes();
+            let frames = q.novel_bytes + FRAME_HEAD * q.novel_chunks;
+            Ok(PushReport {
+                name: name.to_string(),
+                bytes,
+                chunks: recipe.entries.len() as u64,
+                novel_chunks: q.novel_chunks,
+                novel_bytes: q.novel_bytes,
+                sent_bytes: frames + tries * text.len() as u64,
+                pack_bytes: frames,
+                packs,
+                recipe_bytes: tries * text.len() as u64,
+                delta_base: None,
+                known_from_base: 0,
+                hinted_chunks: 0,
+                version: version.version,
+                digest: version.digest,
+                dedup_ratio: if q.novel_bytes == 0 { f64::INFINITY } else { bytes as f64 / q.novel_bytes as f64 },
+                seconds,
+                profile: plan.engine.profile().to_string(),
+                hash: plan.alg.name(),
+                backend: plan.engine.backend().name(),
+            })
+        })
+        .collect())
+}
+
+/// A frame head's bytes (length and id) in a pack.
+const FRAME_HEAD: u64 = 36;
+
+/// One input's recipe, sealed with its digest, after checking that the file did not change
+/// while it was read; with its counts and its text.
+fn seal_recipe(plan: &Plan, mut q: Queried, meta: &std::fs::Metadata, path: &Path) -> R<(Recipe, Queried, Vec<u8>)> {
+    let after = std::fs::metadata(path).map_err(|e| ClientError::Io(format!("{}: {e}", path.display())))?;
+    if after.len() != meta.len() || after.modified().ok() != meta.modified().ok() {
+        return Err(ClientError::Io(format!(
+            "{}: the file changed while it was pushed; nothing was committed (push it again)",
+            path.display()
+        )));
+    }
+    let mut recipe = Recipe {
+        profile: plan.engine.profile().to_string(),
+        hash: plan.alg,
+        digest: None,
+        entries: std::mem::take(&mut q.entries),
+    };
+    if recipe.total_bytes() != meta.len() {
+        return Err(ClientError::Io(format!(
+            "{}: chunked {} bytes of a {}-byte file; nothing was committed",
+            path.display(),
+            recipe.total_bytes(),
+            meta.len()
+        )));
+    }
+    recipe.digest = Some(FileDigest::of(&recipe).ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?);
+    let mut text = Vec::new();
+    recipe.write(&mut text).map_err(|e| ClientError::Io(e.to_string()))?;
+    Ok((recipe, q, text))
+}
+
+/// Commits the recipes of a push of many files: in batches within the store's
+/// `max_batch_files` and `max_recipe_bytes`, or one `PUT` each without the feature "batch".
+/// Files answered 409 have their missing chunks sent again and are committed again (3 rounds
+/// at most). Each file's version and how many times its recipe was sent.
+fn commit_many(
+    client: &Client,
+    names: &[&str],
+    paths: &[&Path],
+    plan: &Plan,
+    recipes: &[(Recipe, Queried, Vec<u8>)],
+    offsets: &Offsets,
+    flow: &Flow,
+) -> R<Vec<R<(Version, u64)>>> {
+    let mut out: Vec<Option<R<(Version, u64)>>> = (0..names.len()).map(|_| None).collect();
+    let mut tries = vec![0u64; names.len()];
+    let mut pending: Vec<usize> = (0..names.len()).collect();
+    let mut rounds = 0;
+    while !pending.is_empty() {
+        let answers = match plan.batch_files {
+            Some(max_files) => commit_batches(client, names, recipes, &pending, max_files, plan.max_recipe, flow),
+            None => pending
+                .iter()
+                .map(|&i| {
+                    flow.sent.fetch_add(recipes[i].2.len() as u64, Ordering::Relaxed);
+                    (i, commit_read_back(client, names[i], &recipes[i].2, recipes[i].0.digest, None))
+                })
+                .collect(),
+        };
+        let mut again = Vec::new();
+        let mut missing = Vec::new();
+        for (i, r) in answers {
+            tries[i] += 1;
+            match r {
+                Err(ClientError::Missing(ids)) if rounds < 3 => {
+                    missing.extend(ids);
+                    again.push(i);
+                }
+                r => out[i] = Some(r.map(|v| (v, tries[i]))),
+            }
+        }
+        if !again.is_empty() {
+            missing.sort_unstable();
+            missing.dedup();
+            resend_missing(client, paths, plan, offsets, &missing, flow)?;
+        }
+        rounds += 1;
+        pending = again;
+    }
+    Ok(out.into_iter().map(|r| r.expect("every file answered")).collect())
+}
+
+/// Sends the `pending` files' recipes in batch requests; each file's answer.
+fn commit_batches(
+    client: &Client,
+    names: &[&str],
+    recipes: &[(Recipe, Queried, Vec<u8>)],
+    pending: &[usize],
+    max_files: usize,
+    max_bytes: u64,
+    flow: &Flow,
+) -> Vec<(usize, R<Version>)> {
+    let mut out = Vec::with_capacity(pending.len());
+    let send = |w: BatchWriter, idx: Vec<usize>, out: &mut Vec<(usize, R<Version>)>| {
+        let n = idx.len();
+        let body = w.finish();
+        flow.sent.fetch_add(body.len() as u64, Ordering::Relaxed);
+        flow.progress.sent_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        match client.commit_batch(&body, n) {
+            Ok(rs) => out.extend(idx.into_iter().zip(rs)),
+            Err(e) => out.extend(idx.into_iter().map(|i| (i, Err(e.clone())))),
+        }
+    };
+    let mut w = BatchWriter::new();
+    let mut idx = Vec::new();
+    for &i in pending {
+        let text = &recipes[i].2;
+        if !w.is_empty() && (w.count() >= max_files || w.len_with(names[i], text.len()) as u64 > max_bytes) {
+            send(std::mem::take(&mut w), std::mem::take(&mut idx), &mut out);
+        }
+        w.add(names[i], text);
+        idx.push(i);
+    }
+    if !w.is_empty() {
+        send(w, idx, &mut out);
+    }
+    out
 }
 
 /// Commits `text` as the next version of `name`. A commit is not idempotent: after a network

@@ -603,6 +603,12 @@ async fn not_found() -> StoreError {
 /// rebinding) or whose `Origin` is not allowed (a web page the user did not name): 403, nothing
 /// done, and no CORS headers (see [`crate::access`]).
 async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
+    // `CUTPOINT_LOG_REQUESTS=1`: one line per request on stderr (method and path), for
+    // counting a client's requests.
+    static LOG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *LOG.get_or_init(|| std::env::var_os("CUTPOINT_LOG_REQUESTS").is_some_and(|v| v == "1")) {
+        eprintln!("cutpoint serve: request {} {}", req.method(), req.uri().path());
+    }
     let host = req.headers().get(header::HOST).map(|h| h.to_str().unwrap_or("\u{fffd}").to_string());
     let host = host.or_else(|| req.uri().authority().map(|a| a.to_string()));
     if let Some(h) = host {
