@@ -5,18 +5,21 @@ use super::remote::{fail, human, with_progress, StoreArgs};
 use super::{EngineArgs, Fail};
 use clap::Args;
 use cutpoint_core::rapid::Criterion;
-use cutpoint_store::client::{push_file, Progress, PushOptions, PushReport};
+use cutpoint_store::client::{push_file, push_files, Progress, PushOptions, PushReport};
 use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct PushArgs {
-    /// Files to push, each as the next version of its name.
+    /// Files to push, each as the next version of its name; a directory pushes every file
+    /// under it, named by its path relative to the directory. Several files go as one pipeline
+    /// (shared queries and packs, commits in batches).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
     store: StoreArgs,
-    /// The name to store one file under (default: the file's name).
+    /// The name to store one file under (default: the file's name); with a directory, a prefix
+    /// of its files' names (NAME/relative/path).
     #[arg(long)]
     name: Option<String>,
     /// Chunk with RapidCDC, the latest version of the same name giving the hints: ff, ff+mt,
@@ -48,6 +51,39 @@ fn default_name(p: &std::path::Path) -> Result<String, Fail> {
         .ok_or_else(|| Fail::usage(format!("{}: no file name to store it under (use --name)", p.display())))
 }
 
+/// The files under `dir` (recursively, in name order), each with its path relative to `dir`
+/// as its name ('/'-separated, under `prefix` if given). Links and other non-files are left out.
+fn walk(dir: &std::path::Path, prefix: Option<&str>, out: &mut Vec<(PathBuf, String)>) -> Result<(), Fail> {
+    let mut stack = vec![(dir.to_path_buf(), prefix.map(str::to_string))];
+    while let Some((d, pre)) = stack.pop() {
+        let mut ents: Vec<_> = std::fs::read_dir(&d)
+            .map_err(|e| Fail::io(format!("{}: {e}", d.display())))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| Fail::io(format!("{}: {e}", d.display())))?;
+        ents.sort_by_key(|e| e.file_name());
+        let mut subdirs = Vec::new();
+        for e in ents {
+            let fname = e.file_name();
+            let Some(fname) = fname.to_str() else {
+                return Err(Fail::usage(format!("{}: a file name that is not UTF-8", e.path().display())));
+            };
+            let name = match &pre {
+                Some(p) => format!("{p}/{fname}"),
+                None => fname.to_string(),
+            };
+            let ft = e.file_type().map_err(|err| Fail::io(format!("{}: {err}", e.path().display())))?;
+            if ft.is_dir() {
+                subdirs.push((e.path(), Some(name)));
+            } else if ft.is_file() {
+                out.push((e.path(), name));
+            }
+        }
+        // Depth first, in name order.
+        stack.extend(subdirs.into_iter().rev());
+    }
+    Ok(())
+}
+
 pub fn run(a: &PushArgs) -> Result<(), Fail> {
     // Every option is checked before any file is read or the store is asked.
     if a.name.is_some() && a.files.len() > 1 {
@@ -68,18 +104,29 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     if engine.hash_alg() == cutpoint_core::HashAlg::None {
         return Err(Fail::usage("a push needs chunk fingerprints: --hash blake3 or sha256"));
     }
-    let mut names = Vec::new();
+    let mut inputs: Vec<(PathBuf, String)> = Vec::new();
+    let mut dirs = false;
     for f in &a.files {
+        let meta = std::fs::metadata(f).map_err(|e| Fail::io(format!("{}: {e}", f.display())))?;
+        if meta.is_dir() {
+            dirs = true;
+            walk(f, a.name.as_deref(), &mut inputs)?;
+            continue;
+        }
         let name = match &a.name {
             Some(n) => n.clone(),
             None => default_name(f)?,
         };
-        cutpoint_core::protocol::name::validate_name(&name).map_err(|e| Fail::usage(e.to_string()))?;
-        let meta = std::fs::metadata(f).map_err(|e| Fail::io(format!("{}: {e}", f.display())))?;
         if !meta.is_file() {
             return Err(Fail::io(format!("{}: not a regular file", f.display())));
         }
-        names.push(name);
+        inputs.push((f.clone(), name));
+    }
+    for (_, name) in &inputs {
+        cutpoint_core::protocol::name::validate_name(name).map_err(|e| Fail::usage(format!("{e} (use --name)")))?;
+    }
+    if inputs.is_empty() {
+        return Err(Fail::usage("no files to push (the directories are empty)"));
     }
     let client = a.store.client()?;
     let mut opts = PushOptions::new(engine.profile().clone());
@@ -90,18 +137,45 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     opts.parts = !a.no_parts;
     let mut out = std::io::stdout().lock();
     let wr = |e: std::io::Error| Fail::io(format!("<stdout>: {e}"));
-    for (f, name) in a.files.iter().zip(&names) {
-        let progress = Progress::default();
-        let rep = with_progress(!a.json, name, &progress, || push_file(&client, f, name, &opts, &progress)).map_err(fail)?;
+    let mut print = |rep: &PushReport| -> Result<(), Fail> {
         if a.json {
-            serde_json::to_writer(&mut out, &rep).map_err(|e| Fail::io(format!("<stdout>: {e}")))?;
+            serde_json::to_writer(&mut out, rep).map_err(|e| Fail::io(format!("<stdout>: {e}")))?;
             writeln!(out).map_err(wr)?;
         } else {
-            writeln!(out, "{}", summary(&rep)).map_err(wr)?;
+            writeln!(out, "{}", summary(rep)).map_err(wr)?;
         }
-        out.flush().map_err(wr)?;
+        out.flush().map_err(wr)
+    };
+    // One file (or RapidCDC, whose hints come from each name's own base): a pipeline per file.
+    if (inputs.len() == 1 && !dirs) || opts.rapid.is_some() {
+        for (f, name) in &inputs {
+            let progress = Progress::default();
+            let rep = with_progress(!a.json, name, &progress, || push_file(&client, f, name, &opts, &progress)).map_err(fail)?;
+            print(&rep)?;
+        }
+        return Ok(());
     }
-    Ok(())
+    let progress = Progress::default();
+    let label = format!("{} files", inputs.len());
+    let reps = with_progress(!a.json, &label, &progress, || push_files(&client, &inputs, &opts, &progress)).map_err(fail)?;
+    let mut failed = None;
+    for (rep, (_, name)) in reps.into_iter().zip(&inputs) {
+        match rep {
+            Ok(r) => print(&r)?,
+            Err(e) => {
+                let f = fail(e);
+                eprintln!("cutpoint: {name}: {}", f.msg);
+                failed.get_or_insert(f);
+            }
+        }
+    }
+    match failed {
+        Some(f) => Err(Fail {
+            code: f.code,
+            msg: "some files were not committed (see above)".into(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// One line a person can read.

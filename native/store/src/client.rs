@@ -16,6 +16,7 @@
 
 use crate::index::Version;
 use crate::store::{CheckReport, GcReport, PackReport};
+use cutpoint_core::protocol::batch::BatchWriter;
 use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::part::{needs_parts, Line, Part, PartCutter, PartRecipe};
 use cutpoint_core::protocol::FileDigest;
@@ -33,7 +34,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum ClientError {
     /// Bad options (exit code 2).
     Usage(String),
@@ -359,6 +360,23 @@ impl Client {
         self.json_body(&what, &mut resp, 1 << 20, "commit answer")
     }
 
+    /// Commits many files in one request (`POST commits`, PROTOCOL.md §4.14): one result per
+    /// file, in body order. Sent once (not idempotent; a lost answer is an error for each file).
+    pub fn commit_batch(&self, body: &[u8], files: usize) -> R<Vec<R<Version>>> {
+        let url = self.url("commits");
+        let what = self.what("POST", &url);
+        let rb = self.auth(self.agent.post(&url)).header("Content-Type", "text/plain; charset=utf-8");
+        let resp = rb.send(body).map_err(|e| self.net(&what, e))?;
+        let mut resp = Self::check(resp)?;
+        let v: serde_json::Value = self.json_body(&what, &mut resp, 64 << 20, "batch answer")?;
+        let list = v
+            .get("results")
+            .and_then(|r| r.as_array())
+            .filter(|r| r.len() == files)
+            .ok_or_else(|| ClientError::Protocol(format!("the batch answer does not hold {files} results")))?;
+        Ok(list.iter().map(batch_result).collect())
+    }
+
     /// A version's recipe (`None` version: the latest); `Ok(None)` if there is none.
     pub fn recipe(&self, name: &str, version: Option<u64>) -> R<Option<(u64, Recipe)>> {
         let url = self.file_url("recipes", name, version);
@@ -448,6 +466,27 @@ impl Client {
     }
 }
 
+/// One result of a batch answer, as the same commit's own answer would be.
+fn batch_result(r: &serde_json::Value) -> R<Version> {
+    let status = r.get("status").and_then(|s| s.as_u64()).unwrap_or(0) as u16;
+    if status == 201 {
+        return serde_json::from_value(r.clone()).map_err(|e| ClientError::Protocol(format!("a batch result: {e}")));
+    }
+    if status == 409 {
+        if let Some(list) = r.get("missing").and_then(|m| m.as_array()) {
+            return Err(ClientError::Missing(
+                list.iter().filter_map(|x| x.as_str().and_then(cutpoint_core::rapid::recipe::parse_hex)).collect(),
+            ));
+        }
+    }
+    let message = r.get("error").and_then(|m| m.as_str()).unwrap_or("(no message)").to_string();
+    let code = r.get("code").and_then(|m| m.as_str()).unwrap_or("").to_string();
+    if status < 400 {
+        return Err(ClientError::Protocol(format!("a batch result with status {status}")));
+    }
+    Err(ClientError::Http { status, code, message })
+}
+
 /// `30 s`, `1.5 s`.
 fn secs(d: Duration) -> String {
     let s = d.as_secs_f64();
@@ -529,8 +568,9 @@ pub struct PushReport {
     pub backend: &'static str,
 }
 
-/// A chunk as the chunk stage hands it on.
+/// A chunk as the chunk stage hands it on (`file`: its input's index).
 struct Item {
+    file: u32,
     off: u64,
     len: u32,
     id: Digest,
@@ -561,6 +601,8 @@ struct Plan {
     max_recipe: u64,
     /// The store lists `parts` and the push may use them.
     parts: bool,
+    /// The store's `max_batch_files` when it lists the feature "batch".
+    batch_files: Option<usize>,
 }
 
 /// What the stages share: the first failure (which stops every stage) and the counters.
@@ -611,16 +653,20 @@ impl<'a> Flow<'a> {
     }
 }
 
-/// What the query stage learnt: the recipe's entries, where each id first occurs, the novel
-/// chunks and the counts.
+/// What the query stage learnt of one input: its recipe (entries, or parts on disk), its novel
+/// chunks (those whose first occurrence in the push is in it) and the counts.
 struct Queried {
     recipe: RecipeSink,
-    offsets: HashMap<Digest, (u64, u32)>,
     novel_chunks: u64,
     novel_bytes: u64,
     known_hits: u64,
     hinted: u64,
 }
+
+/// Where each id first occurs in the push's inputs: (input, offset, length).
+type Offsets = HashMap<Digest, (u32, u64, u32)>;
+/// Novel chunks on their way to the pack stage: (input, offset, length, id).
+type NovelList = Vec<(u32, u64, u32, Digest)>;
 
 /// How a commit went.
 struct Committed {
@@ -643,36 +689,19 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         return Err(ClientError::Io(format!("{}: not a regular file", path.display())));
     }
     progress.total.store(meta.len(), Ordering::Relaxed);
-    let mut plan = prepare(client, name, opts)?;
+    let mut plan = prepare(client, Some(name), opts)?;
     check_limits(&plan, meta.len())?;
     let mut known: HashSet<Digest> = HashSet::new();
     if let Some((_, b)) = &plan.base {
         known.extend(b.entries.iter().map(|e| e.fp));
     }
     let flow = Flow::new(progress);
-    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Vec<Item>>(8);
-    let (novel_tx, novel_rx) = mpsc::sync_channel::<Vec<(u64, u32, Digest)>>(8);
-    let (pack_tx, pack_rx) = mpsc::sync_channel::<Vec<u8>>(1);
-    let pack_rx = Mutex::new(pack_rx);
     let hints = plan.hints.take();
-    let q = std::thread::scope(|s| {
-        let (flow, plan) = (&flow, &plan);
-        s.spawn(move || stage_chunk(&plan.engine, hints, file, path, flow, chunk_tx));
-        let pfile = std::fs::File::open(path);
-        s.spawn(move || match pfile {
-            Ok(f) => stage_pack(&f, path, plan, flow, novel_rx, pack_tx),
-            Err(e) => flow.fail(io_err(e)),
-        });
-        for _ in 0..opts.uploaders.max(1) {
-            let pack_rx = &pack_rx;
-            s.spawn(move || stage_upload(client, flow, pack_rx));
-        }
-        // This thread: the recipe, and existence queries for what is not known.
-        stage_query(client, flow, known, RecipeSink::new(plan), chunk_rx, novel_tx)
-    });
+    let (mut qs, offsets) = run_pipeline(client, &[path], vec![file], &plan, hints, known, opts, &flow);
     if let Some(e) = flow.take_err() {
         return Err(e);
     }
+    let q = qs.pop().expect("one input");
     // The file must not have changed while it was read twice (chunked, then its novel chunks
     // read back by offset); the store re-hashes every chunk, this catches the rest.
     let after = std::fs::metadata(path).map_err(io_err)?;
@@ -684,7 +713,6 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     }
     let Queried {
         recipe: sink,
-        offsets,
         novel_chunks,
         novel_bytes,
         known_hits,
@@ -702,7 +730,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     let (digest, c, parts, parts_sent) = match sink.finish()? {
         Sealed::Whole(recipe) => {
             let digest = recipe.digest.ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
-            (digest, stage_commit(client, name, path, &plan, &recipe, &offsets, &flow)?, 0, 0)
+            (digest, stage_commit(client, name, &[path], &plan, &recipe, &offsets, &flow)?, 0, 0)
         }
         Sealed::Parts(spool, recipe) => {
             let digest = recipe.digest.ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
@@ -962,7 +990,7 @@ fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, flow
                 Err(ClientError::Missing(lost)) if rounds < 3 => {
                     rounds += 1;
                     let offsets = locate(path, plan, &lost)?;
-                    resend_missing(client, path, plan, &offsets, &lost, flow)?;
+                    resend_missing(client, &[path], plan, &offsets, &lost, flow)?;
                 }
                 Err(e) => return Err(e),
             }
@@ -976,14 +1004,14 @@ fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, flow
 
 /// Where chunks `ids` lie in the file: found by chunking it again (a push in parts keeps no
 /// map of every chunk; this is only needed when chunks went missing after they were queried).
-fn locate(path: &Path, plan: &Plan, ids: &[Digest]) -> R<HashMap<Digest, (u64, u32)>> {
+fn locate(path: &Path, plan: &Plan, ids: &[Digest]) -> R<Offsets> {
     let want: HashSet<Digest> = ids.iter().copied().collect();
     let f = std::fs::File::open(path).map_err(|e| ClientError::Io(format!("{}: {e}", path.display())))?;
     let mut out = HashMap::new();
     for c in plan.engine.stream_prefetch(f) {
         let c = c.map_err(|e| ClientError::Io(format!("{}: {e}", path.display())))?;
         if let Some(h) = c.hash.filter(|h| want.contains(h)) {
-            out.entry(h).or_insert((c.offset, c.length as u32));
+            out.entry(h).or_insert((0, c.offset, c.length as u32));
         }
     }
     Ok(out)
@@ -991,7 +1019,7 @@ fn locate(path: &Path, plan: &Plan, ids: &[Digest]) -> R<HashMap<Digest, (u64, u
 
 /// Before the file is read: the engine, packs within the store's limits (`GET /v1`), the
 /// base recipe and, with RapidCDC, its hints.
-fn prepare(client: &Client, name: &str, opts: &PushOptions) -> R<Plan> {
+fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
     let engine = Engine::new(opts.profile.clone(), opts.engine.clone()).map_err(|e| ClientError::Usage(e.to_string()))?;
     let alg = engine.hash_alg();
     if alg == HashAlg::None {
@@ -1005,6 +1033,28 @@ fn prepare(client: &Client, name: &str, opts: &PushOptions) -> R<Plan> {
     };
     // And within its count of chunks per pack (`limits.max_pack_chunks`).
     let pack_chunks = fit_pack_chunks(info.pointer("/limits/max_pack_chunks").and_then(|v| v.as_u64()));
+    let batch = info.get("features").and_then(|f| f.as_array()).is_some_and(|f| f.iter().any(|x| x == "batch"));
+    let batch_files = batch.then(|| info.pointer("/limits/max_batch_files").and_then(|v| v.as_u64()).unwrap_or(1).max(1) as usize);
+    let max_recipe = info.pointer("/limits/max_recipe_bytes").and_then(|v| v.as_u64()).unwrap_or(u64::MAX);
+    let parts = opts.parts
+        && info
+            .get("features")
+            .and_then(|f| f.as_array())
+            .is_some_and(|f| f.iter().any(|x| x == "parts"));
+    let Some(name) = name else {
+        return Ok(Plan {
+            engine,
+            alg,
+            pack_target,
+            pack_chunks,
+            before: None,
+            base: None,
+            hints: None,
+            batch_files,
+            max_recipe,
+            parts,
+        });
+    };
     // The base recipe (the latest version of the same name, same profile and fingerprint):
     // chunks known present without asking, the base of a delta commit, and RapidCDC hints.
     // A damaged latest recipe is no base: the push commits its whole recipe.
@@ -1018,12 +1068,6 @@ fn prepare(client: &Client, name: &str, opts: &PushOptions) -> R<Plan> {
     let base: Option<(u64, Recipe)> = latest
         .and_then(|(v, r)| r.into_recipe().map(|r| (v, r)))
         .filter(|(_, b)| b.profile == engine.profile().to_string() && b.hash == alg);
-    let max_recipe = info.pointer("/limits/max_recipe_bytes").and_then(|v| v.as_u64()).unwrap_or(u64::MAX);
-    let parts = opts.parts
-        && info
-            .get("features")
-            .and_then(|f| f.as_array())
-            .is_some_and(|f| f.iter().any(|x| x == "parts"));
     let mut hints = None;
     if let Some(crit) = opts.rapid {
         let mut t = HintTable::new(engine.profile(), alg, 2).map_err(|e| ClientError::Usage(e.to_string()))?;
@@ -1042,23 +1086,86 @@ fn prepare(client: &Client, name: &str, opts: &PushOptions) -> R<Plan> {
         hints,
         max_recipe,
         parts,
+        batch_files,
     })
 }
 
-/// Chunk + fingerprint the file (SS-CDC, or RapidCDC with the base's hints), in batches.
-fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, rd: std::fs::File, path: &Path, flow: &Flow, chunk_tx: mpsc::SyncSender<Vec<Item>>) {
+/// The stages of a push of `paths` (their files open in `files`), run together: the chunk
+/// stage and the pack stage on threads of their own, `opts.uploaders` upload threads, the
+/// query stage on this one. Returns what the query stage learnt of each input and where each
+/// id first occurs; a failure is in `flow`.
+#[allow(clippy::too_many_arguments)]
+fn run_pipeline(
+    client: &Client,
+    paths: &[&Path],
+    files: Vec<std::fs::File>,
+    plan: &Plan,
+    hints: Option<(HintTable, Criterion)>,
+    known: HashSet<Digest>,
+    opts: &PushOptions,
+    flow: &Flow,
+) -> (Vec<Queried>, Offsets) {
+    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Vec<Item>>(8);
+    let (novel_tx, novel_rx) = mpsc::sync_channel::<NovelList>(8);
+    let (pack_tx, pack_rx) = mpsc::sync_channel::<Vec<u8>>(1);
+    let pack_rx = Mutex::new(pack_rx);
+    std::thread::scope(|s| {
+        s.spawn(move || stage_chunk(&plan.engine, hints, files, paths, flow, chunk_tx));
+        s.spawn(move || stage_pack(paths, plan, flow, novel_rx, pack_tx));
+        for _ in 0..opts.uploaders.max(1) {
+            let pack_rx = &pack_rx;
+            s.spawn(move || stage_upload(client, flow, pack_rx));
+        }
+        // This thread: the recipes, and existence queries for what is not known.
+        stage_query(client, flow, plan, paths.len(), known, chunk_rx, novel_tx)
+    })
+}
+
+/// Chunk + fingerprint the inputs in order (SS-CDC, or RapidCDC with the base's hints), in
+/// batches that run on across inputs (many small files share a batch, so a query).
+fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, files: Vec<std::fs::File>, paths: &[&Path], flow: &Flow, chunk_tx: mpsc::SyncSender<Vec<Item>>) {
     let mut batch = Vec::with_capacity(BATCH);
     let send = |batch: &mut Vec<Item>| -> bool {
         let b = std::mem::replace(batch, Vec::with_capacity(BATCH));
         !flow.aborted() && chunk_tx.send(b).is_ok()
     };
-    let res: Result<(), cutpoint_core::Error> = (|| {
+    let mut hints = hints;
+    for (i, rd) in files.into_iter().enumerate() {
+        let file = i as u32;
+        let res = chunk_one(engine, hints.take(), rd, file, &mut batch, &send);
+        match res {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                return flow.fail(match e {
+                    cutpoint_core::Error::Io(io) => ClientError::Io(format!("{}: {io}", paths[i].display())),
+                    other => ClientError::Usage(other.to_string()),
+                })
+            }
+        }
+    }
+    if !batch.is_empty() {
+        send(&mut batch);
+    }
+}
+
+/// One input of the chunk stage; `Ok(false)`: the push stopped.
+fn chunk_one(
+    engine: &Engine,
+    hints: Option<(HintTable, Criterion)>,
+    rd: std::fs::File,
+    file: u32,
+    batch: &mut Vec<Item>,
+    send: &impl Fn(&mut Vec<Item>) -> bool,
+) -> Result<bool, cutpoint_core::Error> {
+    {
         match hints {
             Some((t, crit)) => {
                 let mut rapid = Rapid::new(engine, t, RapidOptions::new(crit))?;
                 for c in rapid.stream(rd) {
                     let c = c?;
                     batch.push(Item {
+                        file,
                         off: c.offset,
                         len: c.length as u32,
                         id: c.hash,
@@ -1066,8 +1173,8 @@ fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, rd: std::
                         regular: c.regular,
                         hinted: matches!(c.found, cutpoint_core::rapid::Found::Hint(_)),
                     });
-                    if batch.len() == BATCH && !send(&mut batch) {
-                        return Ok(());
+                    if batch.len() == BATCH && !send(batch) {
+                        return Ok(false);
                     }
                 }
             }
@@ -1075,6 +1182,7 @@ fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, rd: std::
                 for c in engine.stream_prefetch(rd) {
                     let c = c?;
                     batch.push(Item {
+                        file,
                         off: c.offset,
                         len: c.length as u32,
                         id: c.hash.expect("the engine fingerprints"),
@@ -1082,22 +1190,13 @@ fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, rd: std::
                         regular: true,
                         hinted: false,
                     });
-                    if batch.len() == BATCH && !send(&mut batch) {
-                        return Ok(());
+                    if batch.len() == BATCH && !send(batch) {
+                        return Ok(false);
                     }
                 }
             }
         }
-        if !batch.is_empty() {
-            send(&mut batch);
-        }
-        Ok(())
-    })();
-    if let Err(e) = res {
-        flow.fail(match e {
-            cutpoint_core::Error::Io(io) => ClientError::Io(format!("{}: {io}", path.display())),
-            other => ClientError::Usage(other.to_string()),
-        });
+        Ok(true)
     }
 }
 
@@ -1106,20 +1205,23 @@ fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, rd: std::
 fn stage_query(
     client: &Client,
     flow: &Flow,
+    plan: &Plan,
+    inputs: usize,
     mut known: HashSet<Digest>,
-    recipe: RecipeSink,
     chunk_rx: mpsc::Receiver<Vec<Item>>,
-    novel_tx: mpsc::SyncSender<Vec<(u64, u32, Digest)>>,
-) -> Queried {
+    novel_tx: mpsc::SyncSender<NovelList>,
+) -> (Vec<Queried>, Offsets) {
     let known_base = known.clone();
-    let mut q = Queried {
-        recipe,
-        offsets: HashMap::new(),
-        novel_chunks: 0,
-        novel_bytes: 0,
-        known_hits: 0,
-        hinted: 0,
-    };
+    let mut qs: Vec<Queried> = (0..inputs)
+        .map(|_| Queried {
+            recipe: RecipeSink::new(plan),
+            novel_chunks: 0,
+            novel_bytes: 0,
+            known_hits: 0,
+            hinted: 0,
+        })
+        .collect();
+    let mut offsets = Offsets::new();
     for batch in chunk_rx.iter() {
         if flow.aborted() {
             break;
@@ -1127,13 +1229,14 @@ fn stage_query(
         let mut ask = Vec::new();
         // Where this batch's ids lie (every id's, while the recipe is whole: a commit's
         // missing chunks are read back from there; a push in parts finds them again).
-        let mut here: HashMap<Digest, (u64, u32)> = HashMap::new();
+        let mut here: Offsets = HashMap::new();
         // The ids asked about are remembered up to a bound (memory flat at any size): past
         // it an id may be asked twice, which costs 32 bytes.
         if known.len() > KNOWN_MAX {
             known.clear();
         }
         for it in &batch {
+            let q = &mut qs[it.file as usize];
             if let Err(e) = q.recipe.push(RecipeEntry {
                 fp: it.id,
                 size: it.len,
@@ -1144,11 +1247,11 @@ fn stage_query(
                 break;
             }
             q.hinted += it.hinted as u64;
-            here.entry(it.id).or_insert((it.off, it.len));
+            here.entry(it.id).or_insert((it.file, it.off, it.len));
             if q.recipe.spool.is_none() {
-                q.offsets.entry(it.id).or_insert((it.off, it.len));
-            } else if !q.offsets.is_empty() {
-                q.offsets = HashMap::new();
+                offsets.entry(it.id).or_insert((it.file, it.off, it.len));
+            } else if !offsets.is_empty() {
+                offsets = HashMap::new();
             }
             if known_base.contains(&it.id) {
                 q.known_hits += 1;
@@ -1172,11 +1275,12 @@ fn stage_query(
         };
         let mut list = Vec::with_capacity(missing.len());
         for id in missing {
-            let (off, len) = here[&id];
+            let (file, off, len) = here[&id];
+            let q = &mut qs[file as usize];
             q.novel_chunks += 1;
             q.novel_bytes += len as u64;
             flow.progress.novel_bytes.fetch_add(len as u64, Ordering::Relaxed);
-            list.push((off, len, id));
+            list.push((file, off, len, id));
         }
         if !list.is_empty() && novel_tx.send(list).is_err() {
             break;
@@ -1185,21 +1289,32 @@ fn stage_query(
     drop(novel_tx);
     // Drain so that the chunker never blocks on a full channel after an error.
     for _ in chunk_rx.iter() {}
-    q
+    (qs, offsets)
 }
 
-/// Reads the novel chunks back by offset and frames them into packs of the plan's size.
-fn stage_pack(pfile: &std::fs::File, path: &Path, plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<Vec<(u64, u32, Digest)>>, pack_tx: mpsc::SyncSender<Vec<u8>>) {
+/// Reads the novel chunks back by offset and frames them into packs of the plan's size;
+/// novel chunks of all the inputs share packs.
+fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<NovelList>, pack_tx: mpsc::SyncSender<Vec<u8>>) {
     let mut cur: Option<PackWriter<Vec<u8>>> = None;
     let mut data = Vec::new();
+    let mut open: Option<(u32, std::fs::File)> = None;
     for list in novel_rx.iter() {
-        for (off, len, id) in list {
+        for (file, off, len, id) in list {
             if flow.aborted() {
                 return;
             }
+            let path = paths[file as usize];
+            let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+            if open.as_ref().is_none_or(|(f, _)| *f != file) {
+                match std::fs::File::open(path) {
+                    Ok(f) => open = Some((file, f)),
+                    Err(e) => return flow.fail(io_err(e)),
+                }
+            }
+            let pfile = &open.as_ref().expect("opened").1;
             data.resize(len as usize, 0);
             if let Err(e) = pfile.read_exact_at(&mut data, off) {
-                return flow.fail(ClientError::Io(format!("{}: {e}", path.display())));
+                return flow.fail(io_err(e));
             }
             let w = match &mut cur {
                 Some(w) => w,
@@ -1240,7 +1355,7 @@ fn stage_upload(client: &Client, flow: &Flow, pack_rx: &Mutex<mpsc::Receiver<Vec
 /// unchanged run), else the whole recipe. If chunks went missing meanwhile (collected, or a
 /// racing delete) they are sent again ([`resend_missing`]); if the base version went
 /// (deleted meanwhile), the whole recipe is sent.
-fn stage_commit(client: &Client, name: &str, path: &Path, plan: &Plan, recipe: &Recipe, offsets: &HashMap<Digest, (u64, u32)>, flow: &Flow) -> R<Committed> {
+fn stage_commit(client: &Client, name: &str, paths: &[&Path], plan: &Plan, recipe: &Recipe, offsets: &Offsets, flow: &Flow) -> R<Committed> {
     let full = || -> R<Vec<u8>> {
         let mut text = Vec::new();
         recipe.write(&mut text).map_err(|e| ClientError::Io(e.to_string()))?;
@@ -1270,24 +1385,25 @@ fn stage_commit(client: &Client, name: &str, path: &Path, plan: &Plan, recipe: &
             }
             Err(ClientError::Missing(ids)) if rounds < 3 => {
                 rounds += 1;
-                resend_missing(client, path, plan, offsets, &ids, flow)?;
+                resend_missing(client, paths, plan, offsets, &ids, flow)?;
             }
             Err(e) => return Err(e),
         }
     }
 }
 
-/// Reads the chunks a commit named missing back from the file and uploads them in packs.
-fn resend_missing(client: &Client, path: &Path, plan: &Plan, offsets: &HashMap<Digest, (u64, u32)>, ids: &[Digest], flow: &Flow) -> R<()> {
-    let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+/// Reads the chunks a commit named missing back from the inputs and uploads them in packs.
+fn resend_missing(client: &Client, paths: &[&Path], plan: &Plan, offsets: &Offsets, ids: &[Digest], flow: &Flow) -> R<()> {
     let alg = plan.alg;
-    let pfile = std::fs::File::open(path).map_err(io_err)?;
     let mut w = PackWriter::new(Vec::new(), alg).expect("alg");
     let mut data = Vec::new();
     for id in ids {
-        let &(off, len) = offsets
+        let &(file, off, len) = offsets
             .get(id)
             .ok_or_else(|| ClientError::Protocol(format!("the store asks for chunk {} that the file lacks", hex(id))))?;
+        let path = paths[file as usize];
+        let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+        let pfile = std::fs::File::open(path).map_err(io_err)?;
         data.resize(len as usize, 0);
         pfile.read_exact_at(&mut data, off).map_err(io_err)?;
         w.add(id, &data).expect("chunk size");
@@ -1303,6 +1419,249 @@ fn resend_missing(client: &Client, path: &Path, plan: &Plan, offsets: &HashMap<D
         flow.uploaded(p.len() as u64);
     }
     Ok(())
+}
+
+/// Pushes many files as one pipeline (PROTOCOL.md §5.1): their chunk ids share queries, their
+/// novel chunks share packs, and their recipes are committed in batches (`POST commits`; one
+/// `PUT` per file against a store without the feature "batch"). No base recipe is fetched
+/// (that would be a request per file): every recipe is committed whole. Each file gets its own
+/// result; a failure of the pipeline itself (a file unreadable, the store unreachable) is the
+/// `Err`, and nothing is committed then.
+pub fn push_files(client: &Client, inputs: &[(std::path::PathBuf, String)], opts: &PushOptions, progress: &Progress) -> R<Vec<R<PushReport>>> {
+    let t0 = Instant::now();
+    let mut files = Vec::with_capacity(inputs.len());
+    let mut metas = Vec::with_capacity(inputs.len());
+    for (path, name) in inputs {
+        validate_name(name).map_err(|e| ClientError::Usage(e.to_string()))?;
+        let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+        let file = std::fs::File::open(path).map_err(io_err)?;
+        let meta = file.metadata().map_err(io_err)?;
+        if !meta.is_file() {
+            return Err(ClientError::Io(format!("{}: not a regular file", path.display())));
+        }
+        files.push(file);
+        metas.push(meta);
+    }
+    progress.total.store(metas.iter().map(|m| m.len()).sum(), Ordering::Relaxed);
+    let plan = prepare(client, None, opts)?;
+    let flow = Flow::new(progress);
+    let paths: Vec<&Path> = inputs.iter().map(|(p, _)| p.as_path()).collect();
+    let (qs, offsets) = run_pipeline(client, &paths, files, &plan, None, HashSet::new(), opts, &flow);
+    if let Some(e) = flow.take_err() {
+        return Err(e);
+    }
+    // Each input's recipe, sealed; one so large that it went to parts is committed on its own
+    // (in parts), the others in batches.
+    let mut recipes = Vec::with_capacity(inputs.len());
+    let mut in_parts: Vec<Option<R<(Version, u64)>>> = (0..inputs.len()).map(|_| None).collect();
+    for (i, ((q, meta), path)) in qs.into_iter().zip(&metas).zip(&paths).enumerate() {
+        let (sealed, counts) = seal_recipe(&plan, q, meta, path)?;
+        match sealed {
+            Sealed::Whole(recipe) => {
+                let mut text = Vec::new();
+                recipe.write(&mut text).map_err(|e| ClientError::Io(e.to_string()))?;
+                recipes.push(SealedFile { recipe, counts, text });
+            }
+            Sealed::Parts(spool, recipe) => {
+                let r = stage_commit_parts(client, &inputs[i].1, path, &plan, &spool, &recipe, &flow).map(|(c, _)| (c.version, 1));
+                in_parts[i] = Some(r);
+                // A placeholder (never committed as a batch entry): its counts for the report.
+                recipes.push(SealedFile {
+                    recipe: Recipe {
+                        profile: plan.engine.profile().to_string(),
+                        hash: plan.alg,
+                        digest: recipe.digest,
+                        entries: Vec::new(),
+                    },
+                    counts: Counts { bytes: recipe.bytes, chunks: recipe.count, ..counts },
+                    text: Vec::new(),
+                });
+            }
+        }
+    }
+    let names: Vec<&str> = inputs.iter().map(|(_, n)| n.as_str()).collect();
+    let whole: Vec<usize> = (0..inputs.len()).filter(|&i| in_parts[i].is_none()).collect();
+    let mut committed = commit_many(client, &names, &paths, &plan, &recipes, &whole, &offsets, &flow)?;
+    for (i, r) in in_parts.into_iter().enumerate() {
+        if let Some(r) = r {
+            committed[i] = r;
+        }
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    let packs = flow.packs.load(Ordering::Relaxed);
+    Ok(recipes
+        .iter()
+        .zip(committed)
+        .zip(&names)
+        .map(|((f, r), name)| {
+            let (version, tries) = r?;
+            let c = &f.counts;
+            let frames = c.novel_bytes + FRAME_HEAD * c.novel_chunks;
+            Ok(PushReport {
+                name: name.to_string(),
+                bytes: c.bytes,
+                chunks: c.chunks,
+                novel_chunks: c.novel_chunks,
+                novel_bytes: c.novel_bytes,
+                sent_bytes: frames + tries * f.text.len() as u64,
+                pack_bytes: frames,
+                packs,
+                recipe_bytes: tries * f.text.len() as u64,
+                delta_base: None,
+                known_from_base: 0,
+                hinted_chunks: 0,
+                parts: 0,
+                parts_sent: 0,
+                version: version.version,
+                digest: version.digest,
+                dedup_ratio: if c.novel_bytes == 0 { f64::INFINITY } else { c.bytes as f64 / c.novel_bytes as f64 },
+                seconds,
+                profile: plan.engine.profile().to_string(),
+                hash: plan.alg.name(),
+                backend: plan.engine.backend().name(),
+            })
+        })
+        .collect())
+}
+
+/// A frame head's bytes (length and id) in a pack.
+const FRAME_HEAD: u64 = 36;
+
+/// One input's counts, for its report.
+#[derive(Clone, Copy)]
+struct Counts {
+    bytes: u64,
+    chunks: u64,
+    novel_chunks: u64,
+    novel_bytes: u64,
+}
+
+/// One input of a push of many files, sealed: its recipe (with its digest) and its text.
+struct SealedFile {
+    recipe: Recipe,
+    counts: Counts,
+    text: Vec<u8>,
+}
+
+/// One input's recipe, sealed with its digest, after checking that the file did not change
+/// while it was read.
+fn seal_recipe(_plan: &Plan, q: Queried, meta: &std::fs::Metadata, path: &Path) -> R<(Sealed, Counts)> {
+    let after = std::fs::metadata(path).map_err(|e| ClientError::Io(format!("{}: {e}", path.display())))?;
+    if after.len() != meta.len() || after.modified().ok() != meta.modified().ok() {
+        return Err(ClientError::Io(format!(
+            "{}: the file changed while it was pushed; nothing was committed (push it again)",
+            path.display()
+        )));
+    }
+    if q.recipe.bytes != meta.len() {
+        return Err(ClientError::Io(format!(
+            "{}: chunked {} bytes of a {}-byte file; nothing was committed",
+            path.display(),
+            q.recipe.bytes,
+            meta.len()
+        )));
+    }
+    let counts = Counts {
+        bytes: q.recipe.bytes,
+        chunks: q.recipe.count,
+        novel_chunks: q.novel_chunks,
+        novel_bytes: q.novel_bytes,
+    };
+    Ok((q.recipe.finish()?, counts))
+}
+
+/// Commits the recipes of a push of many files: in batches within the store's
+/// `max_batch_files` and `max_recipe_bytes`, or one `PUT` each without the feature "batch".
+/// Files answered 409 have their missing chunks sent again and are committed again (3 rounds
+/// at most). Each file's version and how many times its recipe was sent.
+fn commit_many(
+    client: &Client,
+    names: &[&str],
+    paths: &[&Path],
+    plan: &Plan,
+    recipes: &[SealedFile],
+    which: &[usize],
+    offsets: &Offsets,
+    flow: &Flow,
+) -> R<Vec<R<(Version, u64)>>> {
+    let mut out: Vec<Option<R<(Version, u64)>>> = (0..names.len()).map(|_| None).collect();
+    let mut tries = vec![0u64; names.len()];
+    let mut pending: Vec<usize> = which.to_vec();
+    let mut rounds = 0;
+    while !pending.is_empty() {
+        let answers = match plan.batch_files {
+            Some(max_files) => commit_batches(client, names, recipes, &pending, max_files, plan.max_recipe, flow),
+            None => pending
+                .iter()
+                .map(|&i| {
+                    flow.sent.fetch_add(recipes[i].text.len() as u64, Ordering::Relaxed);
+                    (i, commit_read_back(client, names[i], &recipes[i].text, recipes[i].recipe.digest, None))
+                })
+                .collect(),
+        };
+        let mut again = Vec::new();
+        let mut missing = Vec::new();
+        for (i, r) in answers {
+            tries[i] += 1;
+            match r {
+                Err(ClientError::Missing(ids)) if rounds < 3 => {
+                    missing.extend(ids);
+                    again.push(i);
+                }
+                r => out[i] = Some(r.map(|v| (v, tries[i]))),
+            }
+        }
+        if !again.is_empty() {
+            missing.sort_unstable();
+            missing.dedup();
+            resend_missing(client, paths, plan, offsets, &missing, flow)?;
+        }
+        rounds += 1;
+        pending = again;
+    }
+    // A file not in `which` (committed in parts by the caller) gets a placeholder the caller
+    // replaces.
+    Ok(out
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(ClientError::Protocol("internal: a file committed elsewhere".into()))))
+        .collect())
+}
+
+/// Sends the `pending` files' recipes in batch requests; each file's answer.
+fn commit_batches(
+    client: &Client,
+    names: &[&str],
+    recipes: &[SealedFile],
+    pending: &[usize],
+    max_files: usize,
+    max_bytes: u64,
+    flow: &Flow,
+) -> Vec<(usize, R<Version>)> {
+    let mut out = Vec::with_capacity(pending.len());
+    let send = |w: BatchWriter, idx: Vec<usize>, out: &mut Vec<(usize, R<Version>)>| {
+        let n = idx.len();
+        let body = w.finish();
+        flow.sent.fetch_add(body.len() as u64, Ordering::Relaxed);
+        flow.progress.sent_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        match client.commit_batch(&body, n) {
+            Ok(rs) => out.extend(idx.into_iter().zip(rs)),
+            Err(e) => out.extend(idx.into_iter().map(|i| (i, Err(e.clone())))),
+        }
+    };
+    let mut w = BatchWriter::new();
+    let mut idx = Vec::new();
+    for &i in pending {
+        let text = &recipes[i].text;
+        if !w.is_empty() && (w.count() >= max_files || w.len_with(names[i], text.len()) as u64 > max_bytes) {
+            send(std::mem::take(&mut w), std::mem::take(&mut idx), &mut out);
+        }
+        w.add(names[i], text);
+        idx.push(i);
+    }
+    if !w.is_empty() {
+        send(w, idx, &mut out);
+    }
+    out
 }
 
 /// Commits `text` as the next version of `name`. A commit is not idempotent: after a network

@@ -508,6 +508,23 @@ impl Index {
         Ok(())
     }
 
+    /// Several versions in one transaction (a batch commit).
+    pub fn add_versions(&self, ns: &str, vs: &[Version]) -> Result<()> {
+        let mut c = self.c();
+        let nsid = Self::nsid_mut(&c, ns)?;
+        let tx = c.transaction()?;
+        {
+            let mut s = tx.prepare_cached(
+                "INSERT OR REPLACE INTO versions(nsid, name, version, bytes, chunks, digest, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for v in vs {
+                s.execute(params![nsid, v.name, v.version as i64, v.bytes as i64, v.chunks as i64, v.digest, v.created])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     fn row(r: &rusqlite::Row) -> rusqlite::Result<Version> {
         Ok(Version {
             name: r.get(0)?,

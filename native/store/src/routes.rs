@@ -17,6 +17,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use bytes::Bytes;
 use cutpoint_core::protocol::name::encode_segment;
+use cutpoint_core::protocol::batch::{self, MAX_BATCH_FILES};
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
 use futures::StreamExt;
 use serde::Deserialize;
@@ -372,7 +373,9 @@ async fn info(State(st): St) -> Response {
             "max_chunk_bytes": cutpoint_core::protocol::pack::MAX_CHUNK,
             "max_pack_chunks": st.store.limits.max_pack_chunks,
             "max_uploads_per_token": st.uploads.per_token,
-        }
+            "max_batch_files": MAX_BATCH_FILES,
+        },
+        "features": ["batch"],
     }))
     .into_response()
 }
@@ -418,6 +421,46 @@ async fn commit(State(st): St, p: std::result::Result<Path<(String, String)>, Pa
     let v = blocking(move || st2.store.commit(&ns, &name, &b)).await?;
     drop(slot);
     Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
+/// `POST /v1/ns/{ns}/commits`: a batch of commits (PROTOCOL.md §4.14). Framing errors: 400,
+/// nothing committed; over `max_recipe_bytes` or `max_batch_files`: 413. Otherwise 200 with
+/// one result per file, in body order.
+async fn commits(State(st): St, p: std::result::Result<Path<String>, PathRejection>, h: HeaderMap, body: Body) -> Result<Response> {
+    let ns = path(p)?;
+    auth(&st, &h, &ns, Scope::Write)?;
+    refuse_announced(&h, st.store.limits.max_recipe, "batch")?;
+    let slot = upload_slot(&st, &h)?;
+    let b = body_bytes(&h, body, st.pace, st.store.limits.max_recipe as usize, "batch").await?;
+    let files = batch::parse(&b, MAX_BATCH_FILES).map_err(|e| match e {
+        batch::BatchError::TooMany(_) => StoreError::TooLarge(e.to_string()),
+        batch::BatchError::Malformed(_) => StoreError::BadRequest(e.to_string()),
+    })?;
+    let st2 = st.clone();
+    let (files, results) = blocking(move || {
+        let r = st2.store.commit_batch(&ns, &files, &b)?;
+        Ok((files, r))
+    })
+    .await?;
+    drop(slot);
+    let results: Vec<serde_json::Value> = files
+        .into_iter()
+        .zip(results)
+        .map(|((name, _), r)| match r {
+            Ok(v) => {
+                let mut j = serde_json::to_value(&v).unwrap_or_default();
+                j["status"] = 201.into();
+                j
+            }
+            Err(e) => {
+                let mut j = e.to_json();
+                j["name"] = name.into();
+                j["status"] = e.status().into();
+                j
+            }
+        })
+        .collect();
+    Ok(Json(serde_json::json!({ "results": results })).into_response())
 }
 
 async fn delete(
@@ -654,6 +697,12 @@ async fn not_found() -> StoreError {
 /// rebinding) or whose `Origin` is not allowed (a web page the user did not name): 403, nothing
 /// done, and no CORS headers (see [`crate::access`]).
 async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
+    // `CUTPOINT_LOG_REQUESTS=1`: one line per request on stderr (method and path), for
+    // counting a client's requests.
+    static LOG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *LOG.get_or_init(|| std::env::var_os("CUTPOINT_LOG_REQUESTS").is_some_and(|v| v == "1")) {
+        eprintln!("cutpoint serve: request {} {}", req.method(), req.uri().path());
+    }
     let host = req.headers().get(header::HOST).map(|h| h.to_str().unwrap_or("\u{fffd}").to_string());
     let host = host.or_else(|| req.uri().authority().map(|a| a.to_string()));
     if let Some(h) = host {
@@ -712,6 +761,7 @@ pub fn router(state: Arc<AppState>, access: Arc<Access>) -> Router {
         .route("/v1/ns/{ns}/query", post(query))
         .route("/v1/ns/{ns}/packs", post(upload))
         .route("/v1/ns/{ns}/files", get(list))
+        .route("/v1/ns/{ns}/commits", post(commits))
         .route("/v1/ns/{ns}/files/{name}", get(restore).head(restore).put(commit).delete(delete))
         .route("/v1/ns/{ns}/recipes/{name}", get(recipe))
         .route("/v1/ns/{ns}/parts", post(put_part))

@@ -895,6 +895,189 @@ impl Store {
         Ok(row)
     }
 
+    /// A batch entry's body as the recipe it commits: a recipe, or a delta expanded against its
+    /// base (404 when the base version is not there). (Every entry of the expansion is then
+    /// checked with the group's one lookup.)
+    fn parse_commit(&self, ns: &str, name: &str, body: &[u8]) -> Result<Recipe> {
+        validate_name(name).map_err(StoreError::bad)?;
+        if body.starts_with(b"cutpoint-delta ") {
+            let d = delta::parse(body).map_err(|e| StoreError::BadRequest(format!("delta: {e}")))?;
+            let (_, base) = self.recipe(ns, name, Some(d.base))?;
+            // Bounded before it is built: the expanded recipe's text within --max-recipe.
+            d.expand(&base, self.limits.max_recipe).map_err(|e| match e {
+                delta::ExpandError::TooLarge(m) => StoreError::TooLarge(format!("delta: {m}")),
+                delta::ExpandError::Malformed(e) => StoreError::BadRequest(format!("delta: {e}")),
+            })
+        } else {
+            Recipe::read(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))
+        }
+    }
+
+    /// What a batch entry's commit checks before the GC lock: the namespace's fingerprint, the
+    /// digest line, the chunk sizes.
+    fn check_recipe(&self, ns: &str, recipe: &Recipe) -> Result<Digest> {
+        self.check_alg(ns, recipe.hash, "recipe")?;
+        let digest = recipe
+            .digest
+            .ok_or_else(|| StoreError::BadRequest("recipe: a commit needs the file's 'digest' line".into()))?;
+        if FileDigest::of(recipe) != Some(digest) {
+            return Err(StoreError::BadRequest(
+                "recipe: its 'digest' line is not the digest of its chunk list (see PROTOCOL.md, 'File digest')".into(),
+            ));
+        }
+        if let Some(e) = recipe.entries.iter().find(|e| e.size as usize > MAX_CHUNK) {
+            return Err(StoreError::BadRequest(format!(
+                "recipe: a chunk of {} bytes is over the store's limit of {MAX_CHUNK}",
+                e.size
+            )));
+        }
+        Ok(digest)
+    }
+
+    /// Under the GC lock: every chunk the recipe names indexed with the recipe's length
+    /// (`length_of`: the index's answer for an id). 409 with the missing ids, 400 on a length.
+    fn check_present(ns: &str, recipe: &Recipe, length_of: impl Fn(usize, &Digest) -> Option<u32>) -> Result<()> {
+        let mut missing = Vec::new();
+        let mut seen = HashSet::new();
+        for (i, e) in recipe.entries.iter().enumerate() {
+            match length_of(i, &e.fp) {
+                None => {
+                    if seen.insert(e.fp) {
+                        missing.push(e.fp)
+                    }
+                }
+                Some(l) if l != e.size => {
+                    return Err(StoreError::BadRequest(format!(
+                        "recipe: chunk {} is {} bytes in the store, the recipe says {}",
+                        hex(&e.fp),
+                        l,
+                        e.size
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        if !missing.is_empty() {
+            return Err(StoreError::Missing {
+                message: format!(
+                    "{} of the recipe's chunks are not in namespace '{ns}'; nothing was committed",
+                    missing.len()
+                ),
+                missing,
+            });
+        }
+        Ok(())
+    }
+
+    /// A batch commit (`POST /v1/ns/{ns}/commits`): each file committed as its own
+    /// [`Store::commit`] would be, in order, each atomic on its own; one result per file. In a
+    /// local directory the batch goes in groups of distinct names (a name met again starts the
+    /// next group, so that its delta may name the version just made): the group's chunk
+    /// lookups are one index query, its recipes are staged, made durable by one `syncfs`,
+    /// published create-only (hard links) under their next version numbers, synced again and
+    /// indexed in one transaction; every `Ok` is durable when this returns. In a bucket each
+    /// file is committed on its own (a put is durable when acknowledged).
+    /// `Err` only when the store itself failed (nothing after the failing group committed).
+    pub fn commit_batch(&self, ns: &str, files: &[(String, Range<usize>)], body: &[u8]) -> Result<Vec<Result<Version>>> {
+        check_ns(ns)?;
+        if self.shared {
+            return Ok(files.iter().map(|(n, r)| self.commit(ns, n, &body[r.clone()])).collect());
+        }
+        let mut out = Vec::with_capacity(files.len());
+        let mut i = 0;
+        while i < files.len() {
+            // A recipe naming parts is committed on its own (its parts are read one at a time).
+            if has_part_lines(&body[files[i].1.clone()]) {
+                out.push(self.commit(ns, &files[i].0, &body[files[i].1.clone()]));
+                i += 1;
+                continue;
+            }
+            let mut names = HashSet::new();
+            let mut j = i;
+            while j < files.len() && names.insert(files[j].0.as_str()) && !has_part_lines(&body[files[j].1.clone()]) {
+                j += 1;
+            }
+            out.extend(self.commit_group(ns, &files[i..j], body)?);
+            i = j;
+        }
+        Ok(out)
+    }
+
+    /// One group of a batch commit (distinct names), in a local directory.
+    fn commit_group(&self, ns: &str, files: &[(String, Range<usize>)], body: &[u8]) -> Result<Vec<Result<Version>>> {
+        let mut res: Vec<Result<Recipe>> = files
+            .iter()
+            .map(|(name, r)| {
+                let recipe = self.parse_commit(ns, name, &body[r.clone()])?;
+                self.check_recipe(ns, &recipe)?;
+                Ok(recipe)
+            })
+            .collect();
+        let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
+        // One lookup of every distinct id the group's recipes name.
+        let mut ids: Vec<Digest> = res.iter().flatten().flat_map(|r| r.entries.iter().map(|e| e.fp)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let lens: HashMap<Digest, Option<u32>> = ids.iter().copied().zip(self.index.lengths(ns, &ids)?).collect();
+        for r in res.iter_mut() {
+            if let Ok(recipe) = r {
+                let checked = Self::check_present(ns, recipe, |_, id| lens.get(id).copied().flatten()).and_then(|_| self.ensure_ns(ns, recipe.hash));
+                if let Err(e) = checked {
+                    *r = Err(e);
+                }
+            }
+        }
+        // Staged, synced once, published, synced once, indexed.
+        let batch_dir = self.tmp.join(format!("batch-{}", random_hex()));
+        std::fs::create_dir_all(&batch_dir)?;
+        let published = self.publish_group(ns, files, &res, &batch_dir);
+        let _ = std::fs::remove_dir_all(&batch_dir);
+        let versions = published?;
+        let rows: Vec<Version> = versions.iter().filter_map(|v| v.clone()).collect();
+        self.index.add_versions(ns, &rows)?;
+        Ok(res
+            .into_iter()
+            .zip(versions)
+            .map(|(r, v)| r.map(|_| v.expect("a version for every recipe that passed")))
+            .collect())
+    }
+
+    /// Stages the passing recipes of a group in `dir`, syncs, publishes each under its next
+    /// version number, syncs: the rows to index (`None` for a file that failed its checks).
+    fn publish_group(&self, ns: &str, files: &[(String, Range<usize>)], res: &[Result<Recipe>], dir: &Path) -> Result<Vec<Option<Version>>> {
+        let mut staged = Vec::with_capacity(files.len());
+        for (i, r) in res.iter().enumerate() {
+            staged.push(match r {
+                Ok(recipe) => {
+                    let mut text = Vec::new();
+                    recipe.write(&mut text).map_err(StoreError::internal)?;
+                    let p = dir.join(i.to_string());
+                    self.objects.stage_local(&p, &text)?;
+                    Some(p)
+                }
+                Err(_) => None,
+            });
+        }
+        self.objects.sync_local()?;
+        stall_point();
+        let mut rows = Vec::with_capacity(files.len());
+        for ((name, _), (r, p)) in files.iter().zip(res.iter().zip(&staged)) {
+            let (Ok(recipe), Some(p)) = (r, p) else {
+                rows.push(None);
+                continue;
+            };
+            let nk = name_key(name);
+            let mut version = self.index.max_version(ns, name)? + 1;
+            while !self.objects.link_new(p, &recipe_key(ns, &nk, version))? {
+                version += 1;
+            }
+            rows.push(Some(version_row(name, version, &Stored::Plain(recipe.clone()))));
+        }
+        failpoint("after-batch-link");
+        self.objects.sync_local()?;
+        Ok(rows)
+    }
+
     /// In a shared bucket, after a commit's put: if a gc started since the commit checked the
     /// lock (the lock is held, or the gc epoch changed), that gc may have listed the recipes
     /// before this put (a node stalled longer than `--gc-settle`) and swept chunks this recipe

@@ -11,6 +11,7 @@
 //! that reader, so a fuzz target can call it directly (`native/fuzz`).
 //! The requests themselves are documented in `native/store/PROTOCOL.md`.
 
+pub mod batch;
 pub mod delta;
 pub mod name;
 pub mod pack;
