@@ -826,7 +826,7 @@ pub fn pack_frame_head(len: u32, id: &[u8]) -> Result<Vec<u8>, JsError> {
     if len == 0 || len as usize > MAX_CHUNK {
         return Err(err(format!("a chunk of {len} bytes cannot be packed (1..={MAX_CHUNK})")));
     }
-    Ok(encode_frame_head(FrameHead::Chunk { len, id: digest32(id)? }).to_vec())
+    Ok(encode_frame_head(FrameHead::Chunk { len, id: digest32(id)?, compressed: false }).to_vec())
 }
 
 /// The 36-byte end frame of a pack of `count` chunks.

@@ -359,8 +359,10 @@ async fn info(State(st): St) -> Response {
     Json(serde_json::json!({
         "service": "cutpoint",
         "protocol": 1,
+        "revision": 2,
         "version": env!("CARGO_PKG_VERSION"),
         "auth": if st.tokens.is_some() { "tokens" } else { "open" },
+        "features": ["zstd"],
         "limits": {
             "max_pack_bytes": st.store.limits.max_pack,
             "max_recipe_bytes": st.store.limits.max_recipe,

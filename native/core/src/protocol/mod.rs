@@ -10,6 +10,7 @@
 //! that reader, so a fuzz target can call it directly (`native/fuzz`).
 //! The requests themselves are documented in `native/store/PROTOCOL.md`.
 
+pub mod codec;
 pub mod delta;
 pub mod name;
 pub mod pack;
