@@ -4,12 +4,12 @@
 //! batches as the client sends them (`MAX_QUERY_IDS` ids), half the ids present, half absent.
 //!
 //!   cargo run --release -p cutpoint-store --example index_scale -- \
-//!       [--chunks 10000000] [--per-pack 100000] [--batches 200] [--batch 16384] [--dir DIR] [--json]
+//!       [--chunks 10000000] [--per-pack 65536] [--batches 200] [--batch 16384] [--dir DIR] [--json]
 //!
 //! `--json`: bench rows (section `index`), one JSON object a line, for bench/harness/run.mjs.
 //!
-//! Chunks are 8 bytes (a counter), so the run measures the index, not the disk: a pack of 100k
-//! chunks is ~4 MiB of frames. Prints the fill rate, per-batch query latency p50/p99, ids per
+//! Chunks are 8 bytes (a counter), so the run measures the index, not the disk: a pack of 65,536
+//! chunks (the store's default `max_pack_chunks`) is ~3 MiB of frames. Prints the fill rate, per-batch query latency p50/p99, ids per
 //! second, the index file size (database + WAL) and the process's peak RSS (`VmHWM`).
 //! `--dir` keeps the store (and reuses one already filled to at least N chunks).
 
@@ -49,7 +49,7 @@ fn file_size(p: &std::path::Path) -> u64 {
 
 fn main() {
     let n = arg("--chunks", 10_000_000);
-    let per_pack = arg("--per-pack", 100_000).max(1);
+    let per_pack = arg("--per-pack", cutpoint_store::store::DEFAULT_MAX_PACK_CHUNKS).clamp(1, cutpoint_store::store::DEFAULT_MAX_PACK_CHUNKS);
     let batches = arg("--batches", 200) as usize;
     let batch = (arg("--batch", MAX_QUERY_IDS as u64) as usize).clamp(2, MAX_QUERY_IDS);
     let json = std::env::args().any(|a| a == "--json");

@@ -4,6 +4,8 @@
 //! `push_file` is a P-Dedupe pipeline: a chunker thread (SS-CDC on all cores, or RapidCDC
 //! with the base recipe's hints) → the existence queries, in batches → a packer thread that
 //! reads the novel chunks back from the file by offset → uploader threads → the commit.
+//! Each stage is its own function, named as in web/src/client/push.ts: `prepare`,
+//! `stage_chunk`, `stage_query`, `stage_pack`, `stage_upload`, `stage_commit`.
 //! The stages overlap; memory is bounded by the channels (a few batches of chunk records and
 //! at most `uploaders + 2` packs of `pack_bytes`), whatever the file size.
 //!
@@ -475,6 +477,7 @@ pub struct PushReport {
     pub backend: &'static str,
 }
 
+/// A chunk as the chunk stage hands it on.
 struct Item {
     off: u64,
     len: u32,
@@ -486,7 +489,92 @@ struct Item {
 
 const BATCH: usize = 2048;
 
+/// What a push knows before it reads the file: the engine, the store's limits and the base
+/// recipe (the latest version of the same name, same profile and fingerprint).
+struct Plan {
+    engine: Engine,
+    alg: HashAlg,
+    /// Pack size and chunks per pack, within the store's limits.
+    pack_target: usize,
+    pack_chunks: u64,
+    /// The name's latest version before the push (a lost commit answer is read back against it).
+    before: Option<u64>,
+    base: Option<(u64, Recipe)>,
+    /// RapidCDC: the hints of the base recipe and the criterion.
+    hints: Option<(HintTable, Criterion)>,
+}
+
+/// What the stages share: the first failure (which stops every stage) and the counters.
+struct Flow<'a> {
+    abort: AtomicBool,
+    first_err: Mutex<Option<ClientError>>,
+    sent: AtomicU64,
+    pack_bytes: AtomicU64,
+    packs: AtomicU64,
+    progress: &'a Progress,
+}
+
+impl<'a> Flow<'a> {
+    fn new(progress: &'a Progress) -> Flow<'a> {
+        Flow {
+            abort: AtomicBool::new(false),
+            first_err: Mutex::new(None),
+            sent: AtomicU64::new(0),
+            pack_bytes: AtomicU64::new(0),
+            packs: AtomicU64::new(0),
+            progress,
+        }
+    }
+
+    /// Records the first failure and stops the stages.
+    fn fail(&self, e: ClientError) {
+        let mut g = self.first_err.lock().unwrap_or_else(|p| p.into_inner());
+        if g.is_none() {
+            *g = Some(e);
+        }
+        self.abort.store(true, Ordering::Relaxed);
+    }
+
+    fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+
+    fn take_err(&self) -> Option<ClientError> {
+        self.first_err.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// A pack of `len` bytes the store acknowledged.
+    fn uploaded(&self, len: u64) {
+        self.sent.fetch_add(len, Ordering::Relaxed);
+        self.pack_bytes.fetch_add(len, Ordering::Relaxed);
+        self.packs.fetch_add(1, Ordering::Relaxed);
+        self.progress.sent_bytes.fetch_add(len, Ordering::Relaxed);
+    }
+}
+
+/// What the query stage learnt: the recipe's entries, where each id first occurs, the novel
+/// chunks and the counts.
+#[derive(Default)]
+struct Queried {
+    entries: Vec<RecipeEntry>,
+    offsets: HashMap<Digest, (u64, u32)>,
+    novel_chunks: u64,
+    novel_bytes: u64,
+    known_hits: u64,
+    hinted: u64,
+}
+
+/// How a commit went.
+struct Committed {
+    version: Version,
+    delta_base: Option<u64>,
+    recipe_bytes: u64,
+}
+
 /// Pushes one file as the next version of `name`: only the chunks the store lacks travel.
+/// The stages, each its own function (the same names as `push()` in web/src/client/push.ts):
+/// [`prepare`] → [`stage_chunk`] → [`stage_query`] → [`stage_pack`] (reads the novel chunks
+/// back) → [`stage_upload`] → [`stage_commit`].
 pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, progress: &Progress) -> R<PushReport> {
     validate_name(name).map_err(|e| ClientError::Usage(e.to_string()))?;
     let t0 = Instant::now();
@@ -497,6 +585,96 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         return Err(ClientError::Io(format!("{}: not a regular file", path.display())));
     }
     progress.total.store(meta.len(), Ordering::Relaxed);
+    let mut plan = prepare(client, name, opts)?;
+    let mut known: HashSet<Digest> = HashSet::new();
+    if let Some((_, b)) = &plan.base {
+        known.extend(b.entries.iter().map(|e| e.fp));
+    }
+    let flow = Flow::new(progress);
+    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Vec<Item>>(8);
+    let (novel_tx, novel_rx) = mpsc::sync_channel::<Vec<(u64, u32, Digest)>>(8);
+    let (pack_tx, pack_rx) = mpsc::sync_channel::<Vec<u8>>(1);
+    let pack_rx = Mutex::new(pack_rx);
+    let hints = plan.hints.take();
+    let q = std::thread::scope(|s| {
+        let (flow, plan) = (&flow, &plan);
+        s.spawn(move || stage_chunk(&plan.engine, hints, file, path, flow, chunk_tx));
+        let pfile = std::fs::File::open(path);
+        s.spawn(move || match pfile {
+            Ok(f) => stage_pack(&f, path, plan, flow, novel_rx, pack_tx),
+            Err(e) => flow.fail(io_err(e)),
+        });
+        for _ in 0..opts.uploaders.max(1) {
+            let pack_rx = &pack_rx;
+            s.spawn(move || stage_upload(client, flow, pack_rx));
+        }
+        // This thread: the recipe, and existence queries for what is not known.
+        stage_query(client, flow, known, chunk_rx, novel_tx)
+    });
+    if let Some(e) = flow.take_err() {
+        return Err(e);
+    }
+    // The file must not have changed while it was read twice (chunked, then its novel chunks
+    // read back by offset); the store re-hashes every chunk, this catches the rest.
+    let after = std::fs::metadata(path).map_err(io_err)?;
+    if after.len() != meta.len() || after.modified().ok() != meta.modified().ok() {
+        return Err(ClientError::Io(format!(
+            "{}: the file changed while it was pushed; nothing was committed (push it again)",
+            path.display()
+        )));
+    }
+    let Queried {
+        entries,
+        offsets,
+        novel_chunks,
+        novel_bytes,
+        known_hits,
+        hinted,
+    } = q;
+    let mut recipe = Recipe {
+        profile: plan.engine.profile().to_string(),
+        hash: plan.alg,
+        digest: None,
+        entries,
+    };
+    if recipe.total_bytes() != meta.len() {
+        return Err(ClientError::Io(format!(
+            "{}: chunked {} bytes of a {}-byte file; nothing was committed",
+            path.display(),
+            recipe.total_bytes(),
+            meta.len()
+        )));
+    }
+    let digest = FileDigest::of(&recipe).ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
+    recipe.digest = Some(digest);
+    let c = stage_commit(client, name, path, &plan, &recipe, &offsets, &flow)?;
+    let bytes = recipe.total_bytes();
+    Ok(PushReport {
+        name: name.to_string(),
+        bytes,
+        chunks: recipe.entries.len() as u64,
+        novel_chunks,
+        novel_bytes,
+        sent_bytes: flow.sent.load(Ordering::Relaxed),
+        pack_bytes: flow.pack_bytes.load(Ordering::Relaxed),
+        packs: flow.packs.load(Ordering::Relaxed),
+        recipe_bytes: c.recipe_bytes,
+        delta_base: c.delta_base,
+        known_from_base: known_hits,
+        hinted_chunks: hinted,
+        version: c.version.version,
+        digest: hex(&digest),
+        dedup_ratio: if novel_bytes == 0 { f64::INFINITY } else { bytes as f64 / novel_bytes as f64 },
+        seconds: t0.elapsed().as_secs_f64(),
+        profile: plan.engine.profile().to_string(),
+        hash: plan.alg.name(),
+        backend: plan.engine.backend().name(),
+    })
+}
+
+/// Before the file is read: the engine, packs within the store's limits (`GET /v1`), the
+/// base recipe and, with RapidCDC, its hints.
+fn prepare(client: &Client, name: &str, opts: &PushOptions) -> R<Plan> {
     let engine = Engine::new(opts.profile.clone(), opts.engine.clone()).map_err(|e| ClientError::Usage(e.to_string()))?;
     let alg = engine.hash_alg();
     if alg == HashAlg::None {
@@ -519,322 +697,259 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     };
     let before = latest.as_ref().map(|(v, _)| *v);
     let base: Option<(u64, Recipe)> = latest.filter(|(_, b)| b.profile == engine.profile().to_string() && b.hash == alg);
-    let mut known: HashSet<Digest> = HashSet::new();
-    if let Some((_, b)) = &base {
-        known.extend(b.entries.iter().map(|e| e.fp));
-    }
-    let mut table = None;
+    let mut hints = None;
     if let Some(crit) = opts.rapid {
         let mut t = HintTable::new(engine.profile(), alg, 2).map_err(|e| ClientError::Usage(e.to_string()))?;
         if let Some((_, b)) = &base {
             t.add_recipe(b).map_err(|e| ClientError::Protocol(e.to_string()))?;
         }
-        table = Some((t, crit));
+        hints = Some((t, crit));
     }
+    Ok(Plan {
+        engine,
+        alg,
+        pack_target,
+        pack_chunks,
+        before,
+        base,
+        hints,
+    })
+}
+
+/// Chunk + fingerprint the file (SS-CDC, or RapidCDC with the base's hints), in batches.
+fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, rd: std::fs::File, path: &Path, flow: &Flow, chunk_tx: mpsc::SyncSender<Vec<Item>>) {
+    let mut batch = Vec::with_capacity(BATCH);
+    let send = |batch: &mut Vec<Item>| -> bool {
+        let b = std::mem::replace(batch, Vec::with_capacity(BATCH));
+        !flow.aborted() && chunk_tx.send(b).is_ok()
+    };
+    let res: Result<(), cutpoint_core::Error> = (|| {
+        match hints {
+            Some((t, crit)) => {
+                let mut rapid = Rapid::new(engine, t, RapidOptions::new(crit))?;
+                for c in rapid.stream(rd) {
+                    let c = c?;
+                    batch.push(Item {
+                        off: c.offset,
+                        len: c.length as u32,
+                        id: c.hash,
+                        last: Some(c.last),
+                        regular: c.regular,
+                        hinted: matches!(c.found, cutpoint_core::rapid::Found::Hint(_)),
+                    });
+                    if batch.len() == BATCH && !send(&mut batch) {
+                        return Ok(());
+                    }
+                }
+            }
+            None => {
+                for c in engine.stream_prefetch(rd) {
+                    let c = c?;
+                    batch.push(Item {
+                        off: c.offset,
+                        len: c.length as u32,
+                        id: c.hash.expect("the engine fingerprints"),
+                        last: None,
+                        regular: true,
+                        hinted: false,
+                    });
+                    if batch.len() == BATCH && !send(&mut batch) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        if !batch.is_empty() {
+            send(&mut batch);
+        }
+        Ok(())
+    })();
+    if let Err(e) = res {
+        flow.fail(match e {
+            cutpoint_core::Error::Io(io) => ClientError::Io(format!("{}: {io}", path.display())),
+            other => ClientError::Usage(other.to_string()),
+        });
+    }
+}
+
+/// The recipe's entries, and existence queries for the ids not known present; the novel
+/// chunks go on to the pack stage. Returns what it learnt (after a failure: what it had).
+fn stage_query(
+    client: &Client,
+    flow: &Flow,
+    mut known: HashSet<Digest>,
+    chunk_rx: mpsc::Receiver<Vec<Item>>,
+    novel_tx: mpsc::SyncSender<Vec<(u64, u32, Digest)>>,
+) -> Queried {
     let known_base = known.clone();
-
-    let abort = AtomicBool::new(false);
-    let first_err: Mutex<Option<ClientError>> = Mutex::new(None);
-    let fail = |e: ClientError| {
-        let mut g = first_err.lock().unwrap_or_else(|p| p.into_inner());
-        if g.is_none() {
-            *g = Some(e);
+    let mut q = Queried::default();
+    for batch in chunk_rx.iter() {
+        if flow.aborted() {
+            break;
         }
-        abort.store(true, Ordering::Relaxed);
-    };
-    let sent = AtomicU64::new(0);
-    let pack_bytes = AtomicU64::new(0);
-    let packs = AtomicU64::new(0);
-
-    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Vec<Item>>(8);
-    let (novel_tx, novel_rx) = mpsc::sync_channel::<Vec<(u64, u32, Digest)>>(8);
-    let (pack_tx, pack_rx) = mpsc::sync_channel::<Vec<u8>>(1);
-    let pack_rx = Mutex::new(pack_rx);
-
-    let mut entries: Vec<RecipeEntry> = Vec::new();
-    let mut offsets: HashMap<Digest, (u64, u32)> = HashMap::new();
-    let (mut novel_chunks, mut novel_bytes, mut known_hits, mut hinted) = (0u64, 0u64, 0u64, 0u64);
-
-    std::thread::scope(|s| {
-        // Stage 1: chunk + fingerprint.
-        let engine = &engine;
-        let fail = &fail;
-        let abort = &abort;
-        let table = table;
-        s.spawn(move || {
-            let rd = file;
-            let mut batch = Vec::with_capacity(BATCH);
-            let send = |batch: &mut Vec<Item>| -> bool {
-                let b = std::mem::replace(batch, Vec::with_capacity(BATCH));
-                !abort.load(Ordering::Relaxed) && chunk_tx.send(b).is_ok()
-            };
-            let res: Result<(), cutpoint_core::Error> = (|| {
-                match table {
-                    Some((t, crit)) => {
-                        let mut rapid = Rapid::new(engine, t, RapidOptions::new(crit))?;
-                        for c in rapid.stream(rd) {
-                            let c = c?;
-                            batch.push(Item {
-                                off: c.offset,
-                                len: c.length as u32,
-                                id: c.hash,
-                                last: Some(c.last),
-                                regular: c.regular,
-                                hinted: matches!(c.found, cutpoint_core::rapid::Found::Hint(_)),
-                            });
-                            if batch.len() == BATCH && !send(&mut batch) {
-                                return Ok(());
-                            }
-                        }
-                    }
-                    None => {
-                        for c in engine.stream_prefetch(rd) {
-                            let c = c?;
-                            batch.push(Item {
-                                off: c.offset,
-                                len: c.length as u32,
-                                id: c.hash.expect("the engine fingerprints"),
-                                last: None,
-                                regular: true,
-                                hinted: false,
-                            });
-                            if batch.len() == BATCH && !send(&mut batch) {
-                                return Ok(());
-                            }
-                        }
-                    }
-                }
-                if !batch.is_empty() {
-                    send(&mut batch);
-                }
-                Ok(())
-            })();
-            if let Err(e) = res {
-                fail(match e {
-                    cutpoint_core::Error::Io(io) => ClientError::Io(format!("{}: {io}", path.display())),
-                    other => ClientError::Usage(other.to_string()),
-                });
-            }
-            drop(chunk_tx);
-        });
-
-        // Stage 3: read the novel chunks back by offset and pack them.
-        let pfile = std::fs::File::open(path);
-        s.spawn(move || {
-            let pfile = match pfile {
-                Ok(f) => f,
-                Err(e) => return fail(io_err(e)),
-            };
-            let mut cur: Option<PackWriter<Vec<u8>>> = None;
-            let mut data = Vec::new();
-            for list in novel_rx.iter() {
-                for (off, len, id) in list {
-                    if abort.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    data.resize(len as usize, 0);
-                    if let Err(e) = pfile.read_exact_at(&mut data, off) {
-                        return fail(io_err(e));
-                    }
-                    let w = match &mut cur {
-                        Some(w) => w,
-                        None => cur.insert(PackWriter::new(Vec::with_capacity(pack_target + (1 << 20)), alg).expect("alg")),
-                    };
-                    w.add(&id, &data).expect("chunk sizes are within the pack limit");
-                    if w.len() as usize >= pack_target || w.count() >= pack_chunks {
-                        let p = cur.take().unwrap().finish().expect("in memory");
-                        if pack_tx.send(p).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-            if let Some(w) = cur.take() {
-                let _ = pack_tx.send(w.finish().expect("in memory"));
-            }
-        });
-
-        // Stage 4: uploads.
-        for _ in 0..opts.uploaders.max(1) {
-            let pack_rx = &pack_rx;
-            let (sent, pack_bytes, packs) = (&sent, &pack_bytes, &packs);
-            s.spawn(move || loop {
-                let p = match pack_rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
-                    Ok(p) => p,
-                    Err(_) => return,
-                };
-                if abort.load(Ordering::Relaxed) {
-                    continue;
-                }
-                match client.upload(&p) {
-                    Ok(_) => {
-                        sent.fetch_add(p.len() as u64, Ordering::Relaxed);
-                        pack_bytes.fetch_add(p.len() as u64, Ordering::Relaxed);
-                        packs.fetch_add(1, Ordering::Relaxed);
-                        progress.sent_bytes.fetch_add(p.len() as u64, Ordering::Relaxed);
-                    }
-                    Err(e) => fail(e),
-                }
+        let mut ask = Vec::new();
+        for it in &batch {
+            q.entries.push(RecipeEntry {
+                fp: it.id,
+                size: it.len,
+                last: it.last,
+                regular: it.regular,
             });
+            q.hinted += it.hinted as u64;
+            q.offsets.entry(it.id).or_insert((it.off, it.len));
+            if known_base.contains(&it.id) {
+                q.known_hits += 1;
+            }
+            if known.insert(it.id) {
+                ask.push(it.id);
+            }
+            flow.progress.processed.fetch_add(it.len as u64, Ordering::Relaxed);
         }
+        if ask.is_empty() {
+            continue;
+        }
+        flow.sent.fetch_add(ask.len() as u64 * 32, Ordering::Relaxed);
+        flow.progress.sent_bytes.fetch_add(ask.len() as u64 * 32, Ordering::Relaxed);
+        let missing = match client.query(&ask) {
+            Ok(m) => m,
+            Err(e) => {
+                flow.fail(e);
+                break;
+            }
+        };
+        let mut list = Vec::with_capacity(missing.len());
+        for id in missing {
+            let (off, len) = q.offsets[&id];
+            q.novel_chunks += 1;
+            q.novel_bytes += len as u64;
+            flow.progress.novel_bytes.fetch_add(len as u64, Ordering::Relaxed);
+            list.push((off, len, id));
+        }
+        if !list.is_empty() && novel_tx.send(list).is_err() {
+            break;
+        }
+    }
+    drop(novel_tx);
+    // Drain so that the chunker never blocks on a full channel after an error.
+    for _ in chunk_rx.iter() {}
+    q
+}
 
-        // Stage 2 (this thread): the recipe, and existence queries for what is not known.
-        for batch in chunk_rx.iter() {
-            if abort.load(Ordering::Relaxed) {
-                break;
+/// Reads the novel chunks back by offset and frames them into packs of the plan's size.
+fn stage_pack(pfile: &std::fs::File, path: &Path, plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<Vec<(u64, u32, Digest)>>, pack_tx: mpsc::SyncSender<Vec<u8>>) {
+    let mut cur: Option<PackWriter<Vec<u8>>> = None;
+    let mut data = Vec::new();
+    for list in novel_rx.iter() {
+        for (off, len, id) in list {
+            if flow.aborted() {
+                return;
             }
-            let mut ask = Vec::new();
-            for it in &batch {
-                entries.push(RecipeEntry {
-                    fp: it.id,
-                    size: it.len,
-                    last: it.last,
-                    regular: it.regular,
-                });
-                hinted += it.hinted as u64;
-                offsets.entry(it.id).or_insert((it.off, it.len));
-                if known_base.contains(&it.id) {
-                    known_hits += 1;
-                }
-                if known.insert(it.id) {
-                    ask.push(it.id);
-                }
-                progress.processed.fetch_add(it.len as u64, Ordering::Relaxed);
+            data.resize(len as usize, 0);
+            if let Err(e) = pfile.read_exact_at(&mut data, off) {
+                return flow.fail(ClientError::Io(format!("{}: {e}", path.display())));
             }
-            if ask.is_empty() {
-                continue;
-            }
-            sent.fetch_add(ask.len() as u64 * 32, Ordering::Relaxed);
-            progress.sent_bytes.fetch_add(ask.len() as u64 * 32, Ordering::Relaxed);
-            let missing = match client.query(&ask) {
-                Ok(m) => m,
-                Err(e) => {
-                    fail(e);
-                    break;
-                }
+            let w = match &mut cur {
+                Some(w) => w,
+                None => cur.insert(PackWriter::new(Vec::with_capacity(plan.pack_target + (1 << 20)), plan.alg).expect("alg")),
             };
-            let mut list = Vec::with_capacity(missing.len());
-            for id in missing {
-                let (off, len) = offsets[&id];
-                novel_chunks += 1;
-                novel_bytes += len as u64;
-                progress.novel_bytes.fetch_add(len as u64, Ordering::Relaxed);
-                list.push((off, len, id));
-            }
-            if !list.is_empty() && novel_tx.send(list).is_err() {
-                break;
+            w.add(&id, &data).expect("chunk sizes are within the pack limit");
+            if w.len() as usize >= plan.pack_target || w.count() >= plan.pack_chunks {
+                let p = cur.take().unwrap().finish().expect("in memory");
+                if pack_tx.send(p).is_err() {
+                    return;
+                }
             }
         }
-        drop(novel_tx);
-        // Drain so that the chunker never blocks on a full channel after an error.
-        for _ in chunk_rx.iter() {}
-    });
-    if let Some(e) = first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e);
     }
-    // The file must not have changed while it was read twice (chunked, then its novel chunks
-    // read back by offset); the store re-hashes every chunk, this catches the rest.
-    let after = std::fs::metadata(path).map_err(io_err)?;
-    if after.len() != meta.len() || after.modified().ok() != meta.modified().ok() {
-        return Err(ClientError::Io(format!(
-            "{}: the file changed while it was pushed; nothing was committed (push it again)",
-            path.display()
-        )));
+    if let Some(w) = cur.take() {
+        let _ = pack_tx.send(w.finish().expect("in memory"));
     }
-    let mut recipe = Recipe {
-        profile: engine.profile().to_string(),
-        hash: alg,
-        digest: None,
-        entries,
-    };
-    if recipe.total_bytes() != meta.len() {
-        return Err(ClientError::Io(format!(
-            "{}: chunked {} bytes of a {}-byte file; nothing was committed",
-            path.display(),
-            recipe.total_bytes(),
-            meta.len()
-        )));
+}
+
+/// One uploader: sends packs until the pack stage is done (after a failure it drains them).
+fn stage_upload(client: &Client, flow: &Flow, pack_rx: &Mutex<mpsc::Receiver<Vec<u8>>>) {
+    loop {
+        let p = match pack_rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+            Ok(p) => p,
+            Err(_) => return,
+        };
+        if flow.aborted() {
+            continue;
+        }
+        match client.upload(&p) {
+            Ok(_) => flow.uploaded(p.len() as u64),
+            Err(e) => flow.fail(e),
+        }
     }
-    let digest = FileDigest::of(&recipe).ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
-    recipe.digest = Some(digest);
+}
+
+/// Commits the sealed recipe: a delta against the base when there is one (a few bytes per
+/// unchanged run), else the whole recipe. If chunks went missing meanwhile (collected, or a
+/// racing delete) they are sent again ([`resend_missing`]); if the base version went
+/// (deleted meanwhile), the whole recipe is sent.
+fn stage_commit(client: &Client, name: &str, path: &Path, plan: &Plan, recipe: &Recipe, offsets: &HashMap<Digest, (u64, u32)>, flow: &Flow) -> R<Committed> {
     let full = || -> R<Vec<u8>> {
         let mut text = Vec::new();
         recipe.write(&mut text).map_err(|e| ClientError::Io(e.to_string()))?;
         Ok(text)
     };
-    // A delta against the base when there is one (a few bytes per unchanged run), else the
-    // whole recipe.
-    let mut delta_base = base.as_ref().map(|(v, _)| *v);
-    let mut text = match &base {
-        Some((v, b)) => delta::encode(&recipe, b, *v).map_err(|e| ClientError::Protocol(e.to_string()))?,
+    let mut delta_base = plan.base.as_ref().map(|(v, _)| *v);
+    let mut text = match &plan.base {
+        Some((v, b)) => delta::encode(recipe, b, *v).map_err(|e| ClientError::Protocol(e.to_string()))?,
         None => full()?,
     };
-    // Commit; if chunks went missing meanwhile (collected, or a racing delete), send them; if
-    // the base version went (deleted meanwhile), send the whole recipe.
     let mut rounds = 0;
     let mut recipe_bytes = 0u64;
-    let version = loop {
-        sent.fetch_add(text.len() as u64, Ordering::Relaxed);
+    loop {
+        flow.sent.fetch_add(text.len() as u64, Ordering::Relaxed);
         recipe_bytes += text.len() as u64;
-        match commit_read_back(client, name, &text, recipe.digest, before) {
-            Ok(v) => break v,
+        match commit_read_back(client, name, &text, recipe.digest, plan.before) {
+            Ok(version) => {
+                return Ok(Committed {
+                    version,
+                    delta_base,
+                    recipe_bytes,
+                })
+            }
             Err(ClientError::Http { status: 404, .. }) if delta_base.is_some() => {
                 delta_base = None;
                 text = full()?;
             }
             Err(ClientError::Missing(ids)) if rounds < 3 => {
                 rounds += 1;
-                let pfile = std::fs::File::open(path).map_err(io_err)?;
-                let mut w = PackWriter::new(Vec::new(), alg).expect("alg");
-                let mut data = Vec::new();
-                for id in &ids {
-                    let &(off, len) = offsets
-                        .get(id)
-                        .ok_or_else(|| ClientError::Protocol(format!("the store asks for chunk {} that the file lacks", hex(id))))?;
-                    data.resize(len as usize, 0);
-                    pfile.read_exact_at(&mut data, off).map_err(io_err)?;
-                    w.add(id, &data).expect("chunk size");
-                    if w.len() as usize >= pack_target || w.count() >= pack_chunks {
-                        let p = std::mem::replace(&mut w, PackWriter::new(Vec::new(), alg).expect("alg")).finish().expect("mem");
-                        client.upload(&p)?;
-                        sent.fetch_add(p.len() as u64, Ordering::Relaxed);
-                        pack_bytes.fetch_add(p.len() as u64, Ordering::Relaxed);
-                        packs.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                if !w.is_empty() {
-                    let p = w.finish().expect("mem");
-                    client.upload(&p)?;
-                    sent.fetch_add(p.len() as u64, Ordering::Relaxed);
-                    pack_bytes.fetch_add(p.len() as u64, Ordering::Relaxed);
-                    packs.fetch_add(1, Ordering::Relaxed);
-                }
+                resend_missing(client, path, plan, offsets, &ids, flow)?;
             }
             Err(e) => return Err(e),
         }
-    };
-    let bytes = recipe.total_bytes();
-    Ok(PushReport {
-        name: name.to_string(),
-        bytes,
-        chunks: recipe.entries.len() as u64,
-        novel_chunks,
-        novel_bytes,
-        sent_bytes: sent.load(Ordering::Relaxed),
-        pack_bytes: pack_bytes.load(Ordering::Relaxed),
-        packs: packs.load(Ordering::Relaxed),
-        recipe_bytes,
-        delta_base,
-        known_from_base: known_hits,
-        hinted_chunks: hinted,
-        version: version.version,
-        digest: hex(&digest),
-        dedup_ratio: if novel_bytes == 0 { f64::INFINITY } else { bytes as f64 / novel_bytes as f64 },
-        seconds: t0.elapsed().as_secs_f64(),
-        profile: engine.profile().to_string(),
-        hash: alg.name(),
-        backend: engine.backend().name(),
-    })
+    }
+}
+
+/// Reads the chunks a commit named missing back from the file and uploads them in packs.
+fn resend_missing(client: &Client, path: &Path, plan: &Plan, offsets: &HashMap<Digest, (u64, u32)>, ids: &[Digest], flow: &Flow) -> R<()> {
+    let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+    let alg = plan.alg;
+    let pfile = std::fs::File::open(path).map_err(io_err)?;
+    let mut w = PackWriter::new(Vec::new(), alg).expect("alg");
+    let mut data = Vec::new();
+    for id in ids {
+        let &(off, len) = offsets
+            .get(id)
+            .ok_or_else(|| ClientError::Protocol(format!("the store asks for chunk {} that the file lacks", hex(id))))?;
+        data.resize(len as usize, 0);
+        pfile.read_exact_at(&mut data, off).map_err(io_err)?;
+        w.add(id, &data).expect("chunk size");
+        if w.len() as usize >= plan.pack_target || w.count() >= plan.pack_chunks {
+            let p = std::mem::replace(&mut w, PackWriter::new(Vec::new(), alg).expect("alg")).finish().expect("mem");
+            client.upload(&p)?;
+            flow.uploaded(p.len() as u64);
+        }
+    }
+    if !w.is_empty() {
+        let p = w.finish().expect("mem");
+        client.upload(&p)?;
+        flow.uploaded(p.len() as u64);
+    }
+    Ok(())
 }
 
 /// Commits `text` as the next version of `name`. A commit is not idempotent: after a network

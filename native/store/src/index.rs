@@ -6,19 +6,33 @@
 //! why it runs with `synchronous = NORMAL` (WAL: a power cut may lose the last transactions,
 //! never corrupt the database; the start-up reconcile puts them back from the objects). Every statement binds
 //! the namespace's number: no query can cross one.
+//!
+//! Existence queries ([`Index::missing`], [`Index::contains`]) do not touch SQLite: each
+//! namespace's chunk ids are also held in memory ([`IdSet`], ~32–42 bytes a chunk), loaded at
+//! open and changed by every method that adds or drops chunk rows, under the same lock.
 
 use crate::error::{Result, StoreError};
 use cutpoint_core::protocol::pack::Frame;
 use cutpoint_core::{Digest, HashAlg};
+use crate::idset::IdSet;
 use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
 
 /// Chunk rows inserted per transaction ([`Index::add_pack`]).
 pub const INDEX_BATCH: usize = 4096;
 
 pub struct Index {
     conn: Mutex<Connection>,
+    /// Each namespace's chunk ids, in memory ([`IdSet`]): existence queries are answered here.
+    /// Built at open from the chunks table and changed with it, under the connection's lock
+    /// (taken first), so a writer leaves the table and the set in step before the next one.
+    ids: RwLock<HashMap<String, IdSet>>,
+    /// Ids whose stored length was read from SQLite ([`Index::lengths`]): a count for tests
+    /// and stats.
+    length_reads: AtomicU64,
 }
 
 /// Where a chunk rests.
@@ -112,7 +126,81 @@ impl Index {
             "DELETE FROM chunks WHERE pid IN (SELECT pid FROM packs WHERE bytes < 0); DELETE FROM packs WHERE bytes < 0;",
         )?;
         conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
-        Ok(Index { conn: Mutex::new(conn) })
+        let ids = Self::load_ids(&conn)?;
+        Ok(Index {
+            conn: Mutex::new(conn),
+            ids: RwLock::new(ids),
+            length_reads: AtomicU64::new(0),
+        })
+    }
+
+    /// Every namespace's id set, from the chunks table (read in key order: each set's ids
+    /// come sorted).
+    fn load_ids(c: &Connection) -> Result<HashMap<String, IdSet>> {
+        let mut names: HashMap<i64, (String, Vec<Digest>)> = HashMap::new();
+        {
+            let mut s = c.prepare("SELECT n.nsid, n.ns, COUNT(c.id) FROM namespaces n LEFT JOIN chunks c ON c.nsid = n.nsid GROUP BY n.nsid")?;
+            let rows = s.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))?;
+            for row in rows {
+                let (nsid, ns, n) = row?;
+                names.insert(nsid, (ns, Vec::with_capacity(n.max(0) as usize)));
+            }
+        }
+        let mut s = c.prepare("SELECT nsid, id FROM chunks ORDER BY nsid, id")?;
+        let mut rows = s.query([])?;
+        while let Some(r) = rows.next()? {
+            let nsid: i64 = r.get(0)?;
+            let id = r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
+            let id: Digest = id
+                .try_into()
+                .map_err(|_| StoreError::Internal(format!("the index holds a chunk id of {} bytes", id.len())))?;
+            if let Some((_, v)) = names.get_mut(&nsid) {
+                v.push(id);
+            }
+        }
+        Ok(names.into_values().map(|(ns, v)| (ns, IdSet::from_ids(v))).collect())
+    }
+
+    fn ids_mut(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, IdSet>> {
+        self.ids.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn ids(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, IdSet>> {
+        self.ids.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many ids' stored lengths were read from SQLite since the index was opened.
+    pub fn length_reads(&self) -> u64 {
+        self.length_reads.load(Ordering::Relaxed)
+    }
+
+    /// Bytes the in-memory id sets hold (all namespaces).
+    pub fn id_set_bytes(&self) -> usize {
+        self.ids().values().map(IdSet::heap_bytes).sum()
+    }
+
+    /// The chunk ids of pack `pid`'s rows (within the caller's transaction, before they go).
+    fn pack_ids(c: &Connection, pid: i64) -> Result<Vec<Digest>> {
+        let mut s = c.prepare_cached("SELECT id FROM chunks WHERE pid = ?1")?;
+        let v = s
+            .query_map([pid], |r| r.get::<_, Vec<u8>>(0))?
+            .filter_map(|r| r.map(|v| v.try_into().ok()).transpose())
+            .collect::<rusqlite::Result<Vec<Digest>>>()?;
+        Ok(v)
+    }
+
+    /// Drops `gone` from namespace `ns`'s id set (the caller holds the connection's lock and
+    /// has committed their rows' removal).
+    fn forget(&self, ns: &str, gone: &[Digest]) {
+        if gone.is_empty() {
+            return;
+        }
+        let mut sets = self.ids_mut();
+        if let Some(s) = sets.get_mut(ns) {
+            for id in gone {
+                s.remove(id);
+            }
+        }
     }
 
     fn c(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -162,17 +250,14 @@ impl Index {
     }
 
     /// The ids among `ids` that the namespace lacks, in order (each once).
+    /// Answered by the namespace's in-memory id set (no SQLite, no lock a writer holds long).
     pub fn missing(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Digest>> {
-        let c = self.c();
+        let sets = self.ids();
+        let set = sets.get(ns);
         let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let Some(nsid) = Self::nsid(&c, ns)? else {
-            out.extend(ids.iter().filter(|id| seen.insert(**id)));
-            return Ok(out);
-        };
-        let mut s = c.prepare_cached("SELECT 1 FROM chunks WHERE nsid = ?1 AND id = ?2")?;
+        let mut seen = std::collections::HashSet::with_capacity(ids.len());
         for id in ids {
-            if seen.insert(*id) && !s.exists(params![nsid, &id[..]])? {
+            if !set.is_some_and(|s| s.contains(id)) && seen.insert(*id) {
                 out.push(*id);
             }
         }
@@ -180,10 +265,7 @@ impl Index {
     }
 
     pub fn contains(&self, ns: &str, id: &Digest) -> Result<bool> {
-        let c = self.c();
-        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(false) };
-        let mut s = c.prepare_cached("SELECT 1 FROM chunks WHERE nsid = ?1 AND id = ?2")?;
-        Ok(s.exists(params![nsid, &id[..]])?)
+        Ok(self.ids().get(ns).is_some_and(|s| s.contains(id)))
     }
 
     pub fn lookup(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Option<Loc>>> {
@@ -214,6 +296,7 @@ impl Index {
     pub fn lengths(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Option<u32>>> {
         let c = self.c();
         let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(vec![None; ids.len()]) };
+        self.length_reads.fetch_add(ids.len() as u64, Ordering::Relaxed);
         let mut s = c.prepare_cached("SELECT CASE WHEN raw > 0 THEN raw ELSE len END FROM chunks WHERE nsid = ?1 AND id = ?2")?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
@@ -240,7 +323,7 @@ impl Index {
             let pid = Self::pid(&c, nsid, pack)?.ok_or_else(|| StoreError::Internal(format!("pack {pack} vanished")))?;
             (nsid, pid, fresh)
         };
-        let r = self.add_rows(nsid, pid, frames);
+        let r = self.add_rows(ns, nsid, pid, frames);
         if fresh {
             match &r {
                 Ok(_) => {
@@ -255,11 +338,15 @@ impl Index {
         r
     }
 
-    fn add_rows(&self, nsid: i64, pid: i64, frames: &[Frame]) -> Result<(u64, u64)> {
+    /// Inserts the rows batch by batch; each batch's new ids join the namespace's id set once
+    /// its transaction has committed (the connection's lock still held).
+    fn add_rows(&self, ns: &str, nsid: i64, pid: i64, frames: &[Frame]) -> Result<(u64, u64)> {
         let (mut added, mut added_bytes) = (0, 0);
+        let mut new = Vec::with_capacity(INDEX_BATCH.min(frames.len()));
         for batch in frames.chunks(INDEX_BATCH) {
             let mut c = self.c();
             let tx = c.transaction()?;
+            new.clear();
             {
                 let mut s = tx.prepare_cached("INSERT OR IGNORE INTO chunks(nsid, id, pid, off, len, raw) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
                 for f in batch {
@@ -267,10 +354,16 @@ impl Index {
                     if s.execute(params![nsid, &f.id[..], pid, f.offset as i64, f.len as i64, raw])? == 1 {
                         added += 1;
                         added_bytes += f.len as u64;
+                        new.push(f.id);
                     }
                 }
             }
             tx.commit()?;
+            let mut sets = self.ids_mut();
+            let set = sets.entry(ns.to_string()).or_default();
+            for id in &new {
+                set.insert(id);
+            }
         }
         Ok((added, added_bytes))
     }
@@ -326,13 +419,16 @@ impl Index {
     pub fn remove_pack(&self, ns: &str, pack: &str) -> Result<()> {
         let mut c = self.c();
         let tx = c.transaction()?;
+        let mut gone = Vec::new();
         if let Some(nsid) = Self::nsid(&tx, ns)? {
             if let Some(pid) = Self::pid(&tx, nsid, pack)? {
+                gone = Self::pack_ids(&tx, pid)?;
                 tx.execute("DELETE FROM chunks WHERE pid = ?1", [pid])?;
                 tx.execute("DELETE FROM packs WHERE pid = ?1", [pid])?;
             }
         }
         tx.commit()?;
+        self.forget(ns, &gone);
         Ok(())
     }
 
@@ -353,13 +449,16 @@ impl Index {
                 s.execute(params![nsid, &f.id[..], new_pid, f.offset as i64])?;
             }
         }
+        let mut gone = Vec::new();
         if old_pack != new_pack {
             if let Some(old) = Self::pid(&tx, nsid, old_pack)? {
+                gone = Self::pack_ids(&tx, old)?;
                 tx.execute("DELETE FROM chunks WHERE pid = ?1", [old])?;
                 tx.execute("DELETE FROM packs WHERE pid = ?1", [old])?;
             }
         }
         tx.commit()?;
+        self.forget(ns, &gone);
         Ok(())
     }
 
@@ -464,5 +563,136 @@ impl Index {
             params![nsid, name, version as i64],
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn id(x: u64) -> Digest {
+        *blake3::hash(&x.to_le_bytes()).as_bytes()
+    }
+
+    fn frames(xs: &[u64]) -> Vec<Frame> {
+        xs.iter()
+            .enumerate()
+            .map(|(i, &x)| Frame::plain(id(x), 12 + i as u64 * 100, 60))
+            .collect()
+    }
+
+    /// The chunk ids the table holds for `ns`, read from SQLite.
+    fn table(ix: &Index, ns: &str) -> HashSet<Digest> {
+        let c = ix.c();
+        let Some(nsid) = Index::nsid(&c, ns).unwrap() else { return HashSet::new() };
+        let mut s = c.prepare("SELECT id FROM chunks WHERE nsid = ?1").unwrap();
+        s.query_map([nsid], |r| r.get::<_, Vec<u8>>(0))
+            .unwrap()
+            .map(|v| v.unwrap().try_into().unwrap())
+            .collect()
+    }
+
+    /// The set and the table agree on every id of `universe`, through both ways of asking.
+    fn agree(ix: &Index, ns: &str, universe: u64, what: &str) {
+        let t = table(ix, ns);
+        let all: Vec<Digest> = (0..universe).map(id).collect();
+        let miss: HashSet<Digest> = ix.missing(ns, &all).unwrap().into_iter().collect();
+        for d in &all {
+            assert_eq!(!miss.contains(d), t.contains(d), "{what}: ns {ns}: missing() and the table differ");
+            assert_eq!(ix.contains(ns, d).unwrap(), t.contains(d), "{what}: ns {ns}: contains() and the table differ");
+        }
+        assert_eq!(ix.ids().get(ns).map_or(0, |s| s.len()), t.len(), "{what}: ns {ns}: sizes differ");
+    }
+
+    /// Property: through random adds (overlapping packs, chunks already indexed), removes,
+    /// replaces (a gc rewrite keeping some rows) and restarts (the set rebuilt from the
+    /// table), the in-memory set and the chunks table hold the same ids, namespace by
+    /// namespace; a chunk of one namespace never answers present in another.
+    #[test]
+    fn the_id_set_and_the_table_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        let mut ix = Index::open(&path, false).unwrap();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n.max(1)
+        };
+        const UNIVERSE: u64 = 30_000;
+        let nss = ["a", "b", "c"];
+        let mut packs: Vec<(String, String)> = Vec::new();
+        for step in 0..400 {
+            let ns = nss[rnd(3) as usize];
+            match rnd(10) {
+                0..=4 => {
+                    // A pack of up to 9,000 chunks (more than one INDEX_BATCH), overlapping others.
+                    let start = rnd(UNIVERSE);
+                    let n = 1 + rnd(9000);
+                    let xs: Vec<u64> = (start..start + n).map(|k| k % UNIVERSE).collect();
+                    let name = format!("p{step}");
+                    ix.add_pack(ns, &name, 1000, now(), &frames(&xs)).unwrap();
+                    packs.push((ns.to_string(), name));
+                }
+                5 | 6 if !packs.is_empty() => {
+                    let (ns2, p) = packs.swap_remove(rnd(packs.len() as u64) as usize);
+                    ix.remove_pack(&ns2, &p).unwrap();
+                }
+                7 if !packs.is_empty() => {
+                    // A rewrite: some of the old pack's rows move to a new pack, the rest go.
+                    let i = rnd(packs.len() as u64) as usize;
+                    let (ns2, old) = packs[i].clone();
+                    let rows = ix.pack_chunks(&ns2, &old).unwrap();
+                    let keep: Vec<Frame> = rows.into_iter().filter(|_| rnd(2) == 0).collect();
+                    let new = format!("r{step}");
+                    ix.replace_pack(&ns2, &old, &new, 500, &keep).unwrap();
+                    packs[i] = (ns2, new);
+                }
+                8 => {
+                    drop(ix);
+                    ix = Index::open(&path, false).unwrap();
+                }
+                _ => {}
+            }
+            if step % 25 == 0 {
+                for ns in nss {
+                    agree(&ix, ns, UNIVERSE, &format!("step {step}"));
+                }
+            }
+        }
+        for ns in nss {
+            agree(&ix, ns, UNIVERSE, "end");
+        }
+        drop(ix);
+        let ix = Index::open(&path, false).unwrap();
+        for ns in nss {
+            agree(&ix, ns, UNIVERSE, "after a restart");
+        }
+        // --reindex empties the table and the set alike.
+        drop(ix);
+        let ix = Index::open(&path, true).unwrap();
+        for ns in nss {
+            assert!(ix.ids().get(ns).is_none_or(|s| s.is_empty()));
+            agree(&ix, ns, UNIVERSE, "after a reset");
+        }
+    }
+
+    #[test]
+    fn tenants_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = Index::open(&dir.path().join("i.sqlite"), false).unwrap();
+        ix.add_pack("a", "p", 100, now(), &frames(&[1, 2, 3])).unwrap();
+        ix.add_pack("b", "p", 100, now(), &frames(&[3, 4])).unwrap();
+        let q: Vec<Digest> = (1..=5).map(id).collect();
+        assert_eq!(ix.missing("a", &q).unwrap(), vec![id(4), id(5)]);
+        assert_eq!(ix.missing("b", &q).unwrap(), vec![id(1), id(2), id(5)]);
+        assert_eq!(ix.missing("nobody", &q).unwrap(), q);
+        assert!(ix.contains("b", &id(4)).unwrap() && !ix.contains("a", &id(4)).unwrap());
+        ix.remove_pack("b", "p").unwrap();
+        assert!(!ix.contains("b", &id(3)).unwrap() && ix.contains("a", &id(3)).unwrap(), "b's removal left a's chunk");
+        // Repeated ids are answered once.
+        assert_eq!(ix.missing("a", &[id(9), id(9), id(1)]).unwrap(), vec![id(9)]);
     }
 }

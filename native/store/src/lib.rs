@@ -1,7 +1,8 @@
 //! `cutpoint-store`: the cutpoint chunk store (`cutpoint serve`) and its native client.
 //!
 //! * [`store::Store`] — the logic of each protocol step (query, upload, commit, restore, gc,
-//!   check) over [`backend::Objects`] (packs and recipes) and [`index::Index`] (SQLite);
+//!   check) over [`backend::Objects`] (packs and recipes) and [`index::Index`] (SQLite, with each namespace's chunk ids in
+//!   memory: [`idset`]);
 //! * [`routes`] — the HTTP API (axum): thin handlers that parse, authorise ([`auth`]; web pages
 //!   and `Host` names by [`access`]), call the
 //!   store on a blocking thread, and map the result to a status;
@@ -15,6 +16,7 @@ pub mod auth;
 pub mod backend;
 pub mod client;
 pub mod error;
+pub mod idset;
 pub mod index;
 pub mod range;
 pub mod routes;

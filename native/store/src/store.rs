@@ -22,7 +22,7 @@ use cutpoint_core::protocol::name::{name_from_key, name_key, validate_name, vali
 use cutpoint_core::protocol::codec::{Codec, Decompressor};
 use cutpoint_core::protocol::pack::{Frame, PackReader, PackWriter, FRAME_HEAD_LEN, MAX_CHUNK};
 use cutpoint_core::protocol::WireError;
-use cutpoint_core::rapid::Recipe;
+use cutpoint_core::rapid::{Recipe, RecipeEntry};
 use cutpoint_core::{hex, Digest, HashAlg};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -587,67 +587,49 @@ impl Store {
     pub fn commit(&self, ns: &str, name: &str, body: &[u8]) -> Result<Version> {
         check_ns(ns)?;
         validate_name(name).map_err(StoreError::bad)?;
-        let recipe = if body.starts_with(b"cutpoint-delta ") {
-            let d = delta::parse(body).map_err(|e| StoreError::BadRequest(format!("delta: {e}")))?;
-            let (_, base) = self.recipe(ns, name, Some(d.base))?;
-            // Bounded before it is built: the expanded recipe's text within --max-recipe.
-            d.expand(&base, self.limits.max_recipe).map_err(|e| match e {
-                delta::ExpandError::TooLarge(m) => StoreError::TooLarge(format!("delta: {m}")),
-                delta::ExpandError::Malformed(e) => StoreError::BadRequest(format!("delta: {e}")),
-            })?
-        } else {
-            Recipe::read(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))?
-        };
-        self.commit_recipe(ns, name, recipe)
+        if !body.starts_with(b"cutpoint-delta ") {
+            let recipe = Recipe::read(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))?;
+            return self.commit_recipe(ns, name, recipe);
+        }
+        let d = delta::parse(body).map_err(|e| StoreError::BadRequest(format!("delta: {e}")))?;
+        // The base is read under the GC lock, held until the commit's put: no gc runs between,
+        // and a gc keeps every chunk a stored recipe names, so the entries the runs copy from
+        // the base (checked when the base was committed) are still stored. Only the delta's
+        // own chunk lines are checked (in a shared bucket, where another node's gc does not
+        // take this lock, every entry is).
+        let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
+        let (_, base) = self.recipe(ns, name, Some(d.base))?;
+        // Bounded before it is built: the expanded recipe's text within --max-recipe.
+        let recipe = d.expand(&base, self.limits.max_recipe).map_err(|e| match e {
+            delta::ExpandError::TooLarge(m) => StoreError::TooLarge(format!("delta: {m}")),
+            delta::ExpandError::Malformed(e) => StoreError::BadRequest(format!("delta: {e}")),
+        })?;
+        drop(base);
+        let lines: Vec<RecipeEntry> = d
+            .ops
+            .into_iter()
+            .filter_map(|op| match op {
+                delta::Op::Entry(e) => Some(e),
+                delta::Op::Copy { .. } => None,
+            })
+            .collect();
+        self.commit_locked(ns, name, recipe, Some(&lines))
     }
 
     /// Commits a parsed recipe (see [`Store::commit`]).
     pub fn commit_recipe(&self, ns: &str, name: &str, recipe: Recipe) -> Result<Version> {
-        if let Some(have) = self.index.ns_alg(ns)? {
-            if have != recipe.hash {
-                return Err(StoreError::BadRequest(format!(
-                    "namespace '{ns}' uses {} fingerprints; this recipe uses {}",
-                    have.name(),
-                    recipe.hash.name()
-                )));
-            }
-        }
-        let digest = recipe
-            .digest
-            .ok_or_else(|| StoreError::BadRequest("recipe: a commit needs the file's 'digest' line".into()))?;
-        if FileDigest::of(&recipe) != Some(digest) {
-            return Err(StoreError::BadRequest(
-                "recipe: its 'digest' line is not the digest of its chunk list (see PROTOCOL.md, 'File digest')".into(),
-            ));
-        }
-        if let Some(e) = recipe.entries.iter().find(|e| e.size as usize > MAX_CHUNK) {
-            return Err(StoreError::BadRequest(format!(
-                "recipe: a chunk of {} bytes is over the store's limit of {MAX_CHUNK}",
-                e.size
-            )));
-        }
         let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
-        // In a shared bucket: the gc epoch this commit's check belongs to (see `confirm_commit`).
-        let mut epoch = None;
-        if self.shared {
-            epoch = Some(self.gc_epoch(ns)?);
-            // A gc on another node holds the namespace: refuse rather than race its sweep (a
-            // lock past its lease is a dead node's and is ignored).
-            if self.gc_lock_held(ns)? {
-                return Err(StoreError::Busy(format!(
-                    "a gc of namespace '{ns}' is running on a node of this bucket; try again shortly"
-                )));
-            }
-            // Every chunk the recipe names is checked against the bucket's listing, not only
-            // this node's cache: packs another node's gc deleted are dropped, packs other nodes
-            // stored are indexed.
-            self.refresh(ns, Instant::now())?;
-        }
-        let ids: Vec<Digest> = recipe.entries.iter().map(|e| e.fp).collect();
+        self.commit_locked(ns, name, recipe, None)
+    }
+
+    /// Every chunk of `entries` is indexed with the entry's length: 409 with the missing ids
+    /// (each once), 400 on a length that differs.
+    fn check_chunks(&self, ns: &str, entries: &[RecipeEntry]) -> Result<()> {
+        let ids: Vec<Digest> = entries.iter().map(|e| e.fp).collect();
         let lens = self.index.lengths(ns, &ids)?;
         let mut missing = Vec::new();
         let mut seen = HashSet::new();
-        for (e, l) in recipe.entries.iter().zip(&lens) {
+        for (e, l) in entries.iter().zip(&lens) {
             match l {
                 None => {
                     if seen.insert(e.fp) {
@@ -673,6 +655,55 @@ impl Store {
                 ),
                 missing,
             });
+        }
+        Ok(())
+    }
+
+    /// [`Store::commit_recipe`], the GC lock held (shared) by the caller. `only`: the entries
+    /// to check against the index (a delta's chunk lines; `None`: every entry).
+    fn commit_locked(&self, ns: &str, name: &str, recipe: Recipe, only: Option<&[RecipeEntry]>) -> Result<Version> {
+        if let Some(have) = self.index.ns_alg(ns)? {
+            if have != recipe.hash {
+                return Err(StoreError::BadRequest(format!(
+                    "namespace '{ns}' uses {} fingerprints; this recipe uses {}",
+                    have.name(),
+                    recipe.hash.name()
+                )));
+            }
+        }
+        let digest = recipe
+            .digest
+            .ok_or_else(|| StoreError::BadRequest("recipe: a commit needs the file's 'digest' line".into()))?;
+        if FileDigest::of(&recipe) != Some(digest) {
+            return Err(StoreError::BadRequest(
+                "recipe: its 'digest' line is not the digest of its chunk list (see PROTOCOL.md, 'File digest')".into(),
+            ));
+        }
+        if let Some(e) = recipe.entries.iter().find(|e| e.size as usize > MAX_CHUNK) {
+            return Err(StoreError::BadRequest(format!(
+                "recipe: a chunk of {} bytes is over the store's limit of {MAX_CHUNK}",
+                e.size
+            )));
+        }
+        // In a shared bucket: the gc epoch this commit's check belongs to (see `confirm_commit`).
+        let mut epoch = None;
+        if self.shared {
+            epoch = Some(self.gc_epoch(ns)?);
+            // A gc on another node holds the namespace: refuse rather than race its sweep (a
+            // lock past its lease is a dead node's and is ignored).
+            if self.gc_lock_held(ns)? {
+                return Err(StoreError::Busy(format!(
+                    "a gc of namespace '{ns}' is running on a node of this bucket; try again shortly"
+                )));
+            }
+            // Every chunk the recipe names is checked against the bucket's listing, not only
+            // this node's cache: packs another node's gc deleted are dropped, packs other nodes
+            // stored are indexed.
+            self.refresh(ns, Instant::now())?;
+        }
+        match only {
+            Some(lines) if !self.shared => self.check_chunks(ns, lines)?,
+            _ => self.check_chunks(ns, &recipe.entries)?,
         }
         self.ensure_ns(ns, recipe.hash)?;
         let mut text = Vec::new();

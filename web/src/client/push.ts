@@ -1,5 +1,7 @@
 // `push`: one input as the next version of a name, sending only the chunks the store lacks.
-// A pipeline, as the native client's (native/store/src/client.rs `push_file`), in one event
+// A pipeline, as the native client's (native/store/src/client.rs `push_file`, whose stage
+// functions have the same names as PushRun's methods: prepare, stageChunk, stageQuery,
+// stagePack, stageUpload, stageCommit), in one event
 // loop: the workers chunk and fingerprint (`chunk()`, ahead of this loop) → existence queries
 // in batches of 2048 ids, up to MAX_QUERIES in flight, answered in order → the novel chunks
 // read back from the input by offset (contiguous ones in one read) and framed into packs (the
@@ -148,10 +150,24 @@ interface Novel {
   at: number
 }
 
-export async function push(ctx: PushContext, input: PushInput, opts: PushOptions): Promise<PushResult> {
-  const t0 = performance.now()
+/** The base: the latest recipe of the name, if it has this profile and fingerprint. */
+interface Base {
+  version: number
+  recipe: WasmStoreRecipe
+  text: Uint8Array
+}
+
+/** What the options say, checked before anything is asked. */
+interface Checked {
+  name: string
+  profile: string
+  maxChunk: number
+  criterion?: Criterion
+}
+
+function checkOptions(ctx: PushContext, opts: PushOptions): Checked {
   if (!opts || typeof opts !== 'object') throw usage('push needs options with a name: push(input, { name })')
-  const { name, signal: userSignal } = opts
+  const { name } = opts
   if (typeof name !== 'string') throw usage(`push needs a name (got ${typeof name})`)
   try {
     wire().validateName(name)
@@ -173,441 +189,537 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
     if (!CRITERIA.includes(opts.rapid as Criterion)) throw usage(`rapid must be one of ${CRITERIA.join(', ')} (got '${opts.rapid}')`)
     criterion = opts.rapid as Criterion
   } else if (opts.rapid !== undefined && opts.rapid !== false) throw usage(`rapid must be a boolean or a criterion (got ${typeof opts.rapid})`)
-  const { http, hash } = ctx
+  return { name, profile, maxChunk, criterion }
+}
+
+/**
+ * Pushes one input as the next version of a name. The stages, each its own method of PushRun
+ * (the same names as native/store/src/client.rs `push_file`'s functions): prepare → stageChunk →
+ * stageQuery → stagePack (reads the novel chunks back) → stageUpload → stageCommit.
+ */
+export async function push(ctx: PushContext, input: PushInput, opts: PushOptions): Promise<PushResult> {
+  const t0 = performance.now()
+  const checked = checkOptions(ctx, opts)
+  const userSignal = opts.signal
   checkAbort(userSignal)
   // Every request and step of this push watches `signal`: aborted by the caller's signal, and
   // by the push itself when it fails (the uploads still in flight are stopped).
   const inner = new AbortController()
-  const signal = inner.signal
   const onUserAbort = () => inner.abort(userSignal!.reason)
   userSignal?.addEventListener('abort', onUserAbort, { once: true })
-  let succeeded = false
-  let journal: PushJournal | undefined
+  const run = new PushRun(ctx, opts, checked, inner.signal, t0)
   try {
-    // Counters (the native report's fields).
-    let bytes = 0
-    let chunks = 0
-    let novelChunks = 0
-    let novelBytes = 0
-    let sent = 0
-    let packBytes = 0
-    let packs = 0
-    let knownFromBase = 0
-    let hinted = 0
-    let total: number | undefined
-    let stage: PushProgress['stage'] = 'querying'
-    let lastReport = 0
-    const progress = (force = false) => {
-      if (!opts.onProgress) return
-      const now = performance.now()
-      if (!force && now - lastReport < 100) return
-      lastReport = now
-      const secs = (now - t0) / 1000
-      opts.onProgress({
-        stage,
-        bytes,
-        total,
-        novelBytes,
-        sentBytes: sent,
-        chunks,
-        novelChunks,
-        dedupRatio: novelBytes ? bytes / novelBytes : Infinity,
-        throughput: secs > 0 ? bytes / secs : 0,
-        resumed: journal?.resumed,
-      })
-    }
-    progress(true)
-
-    // The base: the latest recipe of the name, if it has this profile and fingerprint.
-    let base: { version: number; recipe: WasmStoreRecipe; text: Uint8Array } | undefined
-    let latest = 0
-    // Every id met: the base recipe's, the journal's, the input's (where each first occurs).
-    const table = new IdTable()
-    // The store's pack limit, asked while the base recipe is fetched.
-    const limits = http.limits(signal)
-    limits.catch(() => {}) // awaited below, unless the recipe's request fails first
-    {
-      // A damaged latest recipe (the store's code `damaged`) is no base: the whole recipe is sent.
-      const got = await http
-        .requestRead('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] }, async (res) => {
-          if (res.status !== 200) {
-            await res.body?.cancel()
-            return undefined
-          }
-          return { res, text: new Uint8Array(await res.arrayBuffer()) }
-        })
-        .catch((e) => {
-          if (e instanceof StoreError && e.code === 'damaged') return undefined
-          throw e
-        })
-      if (got) {
-        const { res, text } = got
-        latest = Number(res.headers.get('x-cutpoint-version'))
-        if (!Number.isSafeInteger(latest) || latest < 1) throw new StoreError('cutpoint: the recipe came without its version (X-Cutpoint-Version)', { code: 'protocol' })
-        let rec: WasmStoreRecipe
-        try {
-          rec = wire().StoreRecipe.parse(text)
-        } catch (e: any) {
-          throw new StoreError(`cutpoint: the store's recipe of '${name}': ${e?.message ?? e}`, { code: 'protocol' })
-        }
-        if (rec.profile === profile && rec.hash === hash) {
-          base = { version: latest, recipe: rec, text }
-          for (let i = 0; i < rec.count; i += 65536) table.addAll(rec.ids(i, i + 65536), KNOWN | BASE)
-        } else rec.free()
-      }
-    }
-    // Heads-first packs (a File/Blob in a browser) or framed ones, aimed within the store's
-    // limit; decided before anything is opened or leased (a limit too small is an error here).
-    const source = BLOB_BODIES && typeof Blob !== 'undefined' && input instanceof Blob ? input : undefined
-    let packSize: number
-    let maxCount: number
+    run.progress(true)
     try {
-      const lim = await limits
-      packSize = fitPack(ctx.packSize ?? (source ? HEADS_FIRST_PACK_SIZE : PACK_SIZE), maxChunk, lim)
-      // Chunks per pack within the store's count, in either layout (the core's rule).
-      maxCount = wire().fitPackChunks(lim.maxPackChunks)
-    } catch (e) {
-      base?.recipe.free()
-      throw e
-    }
-    // The journal (browsers, File/Blob): what an earlier attempt had stored is known present.
-    journal = await PushJournal.open({ store: http.base, namespace: http.ns, name, profile, hash }, input, () => ({ stage, bytes, chunks, novelBytes }))
-    if (journal) for (const seg of journal.known) table.addAll(seg, KNOWN)
-
-    const stream = isStream(input)
-    let reader: RangeReader
-    let window: StreamWindow | undefined
-    if (stream) reader = window = new StreamWindow()
-    else {
-      let o: Awaited<ReturnType<typeof openReader>>
-      try {
-        o = await openReader(input as Blob | Uint8Array | string)
-      } catch (e) {
-        base?.recipe.free()
-        throw e
-      }
-      reader = o.reader
-      total = o.size
-    }
-    const recipe: WasmStoreRecipe | undefined = criterion ? undefined : new (wire().StoreRecipe)(profile, hash)
-    let rapidRecipe: Uint8Array | undefined
-    const { opts: chunkOpts, release } = await ctx.chunkOptions()
-    chunkOpts.profile = profile
-    chunkOpts.hash = hash
-    if (criterion) chunkOpts.rapid = { criterion, base: base?.text, recipe: true, hinted: true }
-
-    // The ids to ask about next, the queries in flight, the pack being filled.
-    let ask = 0
-    let askBuf = new Uint8Array(BATCH * 32)
-    let askFrom = -1
-    const queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number }[] = []
-    const infos: { offset: number; length: number; id: number; hinted: boolean }[] = []
-    let failure: unknown
-    const header = wire().packHeader(hash, source !== undefined)
-    const pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, packSize)
-    const concurrency = ctx.concurrency ?? (source ? HEADS_FIRST_CONCURRENCY : 2)
-    let packNovel: Novel[] = []
-    let packCount = 0
-    const inflight = new Set<Promise<void>>()
-
-    const upload = async () => {
-      const body = pack.take(wire().packEnd(packCount))
-      const inPack = packNovel
-      packNovel = []
-      packCount = 0
-      while (inflight.size >= concurrency) await Promise.race(inflight)
-      if (failure) throw failure
-      checkAbort(signal)
-      const p: Promise<void> = http
-        .requestRead('POST', http.url('packs'), { body, retry: true, signal }, (r) => r.json())
-        .then(() => {
-          sent += packSizeOf(body)
-          packBytes += packSizeOf(body)
-          packs++
-          journal?.acked(inPack)
-          progress()
-        })
-        .catch(async (e) => {
-          // The browser reads a heads-first body from the file as it sends it: a file changed
-          // or removed since it was picked fails the request, which is said as such.
-          if (source && !signal.aborted && e instanceof StoreError && e.code !== 'usage') {
-            try {
-              await source.slice(0, 1).arrayBuffer()
-            } catch (r: any) {
-              e = new StoreError(`cutpoint: cannot read the file while uploading it (was it changed or removed?): ${r?.message ?? r}; nothing was committed`, { code: 'io', cause: r })
-            }
-          }
-          failure ??= e
-          throw e
-        })
-        .finally(() => inflight.delete(p))
-      p.catch(() => {})
-      inflight.add(p)
-    }
-
-    const addNovel = async (list: Novel[]) => {
-      if (pack instanceof HeadsFirstPack) {
-        for (const n of list) {
-          pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), n.off, n.len)
-          if (journal) packNovel.push(n)
-          packCount++
-          if (pack.len >= packSize || packCount >= maxCount) await upload()
-        }
-        return
-      }
-      let i = 0
-      while (i < list.length) {
-        let j = i
-        let end = list[i].off + list[i].len
-        while (j + 1 < list.length && list[j + 1].off === end && end - list[i].off < MAX_READ) end += list[++j].len
-        const buf = await reader.read(list[i].off, end - list[i].off)
-        checkAbort(signal)
-        for (let k = i; k <= j; k++) {
-          const n = list[k]
-          const at = n.off - list[i].off
-          pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), buf.subarray(at, at + n.len))
-          if (journal) packNovel.push(n) // what the journal records once the store acknowledges the pack
-          packCount++
-          if (pack.len >= packSize || packCount >= maxCount) await upload()
-        }
-        i = j + 1
-      }
-    }
-
-    const launchQuery = () => {
-      if (!ask) return
-      const n = ask
-      const from = askFrom
-      const buf = askBuf.subarray(0, n * 32)
-      ask = 0
-      askBuf = new Uint8Array(BATCH * 32)
-      askFrom = -1
-      sent += n * 32
-      const body = wire().queryEncode(buf)
-      const p = http
-        .requestRead('POST', http.url('query'), { body, retry: true, signal }, (r) => r.arrayBuffer())
-        .then((b) => {
-          try {
-            return wire().queryDecode(new Uint8Array(b), n)
-          } catch (e: any) {
-            throw new StoreError(`cutpoint: the store's query answer: ${e?.message ?? e}`, { code: 'protocol' })
-          }
-        })
-      p.catch(() => {})
-      queries.push({ p, n, from, upto: chunks })
-    }
-
-    const emitInfos = (upto: number) => {
-      if (!opts.onChunks) return
-      const n = infos.length - (chunks - upto)
-      if (n <= 0) return
-      const out = infos.splice(0, n).map((c) => ({
-        offset: c.offset,
-        length: c.length,
-        hinted: c.hinted,
-        novel: (table.flags[c.id] & NOVEL) !== 0 && table.off(c.id) === c.offset,
-      }))
-      opts.onChunks(out)
-    }
-
-    const resolveOldest = async () => {
-      const q = queries.shift()!
-      const missing = await q.p
-      checkAbort(signal)
-      const n = missing.length / 32
-      const list: Novel[] = []
-      for (let j = 0; j < n; j++) {
-        const i = table.find(missing, j * 32)
-        if (i < 0 || table.off(i) < 0) throw new StoreError(`cutpoint: the store names chunk ${hex(missing.subarray(j * 32, j * 32 + 32))} as missing, which was not asked`, { code: 'protocol' })
-        novelChunks++
-        novelBytes += table.len(i)
-        table.flags[i] |= NOVEL
-        list.push({ off: table.off(i), len: table.len(i), raw: table.ids, at: i * 32 })
-      }
-      await addNovel(list)
-      emitInfos(q.upto)
-      if (window) window.release(Math.min(queries[0]?.from ?? Infinity, askFrom >= 0 ? askFrom : Infinity, bytes))
-      progress()
-    }
-
-    const onBatch = async (batch: Chunk[]) => {
-      if (failure) throw failure
-      checkAbort(signal)
-      if (!batch.length) return
-      // Every id decoded once, here: the recipe, the queries and the pack heads use these bytes.
-      const ids = new Uint8Array(batch.length * 32)
-      batch.forEach((c, i) => unhexInto(c.hash!, ids, i * 32))
-      if (recipe) recipe.add(ids, Uint32Array.from(batch, (c) => c.length))
-      for (let i = 0; i < batch.length; i++) {
-        const c = batch[i]
-        bytes += c.length
-        chunks++
-        if (c.hinted) hinted++
-        const id = table.add(ids, i * 32)
-        table.place(id, c.offset, c.length)
-        const f = table.flags[id]
-        if (f & BASE) knownFromBase++
-        if (!(f & KNOWN)) {
-          table.flags[id] = f | KNOWN
-          if (askFrom < 0) askFrom = c.offset
-          askBuf.set(ids.subarray(i * 32, i * 32 + 32), ask * 32)
-          ask++
-        }
-        if (opts.onChunks) infos.push({ offset: c.offset, length: c.length, id, hinted: !!c.hinted })
-        if (ask >= BATCH) {
-          launchQuery()
-          while (queries.length > MAX_QUERIES) await resolveOldest()
-        }
-      }
-      if (!queries.length && !ask) {
-        emitInfos(chunks)
-        window?.release(bytes)
-      }
-      progress()
-    }
-
-    try {
-      stage = 'chunking'
-      if (stream) {
-        const ch = await createChunker(chunkOpts)
-        const rd = (input as ReadableStream<Uint8Array>).getReader()
-        const onAbort = () => rd.cancel(signal!.reason).catch(() => {})
-        signal?.addEventListener('abort', onAbort, { once: true })
-        // One piece read ahead: the stream's source works while this piece is chunked and queried.
-        let next: Promise<ReadableStreamReadResult<Uint8Array>> | undefined = rd.read()
-        let ok = false
-        try {
-          for (;;) {
-            const { done, value } = await next!
-            next = undefined
-            checkAbort(signal)
-            if (done) break
-            next = rd.read()
-            next.catch(() => {})
-            window!.add(value)
-            await onBatch(await ch.update(value))
-          }
-          await onBatch(await ch.finish())
-          rapidRecipe = ch.rapid?.recipe
-          ok = true
-        } finally {
-          signal?.removeEventListener('abort', onAbort)
-          ch.close()
-          // A read still pending (the push failed): cancel the stream, which ends it, then let go.
-          if (!ok && next) await rd.cancel().catch(() => {})
-          rd.releaseLock()
-        }
-      } else {
-        const it = chunk(input as Blob | Uint8Array | string, chunkOpts)
-        for await (const b of it.batches()) await onBatch(b)
-        rapidRecipe = it.rapid?.recipe
-      }
-      stage = 'querying'
-      progress(true)
-      launchQuery()
-      while (queries.length) await resolveOldest()
-      emitInfos(chunks)
-      stage = 'uploading'
-      progress(true)
-      if (packCount) await upload()
-      await Promise.allSettled([...inflight])
-      if (failure) throw failure
-      checkAbort(signal)
-      await reader.unchanged()
-
-      // The recipe: built here (SS-CDC), or the RapidCDC run's (it records the hint flags).
-      let full: WasmStoreRecipe
-      if (recipe) full = recipe
-      else {
-        if (!rapidRecipe) throw new StoreError('cutpoint: internal error: the RapidCDC run gave no recipe', { code: 'protocol' })
-        full = wire().StoreRecipe.parse(rapidRecipe)
-      }
-      try {
-        if (full.bytes !== bytes || (total !== undefined && full.bytes !== total)) {
-          throw new StoreError(`cutpoint: chunked ${full.bytes} bytes of a ${total ?? bytes}-byte input; nothing was committed`, { code: 'io' })
-        }
-        const digest = full.seal()
-        stage = 'committing'
-        progress(true)
-        let deltaBase = base?.version
-        let text = base ? full.delta(base.recipe, base.version) : full.text()
-        let recipeBytes = 0
-        let rounds = 0
-        let version: number
-        for (;;) {
-          checkAbort(signal)
-          sent += text.length
-          recipeBytes += text.length
-          try {
-            version = await commit(http, name, text, digest, latest, signal)
-            break
-          } catch (e: any) {
-            if (!(e instanceof StoreError)) throw e
-            if (e.status === 404 && deltaBase !== undefined) {
-              deltaBase = undefined
-              text = full.text()
-            } else if (e.status === 409 && e.missing && rounds < 3) {
-              // Chunks collected or deleted since the query: send them and commit again.
-              rounds++
-              const list: Novel[] = []
-              for (const id of e.missing) {
-                let i = -1
-                try {
-                  if (id.length === 64) i = table.find(unhex(id), 0)
-                } catch {}
-                if (i < 0 || table.off(i) < 0) throw new StoreError(`cutpoint: the store asks for chunk ${id}, which the input lacks`, { code: 'protocol' })
-                list.push({ off: table.off(i), len: table.len(i), raw: table.ids, at: i * 32 })
-              }
-              if (window) throw new StoreError('cutpoint: the store lost chunks of a stream during the push; push it again', { code: 'io' })
-              await addNovel(list)
-              if (packCount) await upload()
-              await Promise.allSettled([...inflight])
-              if (failure) throw failure
-            } else throw e
-          }
-        }
-        stage = 'done'
-        succeeded = true
-        await journal?.succeeded()
-        progress(true)
-        return {
-          name,
-          version,
-          bytes,
-          chunks,
-          novelChunks,
-          novelBytes,
-          sentBytes: sent,
-          packBytes,
-          packs,
-          recipeBytes,
-          deltaBase,
-          knownFromBase,
-          hintedChunks: hinted,
-          digest,
-          dedupRatio: novelBytes ? bytes / novelBytes : Infinity,
-          seconds: (performance.now() - t0) / 1000,
-          profile,
-          hash,
-          resumed: journal?.resumed,
-        }
-      } finally {
-        if (full !== recipe) full.free()
-      }
+      const chunkOpts = await run.prepare(input)
+      run.stage = 'chunking'
+      await run.stageChunk(input, chunkOpts)
+      run.stage = 'querying'
+      run.progress(true)
+      await run.finishQueries()
+      run.stage = 'uploading'
+      run.progress(true)
+      await run.finishUploads()
+      await run.reader!.unchanged()
+      return await run.stageCommit()
     } finally {
-      failure ??= new Error('push ended')
-      for (const p of inflight) p.catch(() => {})
-      release()
-      recipe?.free()
-      base?.recipe.free()
-      await reader.close()
+      await run.close()
     }
   } catch (e) {
-    await journal?.failed(e, !!userSignal?.aborted)
+    await run.journal?.failed(e, !!userSignal?.aborted)
     throw e
   } finally {
     userSignal?.removeEventListener('abort', onUserAbort)
-    if (!succeeded) inner.abort(new StoreError('cutpoint: the push failed', { code: 'aborted' }))
+    if (!run.succeeded) inner.abort(new StoreError('cutpoint: the push failed', { code: 'aborted' }))
+  }
+}
+
+/** One push's state: the counters (the native report's fields) and what each stage holds. */
+class PushRun {
+  readonly http: Http
+  readonly hash: 'blake3' | 'sha256'
+  readonly name: string
+  readonly profile: string
+  // Counters.
+  bytes = 0
+  chunks = 0
+  novelChunks = 0
+  novelBytes = 0
+  sent = 0
+  packBytes = 0
+  packs = 0
+  knownFromBase = 0
+  hinted = 0
+  total?: number
+  stage: PushProgress['stage'] = 'querying'
+  private lastReport = 0
+  succeeded = false
+  journal?: PushJournal
+  // prepare: the base, every id met (the base recipe's, the journal's, the input's, where each
+  // first occurs), the pack limits, the input's reader, the recipe being built.
+  base?: Base
+  latest = 0
+  readonly table = new IdTable()
+  source?: Blob
+  packSize = 0
+  maxCount = 0
+  reader?: RangeReader
+  window?: StreamWindow
+  recipe?: WasmStoreRecipe
+  rapidRecipe?: Uint8Array
+  private release?: () => void
+  // stageQuery: the ids to ask about next, the queries in flight, the chunks not yet reported.
+  private ask = 0
+  private askBuf = new Uint8Array(BATCH * 32)
+  private askFrom = -1
+  private readonly queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number }[] = []
+  private readonly infos: { offset: number; length: number; id: number; hinted: boolean }[] = []
+  // stagePack / stageUpload: the pack being filled, the uploads in flight, the first failure.
+  private pack?: HeadsFirstPack | PackBuffer
+  private concurrency = 2
+  private packNovel: Novel[] = []
+  private packCount = 0
+  private readonly inflight = new Set<Promise<void>>()
+  private failure: unknown
+
+  constructor(
+    readonly ctx: PushContext,
+    readonly opts: PushOptions,
+    private readonly checked: Checked,
+    readonly signal: AbortSignal,
+    private readonly t0: number,
+  ) {
+    this.http = ctx.http
+    this.hash = ctx.hash
+    this.name = checked.name
+    this.profile = checked.profile
+  }
+
+  progress(force = false): void {
+    if (!this.opts.onProgress) return
+    const now = performance.now()
+    if (!force && now - this.lastReport < 100) return
+    this.lastReport = now
+    const secs = (now - this.t0) / 1000
+    this.opts.onProgress({
+      stage: this.stage,
+      bytes: this.bytes,
+      total: this.total,
+      novelBytes: this.novelBytes,
+      sentBytes: this.sent,
+      chunks: this.chunks,
+      novelChunks: this.novelChunks,
+      dedupRatio: this.novelBytes ? this.bytes / this.novelBytes : Infinity,
+      throughput: secs > 0 ? this.bytes / secs : 0,
+      resumed: this.journal?.resumed,
+    })
+  }
+
+  /**
+   * Before the input is chunked: the base recipe and the store's limits (asked together), the
+   * pack layout, the journal, the input's reader and the chunker's options.
+   */
+  async prepare(input: PushInput): Promise<ChunkOptions> {
+    const { http, signal, name, profile, hash } = this
+    // The store's pack limit, asked while the base recipe is fetched.
+    const limits = http.limits(signal)
+    limits.catch(() => {}) // awaited below, unless the recipe's request fails first
+    await this.fetchBase()
+    // Heads-first packs (a File/Blob in a browser) or framed ones, aimed within the store's
+    // limit; decided before anything is opened or leased (a limit too small is an error here).
+    const source = (this.source = BLOB_BODIES && typeof Blob !== 'undefined' && input instanceof Blob ? input : undefined)
+    const lim = await limits
+    this.packSize = fitPack(this.ctx.packSize ?? (source ? HEADS_FIRST_PACK_SIZE : PACK_SIZE), this.checked.maxChunk, lim)
+    // Chunks per pack within the store's count, in either layout (the core's rule).
+    this.maxCount = wire().fitPackChunks(lim.maxPackChunks)
+    // The journal (browsers, File/Blob): what an earlier attempt had stored is known present.
+    this.journal = await PushJournal.open({ store: http.base, namespace: http.ns, name, profile, hash }, input, () => ({
+      stage: this.stage,
+      bytes: this.bytes,
+      chunks: this.chunks,
+      novelBytes: this.novelBytes,
+    }))
+    if (this.journal) for (const seg of this.journal.known) this.table.addAll(seg, KNOWN)
+
+    if (isStream(input)) this.reader = this.window = new StreamWindow()
+    else {
+      const o = await openReader(input as Blob | Uint8Array | string)
+      this.reader = o.reader
+      this.total = o.size
+    }
+    const criterion = this.checked.criterion
+    this.recipe = criterion ? undefined : new (wire().StoreRecipe)(profile, hash)
+    const { opts: chunkOpts, release } = await this.ctx.chunkOptions()
+    this.release = release
+    chunkOpts.profile = profile
+    chunkOpts.hash = hash
+    if (criterion) chunkOpts.rapid = { criterion, base: this.base?.text, recipe: true, hinted: true }
+    const header = wire().packHeader(hash, source !== undefined)
+    this.pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, this.packSize)
+    this.concurrency = this.ctx.concurrency ?? (source ? HEADS_FIRST_CONCURRENCY : 2)
+    return chunkOpts
+  }
+
+  /** The name's latest recipe: the base if it has this profile and fingerprint. */
+  private async fetchBase(): Promise<void> {
+    const { http, signal, name } = this
+    // A damaged latest recipe (the store's code `damaged`) is no base: the whole recipe is sent.
+    const got = await http
+      .requestRead('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] }, async (res) => {
+        if (res.status !== 200) {
+          await res.body?.cancel()
+          return undefined
+        }
+        return { res, text: new Uint8Array(await res.arrayBuffer()) }
+      })
+      .catch((e) => {
+        if (e instanceof StoreError && e.code === 'damaged') return undefined
+        throw e
+      })
+    if (!got) return
+    const { res, text } = got
+    this.latest = Number(res.headers.get('x-cutpoint-version'))
+    if (!Number.isSafeInteger(this.latest) || this.latest < 1) throw new StoreError('cutpoint: the recipe came without its version (X-Cutpoint-Version)', { code: 'protocol' })
+    let rec: WasmStoreRecipe
+    try {
+      rec = wire().StoreRecipe.parse(text)
+    } catch (e: any) {
+      throw new StoreError(`cutpoint: the store's recipe of '${name}': ${e?.message ?? e}`, { code: 'protocol' })
+    }
+    if (rec.profile === this.profile && rec.hash === this.hash) {
+      this.base = { version: this.latest, recipe: rec, text }
+      for (let i = 0; i < rec.count; i += 65536) this.table.addAll(rec.ids(i, i + 65536), KNOWN | BASE)
+    } else rec.free()
+  }
+
+  /** Chunks and fingerprints the input in the workers, each batch on to stageQuery. */
+  async stageChunk(input: PushInput, chunkOpts: ChunkOptions): Promise<void> {
+    const signal = this.signal
+    if (!isStream(input)) {
+      const it = chunk(input as Blob | Uint8Array | string, chunkOpts)
+      for await (const b of it.batches()) await this.stageQuery(b)
+      this.rapidRecipe = it.rapid?.recipe
+      return
+    }
+    const ch = await createChunker(chunkOpts)
+    const rd = input.getReader()
+    const onAbort = () => rd.cancel(signal.reason).catch(() => {})
+    signal.addEventListener('abort', onAbort, { once: true })
+    // One piece read ahead: the stream's source works while this piece is chunked and queried.
+    let next: Promise<ReadableStreamReadResult<Uint8Array>> | undefined = rd.read()
+    let ok = false
+    try {
+      for (;;) {
+        const { done, value } = await next!
+        next = undefined
+        checkAbort(signal)
+        if (done) break
+        next = rd.read()
+        next.catch(() => {})
+        this.window!.add(value)
+        await this.stageQuery(await ch.update(value))
+      }
+      await this.stageQuery(await ch.finish())
+      this.rapidRecipe = ch.rapid?.recipe
+      ok = true
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+      ch.close()
+      // A read still pending (the push failed): cancel the stream, which ends it, then let go.
+      if (!ok && next) await rd.cancel().catch(() => {})
+      rd.releaseLock()
+    }
+  }
+
+  /**
+   * A batch of chunks: into the recipe and the id table; the ids not known present are asked
+   * about in batches of BATCH, up to MAX_QUERIES in flight, answered in order (`answerQuery`).
+   */
+  async stageQuery(batch: Chunk[]): Promise<void> {
+    if (this.failure) throw this.failure
+    checkAbort(this.signal)
+    if (!batch.length) return
+    const { table, opts } = this
+    // Every id decoded once, here: the recipe, the queries and the pack heads use these bytes.
+    const ids = new Uint8Array(batch.length * 32)
+    batch.forEach((c, i) => unhexInto(c.hash!, ids, i * 32))
+    if (this.recipe) this.recipe.add(ids, Uint32Array.from(batch, (c) => c.length))
+    for (let i = 0; i < batch.length; i++) {
+      const c = batch[i]
+      this.bytes += c.length
+      this.chunks++
+      if (c.hinted) this.hinted++
+      const id = table.add(ids, i * 32)
+      table.place(id, c.offset, c.length)
+      const f = table.flags[id]
+      if (f & BASE) this.knownFromBase++
+      if (!(f & KNOWN)) {
+        table.flags[id] = f | KNOWN
+        if (this.askFrom < 0) this.askFrom = c.offset
+        this.askBuf.set(ids.subarray(i * 32, i * 32 + 32), this.ask * 32)
+        this.ask++
+      }
+      if (opts.onChunks) this.infos.push({ offset: c.offset, length: c.length, id, hinted: !!c.hinted })
+      if (this.ask >= BATCH) {
+        this.sendQuery()
+        while (this.queries.length > MAX_QUERIES) await this.answerQuery()
+      }
+    }
+    if (!this.queries.length && !this.ask) {
+      this.emitInfos(this.chunks)
+      this.window?.release(this.bytes)
+    }
+    this.progress()
+  }
+
+  /** The last query sent and every answer taken in. */
+  async finishQueries(): Promise<void> {
+    this.sendQuery()
+    while (this.queries.length) await this.answerQuery()
+    this.emitInfos(this.chunks)
+  }
+
+  private sendQuery(): void {
+    if (!this.ask) return
+    const { http, signal } = this
+    const n = this.ask
+    const from = this.askFrom
+    const buf = this.askBuf.subarray(0, n * 32)
+    this.ask = 0
+    this.askBuf = new Uint8Array(BATCH * 32)
+    this.askFrom = -1
+    this.sent += n * 32
+    const body = wire().queryEncode(buf)
+    const p = http
+      .requestRead('POST', http.url('query'), { body, retry: true, signal }, (r) => r.arrayBuffer())
+      .then((b) => {
+        try {
+          return wire().queryDecode(new Uint8Array(b), n)
+        } catch (e: any) {
+          throw new StoreError(`cutpoint: the store's query answer: ${e?.message ?? e}`, { code: 'protocol' })
+        }
+      })
+    p.catch(() => {})
+    this.queries.push({ p, n, from, upto: this.chunks })
+  }
+
+  /** The oldest query's answer: its novel chunks on to stagePack. */
+  private async answerQuery(): Promise<void> {
+    const { table } = this
+    const q = this.queries.shift()!
+    const missing = await q.p
+    checkAbort(this.signal)
+    const n = missing.length / 32
+    const list: Novel[] = []
+    for (let j = 0; j < n; j++) {
+      const i = table.find(missing, j * 32)
+      if (i < 0 || table.off(i) < 0) throw new StoreError(`cutpoint: the store names chunk ${hex(missing.subarray(j * 32, j * 32 + 32))} as missing, which was not asked`, { code: 'protocol' })
+      this.novelChunks++
+      this.novelBytes += table.len(i)
+      table.flags[i] |= NOVEL
+      list.push({ off: table.off(i), len: table.len(i), raw: table.ids, at: i * 32 })
+    }
+    await this.stagePack(list)
+    this.emitInfos(q.upto)
+    if (this.window) this.window.release(Math.min(this.queries[0]?.from ?? Infinity, this.askFrom >= 0 ? this.askFrom : Infinity, this.bytes))
+    this.progress()
+  }
+
+  private emitInfos(upto: number): void {
+    const { opts, table } = this
+    if (!opts.onChunks) return
+    const n = this.infos.length - (this.chunks - upto)
+    if (n <= 0) return
+    const out = this.infos.splice(0, n).map((c) => ({
+      offset: c.offset,
+      length: c.length,
+      hinted: c.hinted,
+      novel: (table.flags[c.id] & NOVEL) !== 0 && table.off(c.id) === c.offset,
+    }))
+    opts.onChunks(out)
+  }
+
+  /**
+   * Novel chunks into packs: heads first (a File/Blob in a browser: no read at all), else read
+   * back from the input by offset (contiguous ones in one read) and framed. A full pack goes to
+   * stageUpload.
+   */
+  async stagePack(list: Novel[]): Promise<void> {
+    const pack = this.pack!
+    if (pack instanceof HeadsFirstPack) {
+      for (const n of list) {
+        pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), n.off, n.len)
+        if (this.journal) this.packNovel.push(n)
+        this.packCount++
+        if (pack.len >= this.packSize || this.packCount >= this.maxCount) await this.stageUpload()
+      }
+      return
+    }
+    let i = 0
+    while (i < list.length) {
+      let j = i
+      let end = list[i].off + list[i].len
+      while (j + 1 < list.length && list[j + 1].off === end && end - list[i].off < MAX_READ) end += list[++j].len
+      const buf = await this.reader!.read(list[i].off, end - list[i].off)
+      checkAbort(this.signal)
+      for (let k = i; k <= j; k++) {
+        const n = list[k]
+        const at = n.off - list[i].off
+        pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), buf.subarray(at, at + n.len))
+        if (this.journal) this.packNovel.push(n) // what the journal records once the store acknowledges the pack
+        this.packCount++
+        if (pack.len >= this.packSize || this.packCount >= this.maxCount) await this.stageUpload()
+      }
+      i = j + 1
+    }
+  }
+
+  /** Sends the pack being filled, once fewer than `concurrency` uploads are in flight. */
+  async stageUpload(): Promise<void> {
+    const { http, signal, source } = this
+    const body = this.pack!.take(wire().packEnd(this.packCount))
+    const inPack = this.packNovel
+    this.packNovel = []
+    this.packCount = 0
+    while (this.inflight.size >= this.concurrency) await Promise.race(this.inflight)
+    if (this.failure) throw this.failure
+    checkAbort(signal)
+    const p: Promise<void> = http
+      .requestRead('POST', http.url('packs'), { body, retry: true, signal }, (r) => r.json())
+      .then(() => {
+        this.sent += packSizeOf(body)
+        this.packBytes += packSizeOf(body)
+        this.packs++
+        this.journal?.acked(inPack)
+        this.progress()
+      })
+      .catch(async (e) => {
+        // The browser reads a heads-first body from the file as it sends it: a file changed
+        // or removed since it was picked fails the request, which is said as such.
+        if (source && !signal.aborted && e instanceof StoreError && e.code !== 'usage') {
+          try {
+            await source.slice(0, 1).arrayBuffer()
+          } catch (r: any) {
+            e = new StoreError(`cutpoint: cannot read the file while uploading it (was it changed or removed?): ${r?.message ?? r}; nothing was committed`, { code: 'io', cause: r })
+          }
+        }
+        this.failure ??= e
+        throw e
+      })
+      .finally(() => this.inflight.delete(p))
+    p.catch(() => {})
+    this.inflight.add(p)
+  }
+
+  /** The last pack sent and every upload answered. */
+  async finishUploads(): Promise<void> {
+    if (this.packCount) await this.stageUpload()
+    await Promise.allSettled([...this.inflight])
+    if (this.failure) throw this.failure
+    checkAbort(this.signal)
+  }
+
+  /** The recipe: built here (SS-CDC), or the RapidCDC run's (it records the hint flags). */
+  private sealedRecipe(): WasmStoreRecipe {
+    if (this.recipe) return this.recipe
+    if (!this.rapidRecipe) throw new StoreError('cutpoint: internal error: the RapidCDC run gave no recipe', { code: 'protocol' })
+    return wire().StoreRecipe.parse(this.rapidRecipe)
+  }
+
+  /**
+   * Commits the recipe: a delta against the base when there is one, else the whole recipe. If
+   * chunks went missing meanwhile they are sent again; if the base version went, the whole
+   * recipe is sent. Returns the push's result.
+   */
+  async stageCommit(): Promise<PushResult> {
+    const { http, name, signal, base, bytes, total } = this
+    const full = this.sealedRecipe()
+    try {
+      if (full.bytes !== bytes || (total !== undefined && full.bytes !== total)) {
+        throw new StoreError(`cutpoint: chunked ${full.bytes} bytes of a ${total ?? bytes}-byte input; nothing was committed`, { code: 'io' })
+      }
+      const digest = full.seal()
+      this.stage = 'committing'
+      this.progress(true)
+      let deltaBase = base?.version
+      let text = base ? full.delta(base.recipe, base.version) : full.text()
+      let recipeBytes = 0
+      let rounds = 0
+      let version: number
+      for (;;) {
+        checkAbort(signal)
+        this.sent += text.length
+        recipeBytes += text.length
+        try {
+          version = await commit(http, name, text, digest, this.latest, signal)
+          break
+        } catch (e: any) {
+          if (!(e instanceof StoreError)) throw e
+          if (e.status === 404 && deltaBase !== undefined) {
+            deltaBase = undefined
+            text = full.text()
+          } else if (e.status === 409 && e.missing && rounds < 3) {
+            // Chunks collected or deleted since the query: send them and commit again.
+            rounds++
+            await this.resendMissing(e.missing)
+          } else throw e
+        }
+      }
+      this.stage = 'done'
+      this.succeeded = true
+      await this.journal?.succeeded()
+      this.progress(true)
+      return {
+        name,
+        version,
+        bytes,
+        chunks: this.chunks,
+        novelChunks: this.novelChunks,
+        novelBytes: this.novelBytes,
+        sentBytes: this.sent,
+        packBytes: this.packBytes,
+        packs: this.packs,
+        recipeBytes,
+        deltaBase,
+        knownFromBase: this.knownFromBase,
+        hintedChunks: this.hinted,
+        digest,
+        dedupRatio: this.novelBytes ? bytes / this.novelBytes : Infinity,
+        seconds: (performance.now() - this.t0) / 1000,
+        profile: this.profile,
+        hash: this.hash,
+        resumed: this.journal?.resumed,
+      }
+    } finally {
+      if (full !== this.recipe) full.free()
+    }
+  }
+
+  /** The chunks a commit named missing, read back from the input and uploaded again. */
+  private async resendMissing(missing: string[]): Promise<void> {
+    const { table } = this
+    const list: Novel[] = []
+    for (const id of missing) {
+      let i = -1
+      try {
+        if (id.length === 64) i = table.find(unhex(id), 0)
+      } catch {}
+      if (i < 0 || table.off(i) < 0) throw new StoreError(`cutpoint: the store asks for chunk ${id}, which the input lacks`, { code: 'protocol' })
+      list.push({ off: table.off(i), len: table.len(i), raw: table.ids, at: i * 32 })
+    }
+    if (this.window) throw new StoreError('cutpoint: the store lost chunks of a stream during the push; push it again', { code: 'io' })
+    await this.stagePack(list)
+    await this.finishUploads()
+  }
+
+  /** Lets go of the workers, the recipes and the reader; stops what is still in flight. */
+  async close(): Promise<void> {
+    this.failure ??= new Error('push ended')
+    for (const p of this.inflight) p.catch(() => {})
+    this.release?.()
+    this.recipe?.free()
+    this.base?.recipe.free()
+    await this.reader?.close()
   }
 }
 
