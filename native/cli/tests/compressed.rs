@@ -207,3 +207,37 @@ fn bad_compressed_frames_get_400_and_nothing_stored(b: Backend) {
     assert_eq!(packs_on_disk(&srv.data), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `cutpoint push --compression auto` sends fewer bytes than `off` on compressible data (its
+/// report says how many chunks went compressed), `max` fewer still or the same, and each pulls
+/// back byte-identical; random data goes raw under auto.
+#[test]
+fn a_push_with_auto_sends_fewer_bytes_than_off_and_pulls_identical() {
+    let dir = tmpdir("zstd-push");
+    let store = Loc::new(Backend::Local, &dir, None);
+    let srv = Server::start(&store, &[], &[]);
+    let mut bytes = text(3 << 20, 11);
+    bytes.extend(data(1 << 20, 12));
+    let f = write(&dir, "f", &bytes);
+    let sent = |ns: &str, how: &str| -> Value {
+        let r = srv.push(&f, "f", &["--ns", ns, "--compression", how]);
+        assert_eq!(srv.pull("f", None, &["--ns", ns]), bytes, "{how}");
+        r
+    };
+    let off = sent("off", "off");
+    let auto = sent("auto", "auto");
+    let max = sent("max", "max");
+    for r in [&off, &auto, &max] {
+        assert_eq!(r["novel_bytes"].as_u64(), Some(bytes.len() as u64), "{r}");
+    }
+    assert_eq!(off["compressed_chunks"].as_u64(), Some(0), "{off}");
+    assert_eq!(off["compressed_bytes"].as_u64(), Some(bytes.len() as u64), "{off}");
+    let (o, a, m) = (off["sent_bytes"].as_u64().unwrap(), auto["sent_bytes"].as_u64().unwrap(), max["sent_bytes"].as_u64().unwrap());
+    // The text (3/4 of the file) shrinks well; the random quarter travels raw.
+    assert!(a < o * 2 / 4, "auto {a} vs off {o}");
+    assert!(m <= a + a / 20, "max {m} vs auto {a}");
+    assert!(auto["compressed_chunks"].as_u64().unwrap() > 0 && auto["compressed_bytes"].as_u64().unwrap() < a, "{auto}");
+    let c: Value = srv.check(&["--ns", "auto"]);
+    assert!(c["problems"].as_array().map_or(true, |p| p.is_empty()), "{c}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
