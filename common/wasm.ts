@@ -32,11 +32,13 @@ export interface WasmModule {
   RapidRun: new (table: WasmRapidTable, profile: string, hash: string, criterion: string, block: number, backend: string, recipe: boolean) => WasmRapidRun
   hintCacheVersion(): number
   // The store's wire format (native/core/src/protocol), for the client (web/src/client/).
-  packHeader(hash: string, headsFirst?: boolean): Uint8Array
+  packHeader(hash: string, headsFirst?: boolean, zstd?: boolean): Uint8Array
   packMaxHeadsFirst(): number
   fitPackTarget(want: number, maxChunk: number, maxPack: number): number
   fitPackChunks(storeMax?: number): number
-  packFrameHead(len: number, id: Uint8Array): Uint8Array
+  packFrameHead(len: number, id: Uint8Array, compressed?: boolean): Uint8Array
+  /** A compressed frame's data (raw length + zstd frame), or undefined where it saves < 1/16. */
+  compressChunk(data: Uint8Array, level: number): Uint8Array | undefined
   packEnd(count: number): Uint8Array
   packedLen(lengths: Uint32Array): number
   maxQueryIds(): number

@@ -4,6 +4,8 @@
 #   - the wasm32-unknown-unknown Rust target;
 #   - the wasm-bindgen CLI at exactly the version wasm/Cargo.toml pins (cargo install, ~2-5 min);
 #   - Debian's chromium (apt-get) when /usr/bin/chromium is missing;
+#   - Debian's clang (apt-get) when it is missing: the zstd codec (C, the `zstd` crate) is
+#     compiled for wasm32 with it (docs/performance.md, "Chunk codecs", says why zstd's C);
 #   - the npm packages of package-lock.json (npm ci): TypeScript 5, Vitest 3, Vite 7,
 #     playwright-core, deno (its binary comes as an optional dependency), binaryen (wasm-opt),
 #     hash-wasm (benchmark rival). npm 11 skips dependency install scripts; none is needed.
@@ -32,6 +34,13 @@ if [ ! -x /usr/bin/chromium ]; then
   SUDO=""; [ "$(id -u)" != 0 ] && SUDO=sudo
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y chromium
+fi
+
+if ! have clang; then
+  step "apt-get install clang (zstd for wasm32)"
+  SUDO=""; [ "$(id -u)" != 0 ] && SUDO=sudo
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y clang
 fi
 
 if ! have node; then

@@ -783,7 +783,8 @@ impl Drop for RapidRun {
 // TypeScript client (`web/src/client/`), which only does the networking. No format is written
 // a second time in TypeScript.
 
-use cutpoint_core::protocol::pack::{encode_frame_head, encode_upload_header, FrameHead, Layout, MAX_CHUNK, MAX_HEADS_FIRST};
+use cutpoint_core::protocol::codec::{Codec, Compressor};
+use cutpoint_core::protocol::pack::{encode_frame_head, encode_pack_header, FrameHead, Layout, MAX_CHUNK, MAX_HEADS_FIRST};
 use cutpoint_core::protocol::{delta, name as wire_name, query as wire_query, FileDigest};
 
 fn digest32(id: &[u8]) -> Result<cutpoint_core::Digest, JsError> {
@@ -791,11 +792,37 @@ fn digest32(id: &[u8]) -> Result<cutpoint_core::Digest, JsError> {
 }
 
 /// The 16-byte header of a pack of `hash` chunks; with `heads_first`, of an upload whose heads
-/// (and end frame) all come before the data.
+/// (and end frame) all come before the data; with `zstd`, of a pack whose frames may be
+/// compressed (codec 1, PROTOCOL.md 3.1).
 #[wasm_bindgen(js_name = packHeader)]
-pub fn pack_header(hash: &str, heads_first: Option<bool>) -> Result<Vec<u8>, JsError> {
+pub fn pack_header(hash: &str, heads_first: Option<bool>, zstd: Option<bool>) -> Result<Vec<u8>, JsError> {
     let layout = if heads_first == Some(true) { Layout::HeadsFirst } else { Layout::Framed };
-    Ok(encode_upload_header(alg(hash)?, layout).map_err(err)?.to_vec())
+    let codec = if zstd == Some(true) { Codec::Zstd } else { Codec::None };
+    Ok(encode_pack_header(alg(hash)?, layout, codec).map_err(err)?.to_vec())
+}
+
+thread_local! {
+    static COMPRESSORS: std::cell::RefCell<Vec<(i32, Compressor)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A compressed frame's data for the chunk `data` at zstd `level` (its raw length, then one
+/// zstd frame: `cutpoint_core::protocol::codec::Compressor`), or `undefined` where that does
+/// not save at least 1/16 of the chunk (it then travels raw). The frame's head is
+/// `packFrameHead(result.length, id, true)`.
+#[wasm_bindgen(js_name = compressChunk)]
+pub fn compress_chunk(data: &[u8], level: i32) -> Option<Vec<u8>> {
+    COMPRESSORS.with(|c| {
+        let mut list = c.borrow_mut();
+        let i = match list.iter().position(|(l, _)| *l == level) {
+            Some(i) => i,
+            None => {
+                list.push((level, Compressor::new(level)));
+                list.len() - 1
+            }
+        };
+        let mut out = Vec::new();
+        list[i].1.compress(data, &mut out).then_some(out)
+    })
 }
 
 /// The pack size to aim at within a store's limit (`cutpoint_core::protocol::pack::fit_pack_target`).
@@ -820,13 +847,15 @@ pub fn pack_max_heads_first() -> usize {
     MAX_HEADS_FIRST
 }
 
-/// The 36-byte frame head of one chunk (`len` bytes of data follow it).
+/// The 36-byte frame head of one chunk (`len` bytes of data follow it; with `compressed`, the
+/// stored length of a frame from `compressChunk`, bit 31 set).
 #[wasm_bindgen(js_name = packFrameHead)]
-pub fn pack_frame_head(len: u32, id: &[u8]) -> Result<Vec<u8>, JsError> {
-    if len == 0 || len as usize > MAX_CHUNK {
+pub fn pack_frame_head(len: u32, id: &[u8], compressed: Option<bool>) -> Result<Vec<u8>, JsError> {
+    if len == 0 || len as usize > MAX_CHUNK + 3 || (compressed != Some(true) && len as usize > MAX_CHUNK) {
         return Err(err(format!("a chunk of {len} bytes cannot be packed (1..={MAX_CHUNK})")));
     }
-    Ok(encode_frame_head(FrameHead::Chunk { len, id: digest32(id)? }).to_vec())
+    let compressed = compressed == Some(true);
+    Ok(encode_frame_head(FrameHead::Chunk { len, id: digest32(id)?, compressed }).to_vec())
 }
 
 /// The 36-byte end frame of a pack of `count` chunks.

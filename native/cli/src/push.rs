@@ -5,7 +5,7 @@ use super::remote::{fail, human, with_progress, StoreArgs};
 use super::{EngineArgs, Fail};
 use clap::Args;
 use cutpoint_core::rapid::Criterion;
-use cutpoint_store::client::{push_file, push_files, Progress, PushOptions, PushReport};
+use cutpoint_store::client::{push_file, push_files, Compression, Progress, PushOptions, PushReport};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -34,6 +34,10 @@ pub struct PushArgs {
     /// Pack uploads in flight at once.
     #[arg(long, default_value_t = 2)]
     uploads: usize,
+    /// Compress novel chunks with zstd where the store takes it: auto (level 3, a chunk kept
+    /// compressed only where that saves at least 1/16), off, or max (level 19, slow).
+    #[arg(long, default_value = "auto", value_name = "auto|off|max")]
+    compression: String,
     /// One JSON object per file on standard output (no progress bar).
     #[arg(long)]
     json: bool,
@@ -97,6 +101,8 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
         .ok()
         .filter(|&n| (64 << 10..=256 << 20).contains(&n))
         .ok_or_else(|| Fail::usage(format!("--pack-size '{}' is not a size from 64k to 256m", a.pack_size)))?;
+    let compression = Compression::parse(&a.compression)
+        .ok_or_else(|| Fail::usage(format!("--compression '{}' is not auto, off or max", a.compression)))?;
     if a.uploads == 0 || a.uploads > 64 {
         return Err(Fail::usage("--uploads must be 1 to 64"));
     }
@@ -135,6 +141,7 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     opts.pack_bytes = pack_bytes;
     opts.uploaders = a.uploads;
     opts.parts = !a.no_parts;
+    opts.compression = compression;
     let mut out = std::io::stdout().lock();
     let wr = |e: std::io::Error| Fail::io(format!("<stdout>: {e}"));
     let mut print = |rep: &PushReport| -> Result<(), Fail> {
@@ -182,13 +189,14 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
 pub fn summary(r: &PushReport) -> String {
     let dedup = if r.novel_bytes == 0 { "all known".to_string() } else { format!("{:.1}x", r.dedup_ratio) };
     format!(
-        "{} -> version {}: {} processed, {} chunks, {} novel ({}), {} sent, dedup {dedup}, {:.0} MB/s{}",
+        "{} -> version {}: {} processed, {} chunks, {} novel ({}), {} compressed, {} sent, dedup {dedup}, {:.0} MB/s{}",
         r.name,
         r.version,
         human(r.bytes),
         r.chunks,
         r.novel_chunks,
         human(r.novel_bytes),
+        human(r.compressed_bytes),
         human(r.sent_bytes),
         if r.seconds > 0.0 { r.bytes as f64 / r.seconds / 1e6 } else { 0.0 },
         if r.hinted_chunks > 0 { format!(", {} chunks cut at RapidCDC hints", r.hinted_chunks) } else { String::new() }

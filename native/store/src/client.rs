@@ -21,6 +21,7 @@ use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::part::{needs_parts, Line, Part, PartCutter, PartRecipe};
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{encode_segment, validate_name, validate_namespace};
+use cutpoint_core::protocol::codec::{Codec, Compressor, AUTO_LEVEL, MAX_LEVEL};
 use cutpoint_core::protocol::pack::{fit_pack_chunks, fit_pack_target, PackWriter};
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
 use cutpoint_core::rapid::{Criterion, HintTable, Rapid, RapidOptions, Recipe, RecipeEntry};
@@ -510,6 +511,37 @@ pub struct PushOptions {
     pub uploaders: usize,
     /// Commit a big file in recipe parts when the store lists `parts` (PROTOCOL.md 3.7).
     pub parts: bool,
+    /// Compress novel chunks (zstd) where the store lists `"zstd"` in `GET /v1`.
+    pub compression: Compression,
+}
+
+/// `--compression`: off (codec 0), auto (zstd level 3, a chunk kept compressed only where that
+/// saves at least 1/16 of it), max (zstd level 19: slow, for data pushed once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    Off,
+    Auto,
+    Max,
+}
+
+impl Compression {
+    pub fn parse(s: &str) -> Option<Compression> {
+        match s {
+            "off" => Some(Compression::Off),
+            "auto" => Some(Compression::Auto),
+            "max" => Some(Compression::Max),
+            _ => None,
+        }
+    }
+
+    /// The zstd level, `None` for off.
+    pub fn level(self) -> Option<i32> {
+        match self {
+            Compression::Off => None,
+            Compression::Auto => Some(AUTO_LEVEL),
+            Compression::Max => Some(MAX_LEVEL),
+        }
+    }
 }
 
 impl PushOptions {
@@ -521,6 +553,7 @@ impl PushOptions {
             pack_bytes: 8 << 20,
             uploaders: 2,
             parts: true,
+            compression: Compression::Auto,
         }
     }
 }
@@ -543,6 +576,11 @@ pub struct PushReport {
     /// Chunks (and their bytes) the store lacked: what had to be sent.
     pub novel_chunks: u64,
     pub novel_bytes: u64,
+    /// The novel chunks' bytes as they travelled in packs: compressed where that saved
+    /// (`--compression`), raw otherwise (without the framing).
+    pub compressed_bytes: u64,
+    /// Novel chunks sent compressed.
+    pub compressed_chunks: u64,
     /// Every request body sent: queries, packs and the recipe.
     pub sent_bytes: u64,
     /// Of which pack bodies (chunk data and framing).
@@ -603,6 +641,8 @@ struct Plan {
     parts: bool,
     /// The store's `max_batch_files` when it lists the feature "batch".
     batch_files: Option<usize>,
+    /// The zstd level novel chunks are compressed at (`None`: off, or the store lacks `zstd`).
+    level: Option<i32>,
 }
 
 /// What the stages share: the first failure (which stops every stage) and the counters.
@@ -612,6 +652,9 @@ struct Flow<'a> {
     sent: AtomicU64,
     pack_bytes: AtomicU64,
     packs: AtomicU64,
+    /// Chunk data bytes in packs (compressed where that saved), and compressed chunks.
+    stored: AtomicU64,
+    compressed: AtomicU64,
     progress: &'a Progress,
 }
 
@@ -623,6 +666,8 @@ impl<'a> Flow<'a> {
             sent: AtomicU64::new(0),
             pack_bytes: AtomicU64::new(0),
             packs: AtomicU64::new(0),
+            stored: AtomicU64::new(0),
+            compressed: AtomicU64::new(0),
             progress,
         }
     }
@@ -744,6 +789,8 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         chunks,
         novel_chunks,
         novel_bytes,
+        compressed_bytes: flow.stored.load(Ordering::Relaxed),
+        compressed_chunks: flow.compressed.load(Ordering::Relaxed),
         sent_bytes: flow.sent.load(Ordering::Relaxed),
         pack_bytes: flow.pack_bytes.load(Ordering::Relaxed),
         packs: flow.packs.load(Ordering::Relaxed),
@@ -1041,8 +1088,15 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
             .get("features")
             .and_then(|f| f.as_array())
             .is_some_and(|f| f.iter().any(|x| x == "parts"));
+    // Compressed frames only where the store lists them (an older store: raw, as before).
+    let zstd = info
+        .get("features")
+        .and_then(|f| f.as_array())
+        .is_some_and(|f| f.iter().any(|x| x == "zstd"));
+    let level = opts.compression.level().filter(|_| zstd);
     let Some(name) = name else {
         return Ok(Plan {
+            level,
             engine,
             alg,
             pack_target,
@@ -1077,6 +1131,7 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
         hints = Some((t, crit));
     }
     Ok(Plan {
+        level,
         engine,
         alg,
         pack_target,
@@ -1292,39 +1347,55 @@ fn stage_query(
     (qs, offsets)
 }
 
-/// Reads the novel chunks back by offset and frames them into packs of the plan's size;
-/// novel chunks of all the inputs share packs.
+/// Reads the novel chunks back by offset (novel chunks of all the inputs share packs),
+/// compresses them (where the plan says, in groups of [`COMPRESS_GROUP`] across the cores) and
+/// frames them into packs of the plan's size.
 fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<NovelList>, pack_tx: mpsc::SyncSender<Vec<u8>>) {
+    let codec = if plan.level.is_some() { Codec::Zstd } else { Codec::None };
     let mut cur: Option<PackWriter<Vec<u8>>> = None;
-    let mut data = Vec::new();
+    let mut sampler = Sampler::default();
     let mut open: Option<(u32, std::fs::File)> = None;
     for list in novel_rx.iter() {
-        for (file, off, len, id) in list {
+        for group in list.chunks(COMPRESS_GROUP) {
             if flow.aborted() {
                 return;
             }
-            let path = paths[file as usize];
-            let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
-            if open.as_ref().is_none_or(|(f, _)| *f != file) {
-                match std::fs::File::open(path) {
-                    Ok(f) => open = Some((file, f)),
-                    Err(e) => return flow.fail(io_err(e)),
+            let mut read = Vec::with_capacity(group.len());
+            for &(file, off, len, id) in group {
+                let path = paths[file as usize];
+                let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+                if open.as_ref().is_none_or(|(f, _)| *f != file) {
+                    match std::fs::File::open(path) {
+                        Ok(f) => open = Some((file, f)),
+                        Err(e) => return flow.fail(io_err(e)),
+                    }
                 }
+                let pfile = &open.as_ref().expect("opened").1;
+                let mut data = vec![0u8; len as usize];
+                if let Err(e) = pfile.read_exact_at(&mut data, off) {
+                    return flow.fail(io_err(e));
+                }
+                read.push((id, data));
             }
-            let pfile = &open.as_ref().expect("opened").1;
-            data.resize(len as usize, 0);
-            if let Err(e) = pfile.read_exact_at(&mut data, off) {
-                return flow.fail(io_err(e));
-            }
-            let w = match &mut cur {
-                Some(w) => w,
-                None => cur.insert(PackWriter::new(Vec::with_capacity(plan.pack_target + (1 << 20)), plan.alg).expect("alg")),
+            let frames = match plan.level {
+                Some(level) => compress_group(read, level, &mut sampler),
+                None => read.into_iter().map(|(id, d)| (id, d, false)).collect(),
             };
-            w.add(&id, &data).expect("chunk sizes are within the pack limit");
-            if w.len() as usize >= plan.pack_target || w.count() >= plan.pack_chunks {
-                let p = cur.take().unwrap().finish().expect("in memory");
-                if pack_tx.send(p).is_err() {
-                    return;
+            for (id, data, compressed) in frames {
+                let w = match &mut cur {
+                    Some(w) => w,
+                    None => cur.insert(PackWriter::with_codec(Vec::with_capacity(plan.pack_target + (1 << 20)), plan.alg, codec).expect("alg")),
+                };
+                w.add_frame(&id, &data, compressed).expect("chunk sizes are within the pack limit");
+                flow.stored.fetch_add(data.len() as u64, Ordering::Relaxed);
+                if compressed {
+                    flow.compressed.fetch_add(1, Ordering::Relaxed);
+                }
+                if w.len() as usize >= plan.pack_target || w.count() >= plan.pack_chunks {
+                    let p = cur.take().unwrap().finish().expect("in memory");
+                    if pack_tx.send(p).is_err() {
+                        return;
+                    }
                 }
             }
         }
@@ -1332,6 +1403,54 @@ fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receive
     if let Some(w) = cur.take() {
         let _ = pack_tx.send(w.finish().expect("in memory"));
     }
+}
+
+/// Novel chunks compressed together, across the cores (rayon); at most this many chunks'
+/// data (each at most the profile's MAX) are held at once.
+const COMPRESS_GROUP: usize = 256;
+/// Chunks tried first in a group after a group where none compressed.
+const SAMPLE: usize = 16;
+
+/// The per-file rule that keeps incompressible data cheap: after a group of chunks none of
+/// which compressed (saving 1/16), the next group tries its first [`SAMPLE`] chunks only, and
+/// the rest of it only if one of those compressed. Compressible data is tried chunk by chunk.
+#[derive(Default)]
+struct Sampler {
+    incompressible: bool,
+}
+
+/// `(id, stored data, compressed)` for each chunk of a group: the compressed frame where it
+/// saves at least 1/16, else the raw chunk.
+fn compress_group(read: Vec<(Digest, Vec<u8>)>, level: i32, sampler: &mut Sampler) -> Vec<(Digest, Vec<u8>, bool)> {
+    use rayon::prelude::*;
+    let n = read.len();
+    let try_n = if sampler.incompressible { SAMPLE.min(n) } else { n };
+    let run = |items: Vec<(Digest, Vec<u8>)>| -> Vec<(Digest, Vec<u8>, bool)> {
+        items
+            .into_par_iter()
+            .map_init(
+                || (Compressor::new(level), Vec::new()),
+                |(c, z), (id, raw)| {
+                    if c.compress(&raw, z) {
+                        (id, std::mem::take(z), true)
+                    } else {
+                        (id, raw, false)
+                    }
+                },
+            )
+            .collect()
+    };
+    let mut read = read;
+    let rest = read.split_off(try_n);
+    let mut out = run(read);
+    let any = out.iter().any(|f| f.2);
+    if any || !sampler.incompressible {
+        out.extend(run(rest));
+    } else {
+        out.extend(rest.into_iter().map(|(id, d)| (id, d, false)));
+    }
+    sampler.incompressible = !out.iter().any(|f| f.2);
+    out
 }
 
 /// One uploader: sends packs until the pack stage is done (after a failure it drains them).
@@ -1503,6 +1622,9 @@ pub fn push_files(client: &Client, inputs: &[(std::path::PathBuf, String)], opts
                 chunks: c.chunks,
                 novel_chunks: c.novel_chunks,
                 novel_bytes: c.novel_bytes,
+                // The whole push's (the pack stage does not track files), like `packs`.
+                compressed_bytes: flow.stored.load(Ordering::Relaxed),
+                compressed_chunks: flow.compressed.load(Ordering::Relaxed),
                 sent_bytes: frames + tries * f.text.len() as u64,
                 pack_bytes: frames,
                 packs,

@@ -40,7 +40,10 @@ pub struct Index {
 pub struct Loc {
     pub pack: String,
     pub offset: u64,
+    /// The stored length (the bytes at `offset`).
     pub len: u32,
+    /// The chunk's raw length where it rests zstd-compressed; `None` for a raw frame.
+    pub compressed: Option<u32>,
 }
 
 /// A committed version of a file.
@@ -71,18 +74,19 @@ PRAGMA wal_autocheckpoint = 16384;
 ";
 
 /// The schema's version (`PRAGMA user_version`). An index of another version is dropped and
-/// rebuilt from the objects (it is a cache).
-const SCHEMA_VERSION: i64 = 2;
+/// rebuilt from the objects (it is a cache): version 3 added the raw length of compressed chunks,
+/// so an index of version 2 is rebuilt from its packs at the first start.
+const SCHEMA_VERSION: i64 = 3;
 
 /// Namespaces and packs are small integers in the big table, so that a chunk row is ~50 bytes
-/// (id, pack number, offset, length) and an upload's random-keyed inserts dirty as few pages as
+/// (id, pack number, offset, stored length, raw length where compressed) and an upload's random-keyed inserts dirty as few pages as
 /// they can.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS namespaces(nsid INTEGER PRIMARY KEY, ns TEXT NOT NULL UNIQUE, hash TEXT);
 CREATE TABLE IF NOT EXISTS packs(pid INTEGER PRIMARY KEY, nsid INTEGER NOT NULL, pack TEXT NOT NULL,
   bytes INTEGER NOT NULL, created INTEGER NOT NULL, UNIQUE(nsid, pack));
 CREATE TABLE IF NOT EXISTS chunks(nsid INTEGER NOT NULL, id BLOB NOT NULL, pid INTEGER NOT NULL,
-  off INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY(nsid, id)) WITHOUT ROWID;
+  off INTEGER NOT NULL, len INTEGER NOT NULL, raw INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(nsid, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS chunks_by_pack ON chunks(pid);
 CREATE TABLE IF NOT EXISTS versions(nsid INTEGER NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL,
   bytes INTEGER NOT NULL, chunks INTEGER NOT NULL, digest TEXT NOT NULL, created INTEGER NOT NULL,
@@ -272,7 +276,7 @@ impl Index {
         let c = self.c();
         let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(vec![None; ids.len()]) };
         let mut s = c.prepare_cached(
-            "SELECT p.pack, c.off, c.len FROM chunks c JOIN packs p ON p.pid = c.pid WHERE c.nsid = ?1 AND c.id = ?2",
+            "SELECT p.pack, c.off, c.len, c.raw FROM chunks c JOIN packs p ON p.pid = c.pid WHERE c.nsid = ?1 AND c.id = ?2",
         )?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
@@ -282,6 +286,7 @@ impl Index {
                         pack: r.get(0)?,
                         offset: r.get::<_, i64>(1)? as u64,
                         len: r.get::<_, i64>(2)? as u32,
+                        compressed: Some(r.get::<_, i64>(3)? as u32).filter(|&n| n > 0),
                     })
                 })
                 .optional()?,
@@ -290,12 +295,13 @@ impl Index {
         Ok(out)
     }
 
-    /// The stored length of each of `ids` (`None`: not in the namespace).
+    /// The raw length of each of `ids` (`None`: not in the namespace): a compressed chunk's
+    /// decompressed length.
     pub fn lengths(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Option<u32>>> {
         let c = self.c();
         let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(vec![None; ids.len()]) };
         self.length_reads.fetch_add(ids.len() as u64, Ordering::Relaxed);
-        let mut s = c.prepare_cached("SELECT len FROM chunks WHERE nsid = ?1 AND id = ?2")?;
+        let mut s = c.prepare_cached("SELECT CASE WHEN raw > 0 THEN raw ELSE len END FROM chunks WHERE nsid = ?1 AND id = ?2")?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             out.push(s.query_row(params![nsid, &id[..]], |r| r.get::<_, i64>(0)).optional()?.map(|l| l as u32));
@@ -352,9 +358,10 @@ impl Index {
             let tx = c.transaction()?;
             new.clear();
             {
-                let mut s = tx.prepare_cached("INSERT OR IGNORE INTO chunks(nsid, id, pid, off, len) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+                let mut s = tx.prepare_cached("INSERT OR IGNORE INTO chunks(nsid, id, pid, off, len, raw) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
                 for f in &sorted {
-                    if s.execute(params![nsid, &f.id[..], pid, f.offset as i64, f.len as i64])? == 1 {
+                    let raw = if f.compressed { f.raw as i64 } else { 0 };
+                    if s.execute(params![nsid, &f.id[..], pid, f.offset as i64, f.len as i64, raw])? == 1 {
                         added += 1;
                         added_bytes += f.len as u64;
                         new.push(f.id);
@@ -393,14 +400,18 @@ impl Index {
         let c = self.c();
         let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(Vec::new()) };
         let Some(pid) = Self::pid(&c, nsid, pack)? else { return Ok(Vec::new()) };
-        let mut s = c.prepare_cached("SELECT id, off, len FROM chunks WHERE pid = ?1 ORDER BY off")?;
+        let mut s = c.prepare_cached("SELECT id, off, len, raw FROM chunks WHERE pid = ?1 ORDER BY off")?;
         let v = s
             .query_map(params![pid], |r| {
                 let id: Vec<u8> = r.get(0)?;
+                let len = r.get::<_, i64>(2)? as u32;
+                let raw = r.get::<_, i64>(3)? as u32;
                 Ok(Frame {
                     id: id.try_into().unwrap_or([0; 32]),
                     offset: r.get::<_, i64>(1)? as u64,
-                    len: r.get::<_, i64>(2)? as u32,
+                    len,
+                    raw: if raw > 0 { raw } else { len },
+                    compressed: raw > 0,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -594,11 +605,7 @@ mod tests {
     fn frames(xs: &[u64]) -> Vec<Frame> {
         xs.iter()
             .enumerate()
-            .map(|(i, &x)| Frame {
-                id: id(x),
-                offset: 12 + i as u64 * 100,
-                len: 60,
-            })
+            .map(|(i, &x)| Frame::plain(id(x), 12 + i as u64 * 100, 60))
             .collect()
     }
 

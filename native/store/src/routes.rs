@@ -366,6 +366,7 @@ async fn info(State(st): St) -> Response {
         "version": env!("CARGO_PKG_VERSION"),
         "features": ["parts"],
         "auth": if st.tokens.is_some() { "tokens" } else { "open" },
+        "features": ["zstd"],
         "limits": {
             "max_pack_bytes": st.store.limits.max_pack,
             "max_recipe_bytes": st.store.limits.max_recipe,

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{name_from_key, name_key, validate_name, validate_namespace};
+use cutpoint_core::protocol::codec::{Codec, Decompressor};
 use cutpoint_core::protocol::pack::{Frame, PackReader, PackWriter, FRAME_HEAD_LEN, MAX_CHUNK};
 use cutpoint_core::protocol::part::{has_part_lines, Line, Part, PartRecipe};
 use cutpoint_core::protocol::WireError;
@@ -177,7 +178,8 @@ pub fn pack_id(alg: HashAlg, frames: &[Frame]) -> String {
     for f in frames {
         h.update(&f.id);
         h.update(&f.offset.to_le_bytes());
-        h.update(&f.len.to_le_bytes());
+        // The head's length as stored: bit 31 for a compressed frame (raw frames as before).
+        h.update(&f.head_len().to_le_bytes());
     }
     hex(h.finalize().as_bytes())
 }
@@ -514,7 +516,8 @@ impl Store {
             w: BufWriter::with_capacity(1 << 20, file),
             n: 0,
         };
-        let mut pw = PackWriter::new(hw, alg).map_err(StoreError::internal)?;
+        // Frames are kept as they arrived: a compressed frame stays compressed at rest.
+        let mut pw = PackWriter::with_codec(hw, alg, rd.codec()).map_err(StoreError::internal)?;
         let mut rep = PackReport {
             pack: None,
             chunks: 0,
@@ -549,12 +552,8 @@ impl Store {
                 rep.duplicates += 1;
                 continue;
             }
-            let off = pw.add(&f.id, &data).map_err(StoreError::internal)?;
-            kept.push(Frame {
-                id: f.id,
-                offset: off,
-                len: f.len,
-            });
+            let off = pw.add_frame(&f.id, &data, f.compressed).map_err(StoreError::internal)?;
+            kept.push(Frame { offset: off, ..f });
         }
         drop(rd);
         if lim.over {
@@ -1267,6 +1266,7 @@ impl Store {
             locs: Vec::new(),
             moved: 0,
             max_read,
+            dec: None,
         }
     }
 
@@ -1388,7 +1388,17 @@ impl Store {
                 let l = c.locs[k].as_ref().ok_or_else(|| StoreError::internal("a location vanished"))?;
                 let (fp, size) = (entries[k].fp, entries[k].size);
                 let rel = (l.offset - l0.offset) as usize;
-                let data = bytes.slice(rel..rel + size as usize);
+                let data = if l.compressed.is_some() {
+                    // Decompressed on the way, bounded to the recipe's (checked) raw length.
+                    let mut raw = Vec::new();
+                    c.dec
+                        .get_or_insert_with(Decompressor::new)
+                        .decompress(&bytes[rel..rel + l.len as usize], size as usize, &mut raw)
+                        .map_err(|e| StoreError::Internal(format!("stored chunk {}: {e} (storage corruption)", hex(&fp))))?;
+                    Bytes::from(raw)
+                } else {
+                    bytes.slice(rel..rel + size as usize)
+                };
                 if c.alg.digest(&data) != Some(fp) {
                     return Err(StoreError::Internal(format!(
                         "stored chunk {} does not match its fingerprint (storage corruption)",
@@ -1579,19 +1589,26 @@ impl Store {
             w: BufWriter::new(file),
             n: 0,
         };
-        let mut pw = PackWriter::new(hw, alg).map_err(StoreError::internal)?;
+        let codec = if keep.iter().any(|f| f.compressed) { Codec::Zstd } else { Codec::None };
+        let mut pw = PackWriter::with_codec(hw, alg, codec).map_err(StoreError::internal)?;
         let mut moved = Vec::new();
+        let mut dec = Decompressor::new();
+        let mut raw = Vec::new();
         for f in keep {
             let data = self.objects.get_range(&pack_key(ns, pack), f.offset..f.offset + f.len as u64)?;
-            if alg.digest(&data) != Some(f.id) {
+            // Copied as it is stored; checked on its raw bytes.
+            let plain = if f.compressed {
+                dec.decompress(&data, MAX_CHUNK, &mut raw)
+                    .map_err(|e| StoreError::Internal(format!("gc: chunk {} in pack {pack}: {e}", hex(&f.id))))?;
+                &raw[..]
+            } else {
+                &data[..]
+            };
+            if alg.digest(plain) != Some(f.id) {
                 return Err(StoreError::Internal(format!("gc: chunk {} in pack {pack} is corrupt", hex(&f.id))));
             }
-            let off = pw.add(&f.id, &data).map_err(StoreError::internal)?;
-            moved.push(Frame {
-                id: f.id,
-                offset: off,
-                len: f.len,
-            });
+            let off = pw.add_frame(&f.id, &data, f.compressed).map_err(StoreError::internal)?;
+            moved.push(Frame { offset: off, ..**f });
         }
         let hw = pw.finish().map_err(StoreError::internal)?;
         let id = pack_id(alg, &moved);
@@ -1634,9 +1651,9 @@ impl Store {
             match self.read_pack_frames(ns, p) {
                 Err(e) => rep.problems.push(format!("pack {p}: {e}")),
                 Ok((frames, _)) => {
-                    let set: HashSet<(Digest, u64, u32)> = frames.iter().map(|f| (f.id, f.offset, f.len)).collect();
+                    let set: HashSet<(Digest, u64, u32, u32)> = frames.iter().map(|f| (f.id, f.offset, f.head_len(), f.raw)).collect();
                     for r in rows {
-                        if !set.contains(&(r.id, r.offset, r.len)) {
+                        if !set.contains(&(r.id, r.offset, r.head_len(), r.raw)) {
                             rep.problems.push(format!("index row {} → {p}@{} is not a frame of that pack", hex(&r.id), r.offset));
                         }
                     }
@@ -1784,6 +1801,8 @@ pub struct RestoreCursor {
     /// How often this batch was looked up again after a pack went missing (a gc rewrote it).
     moved: u8,
     max_read: u64,
+    /// The decoder of compressed chunks (made at the first one).
+    dec: Option<Decompressor>,
 }
 
 /// Where a restore's entries come from: a plain recipe's list, or a recipe's lines with one

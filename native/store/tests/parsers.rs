@@ -27,8 +27,21 @@ fn seeds() -> Vec<Vec<u8>> {
     let mut recipe = Vec::new();
     base.write(&mut recipe).unwrap();
     let ids: Vec<_> = base.entries.iter().map(|e| e.fp).collect();
+    // A zstd pack: two compressed frames and a raw one, heads first.
+    let mut cx = cutpoint_core::protocol::codec::Compressor::new(3);
+    let texts: Vec<Vec<u8>> = (0..3u8).map(|i| b"compress me, compress me ".repeat(4 + i as usize * 20)).collect();
+    let zs: Vec<(cutpoint_core::Digest, Vec<u8>, bool)> = texts
+        .iter()
+        .map(|c| {
+            let mut z = Vec::new();
+            let comp = cx.compress(c, &mut z);
+            (HashAlg::Blake3.digest(c).unwrap(), if comp { z } else { c.clone() }, comp)
+        })
+        .collect();
+    let zlist: Vec<_> = zs.iter().map(|(i, d, c)| (*i, &d[..], *c)).collect();
+    let zpack = cutpoint_core::protocol::pack::encode_heads_first_frames(HashAlg::Blake3, cutpoint_core::protocol::codec::Codec::Zstd, &zlist).unwrap();
     let tag = |t: u8, b: &[u8]| [&[t][..], b].concat();
-    vec![tag(0, &pack), tag(1, &d), tag(2, &encode_ids(&ids)), tag(3, &recipe), tag(4, b"bytes=10-99"), tag(4, b"bytes=-5"), tag(4, b"bytes=3-"), tag(5, b"dir/file.txt"), tag(5, "caf\u{e9}/r\u{e9}sum\u{e9}.pdf".as_bytes()), tag(6, format!("Bearer {}", wire_case::TOKEN).as_bytes()), tag(0, &heads_first)]
+    vec![tag(0, &pack), tag(1, &d), tag(2, &encode_ids(&ids)), tag(3, &recipe), tag(4, b"bytes=10-99"), tag(4, b"bytes=-5"), tag(4, b"bytes=3-"), tag(5, b"dir/file.txt"), tag(5, "caf\u{e9}/r\u{e9}sum\u{e9}.pdf".as_bytes()), tag(6, format!("Bearer {}", wire_case::TOKEN).as_bytes()), tag(0, &heads_first), tag(0, &zpack)]
 }
 
 #[test]
@@ -46,6 +59,8 @@ fn valid_bodies_pass_their_checks() {
     let s = seeds();
     assert_eq!(cutpoint_core::protocol::pack::decode_pack(&s[0][1..], true).unwrap().1.len(), 4);
     assert_eq!(cutpoint_core::protocol::pack::decode_upload(&s[10][1..], true).unwrap().1.len(), 4);
+    let z = cutpoint_core::protocol::pack::decode_upload(&s[11][1..], true).unwrap().1;
+    assert_eq!(z.iter().filter(|f| f.compressed).count(), 3, "{z:?}");
     assert_eq!(delta::parse(&s[1][1..]).unwrap().expand(&wire_case::base(), u64::MAX).unwrap().entries.len(), 6);
     assert!(cutpoint_core::protocol::name::validate_name(std::str::from_utf8(&s[8][1..]).unwrap()).is_ok());
     let grant = format!("{} a rw", cutpoint_core::hex(&HashAlg::Blake3.digest(wire_case::TOKEN.as_bytes()).unwrap()));

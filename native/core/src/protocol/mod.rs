@@ -12,6 +12,7 @@
 //! The requests themselves are documented in `native/store/PROTOCOL.md`.
 
 pub mod batch;
+pub mod codec;
 pub mod delta;
 pub mod name;
 pub mod pack;

@@ -29,11 +29,12 @@ pub fn check(input: &[u8]) -> Result<(), String> {
     let Some((&which, body)) = input.split_first() else { return Ok(()) };
     match which % 7 {
         0 => {
-            // A pack: what verifies must be a frame list whose data hashes to the ids.
+            // A pack: what verifies must be a frame list whose raw data (a compressed frame's
+            // decompressed bytes, exactly its raw length) hashes to the ids.
             if let Ok((alg, frames)) = pack::decode_pack(body, true) {
                 for f in &frames {
-                    let d = &body[f.offset as usize..f.offset as usize + f.len as usize];
-                    if alg.digest(d) != Some(f.id) {
+                    let d = raw_of(body, f)?;
+                    if alg.digest(&d) != Some(f.id) {
                         return Err(format!("accepted frame at {} does not hash to its id", f.offset));
                     }
                 }
@@ -43,14 +44,15 @@ pub fn check(input: &[u8]) -> Result<(), String> {
             if let Ok((alg, frames)) = pack::decode_upload(body, true) {
                 let mut chunks = Vec::new();
                 for f in &frames {
-                    let d = &body[f.offset as usize..f.offset as usize + f.len as usize];
-                    if alg.digest(d) != Some(f.id) {
+                    let d = raw_of(body, f)?;
+                    if alg.digest(&d) != Some(f.id) {
                         return Err(format!("accepted upload frame at {} does not hash to its id", f.offset));
                     }
-                    chunks.push((f.id, d));
+                    chunks.push((f.id, &body[f.offset as usize..f.offset as usize + f.len as usize], f.compressed));
                 }
                 if body.get(9) == Some(&1) {
-                    let again = pack::encode_heads_first(alg, &chunks).map_err(|e| e.to_string())?;
+                    let codec = cutpoint_core::protocol::codec::Codec::from_byte(body[10]).ok_or("an unknown codec was accepted")?;
+                    let again = pack::encode_heads_first_frames(alg, codec, &chunks).map_err(|e| e.to_string())?;
                     if again != body {
                         return Err("a heads-first upload that verifies does not encode back to itself".into());
                     }
@@ -155,4 +157,22 @@ pub fn check(input: &[u8]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A verified frame's raw bytes: its stored bytes, or (compressed) their zstd data decompressed
+/// to exactly the raw length the frame declares, which is more than its zstd bytes.
+fn raw_of(body: &[u8], f: &pack::Frame) -> Result<Vec<u8>, String> {
+    let stored = &body[f.offset as usize..f.offset as usize + f.len as usize];
+    if !f.compressed {
+        return Ok(stored.to_vec());
+    }
+    let raw = u32::from_le_bytes(stored[..4].try_into().unwrap());
+    if raw != f.raw || stored.len() - 4 >= raw as usize {
+        return Err(format!("accepted compressed frame at {} breaks the length rules", f.offset));
+    }
+    let d = zstd::bulk::decompress(&stored[4..], raw as usize).map_err(|e| format!("accepted compressed frame does not decompress: {e}"))?;
+    if d.len() != raw as usize {
+        return Err("accepted compressed frame decompresses to another length".into());
+    }
+    Ok(d)
 }
