@@ -364,9 +364,8 @@ async fn info(State(st): St) -> Response {
         "protocol": 1,
         "revision": 2,
         "version": env!("CARGO_PKG_VERSION"),
-        "features": ["parts"],
         "auth": if st.tokens.is_some() { "tokens" } else { "open" },
-        "features": ["zstd"],
+        "features": ["zstd", "parts", "batch"],
         "limits": {
             "max_pack_bytes": st.store.limits.max_pack,
             "max_recipe_bytes": st.store.limits.max_recipe,
@@ -376,7 +375,6 @@ async fn info(State(st): St) -> Response {
             "max_uploads_per_token": st.uploads.per_token,
             "max_batch_files": MAX_BATCH_FILES,
         },
-        "features": ["batch"],
     }))
     .into_response()
 }
