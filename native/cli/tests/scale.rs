@@ -71,8 +71,10 @@ fn two_nodes_over_one_bucket_agree() {
     let s3 = S3Server::start(&dir);
     let la = Loc::new(Backend::S3, &dir, Some(&s3));
     let lb = la.node(&dir.join("node-b-cache"));
-    let a = Server::start(&la, &["--gc-settle", "1"], &[]);
-    let b = Server::start(&lb, &["--gc-settle", "1"], &[]);
+    // A settle of 3 s: the window in which a commit through B must meet A's gc lock (1 s was
+    // missed on a loaded 2-core machine, where one commit through B can take most of a second).
+    let a = Server::start(&la, &["--gc-settle", "3"], &[]);
+    let b = Server::start(&lb, &["--gc-settle", "3"], &[]);
     // A file pushed through A: B finds every chunk (its query falls through to the bucket), lists
     // it and restores it byte-identical.
     let x = data(2 << 20, 71);
