@@ -675,36 +675,7 @@ impl Store {
         }
         let ids: Vec<Digest> = entries.iter().map(|e| e.fp).collect();
         let lens = self.index.lengths(ns, &ids)?;
-        let mut missing = Vec::new();
-        let mut seen = HashSet::new();
-        for (e, l) in entries.iter().zip(&lens) {
-            match l {
-                None => {
-                    if seen.insert(e.fp) {
-                        missing.push(e.fp)
-                    }
-                }
-                Some(l) if *l != e.size => {
-                    return Err(StoreError::BadRequest(format!(
-                        "{what}: chunk {} is {} bytes in the store, the {what} says {}",
-                        hex(&e.fp),
-                        l,
-                        e.size
-                    )))
-                }
-                Some(_) => {}
-            }
-        }
-        if !missing.is_empty() {
-            return Err(StoreError::Missing {
-                message: format!(
-                    "{} of the {what}'s chunks are not in namespace '{ns}'; nothing was stored",
-                    missing.len()
-                ),
-                missing,
-            });
-        }
-        Ok(())
+        Self::check_present(ns, entries, what, |i, _| lens[i])
     }
 
     /// `POST parts`: stores a recipe part (PROTOCOL.md 3.7) once its chunks are all present
@@ -935,10 +906,10 @@ impl Store {
 
     /// Under the GC lock: every chunk the recipe names indexed with the recipe's length
     /// (`length_of`: the index's answer for an id). 409 with the missing ids, 400 on a length.
-    fn check_present(ns: &str, recipe: &Recipe, length_of: impl Fn(usize, &Digest) -> Option<u32>) -> Result<()> {
+    fn check_present(ns: &str, entries: &[RecipeEntry], what: &str, length_of: impl Fn(usize, &Digest) -> Option<u32>) -> Result<()> {
         let mut missing = Vec::new();
         let mut seen = HashSet::new();
-        for (i, e) in recipe.entries.iter().enumerate() {
+        for (i, e) in entries.iter().enumerate() {
             match length_of(i, &e.fp) {
                 None => {
                     if seen.insert(e.fp) {
@@ -947,7 +918,7 @@ impl Store {
                 }
                 Some(l) if l != e.size => {
                     return Err(StoreError::BadRequest(format!(
-                        "recipe: chunk {} is {} bytes in the store, the recipe says {}",
+                        "{what}: chunk {} is {} bytes in the store, the {what} says {}",
                         hex(&e.fp),
                         l,
                         e.size
@@ -957,11 +928,9 @@ impl Store {
             }
         }
         if !missing.is_empty() {
+            let done = if what == "recipe" { "committed" } else { "stored" };
             return Err(StoreError::Missing {
-                message: format!(
-                    "{} of the recipe's chunks are not in namespace '{ns}'; nothing was committed",
-                    missing.len()
-                ),
+                message: format!("{} of the {what}'s chunks are not in namespace '{ns}'; nothing was {done}", missing.len()),
                 missing,
             });
         }
@@ -1020,7 +989,7 @@ impl Store {
         let lens: HashMap<Digest, Option<u32>> = ids.iter().copied().zip(self.index.lengths(ns, &ids)?).collect();
         for r in res.iter_mut() {
             if let Ok(recipe) = r {
-                let checked = Self::check_present(ns, recipe, |_, id| lens.get(id).copied().flatten()).and_then(|_| self.ensure_ns(ns, recipe.hash));
+                let checked = Self::check_present(ns, &recipe.entries, "recipe", |_, id| lens.get(id).copied().flatten()).and_then(|_| self.ensure_ns(ns, recipe.hash));
                 if let Err(e) = checked {
                     *r = Err(e);
                 }
