@@ -954,21 +954,28 @@ impl Store {
         let mut out = Vec::with_capacity(files.len());
         let mut i = 0;
         while i < files.len() {
-            // A recipe naming parts is committed on its own (its parts are read one at a time).
-            if has_part_lines(&body[files[i].1.clone()]) {
+            // A recipe naming parts, or a delta, is committed on its own: its parts are read one
+            // at a time, and a delta is expanded (up to --max-recipe) only when its turn comes,
+            // so a batch of short deltas never holds several expanded recipes at once.
+            if Self::alone_in_batch(&body[files[i].1.clone()]) {
                 out.push(self.commit(ns, &files[i].0, &body[files[i].1.clone()]));
                 i += 1;
                 continue;
             }
             let mut names = HashSet::new();
             let mut j = i;
-            while j < files.len() && names.insert(files[j].0.as_str()) && !has_part_lines(&body[files[j].1.clone()]) {
+            while j < files.len() && names.insert(files[j].0.as_str()) && !Self::alone_in_batch(&body[files[j].1.clone()]) {
                 j += 1;
             }
             out.extend(self.commit_group(ns, &files[i..j], body)?);
             i = j;
         }
         Ok(out)
+    }
+
+    /// A batch entry committed on its own, not in a group: a recipe naming parts, or a delta.
+    fn alone_in_batch(body: &[u8]) -> bool {
+        body.starts_with(b"cutpoint-delta ") || has_part_lines(body)
     }
 
     /// One group of a batch commit (distinct names), in a local directory.
