@@ -24,6 +24,7 @@ bash scripts/install-js.sh
 step "build: wasm (simd128 + plain) and the TypeScript library"
 bash scripts/build-wasm.sh
 npm run build -w web
+bash scripts/build-edge.sh
 
 # The store client's tests (tests/js/client.test.ts, cli.test.ts) start a real `cutpoint serve`.
 if [ ! -x native/target/release/cutpoint ]; then
