@@ -1270,3 +1270,10 @@ impl Default for StoreBatch {
 pub fn max_batch_files() -> usize {
     cutpoint_core::protocol::batch::MAX_BATCH_FILES
 }
+
+/// Whether a recipe's text names parts (`part` lines, as `GET recipes/{name}?parts=1` returns a
+/// version committed in parts): no delta base and no hints then.
+#[wasm_bindgen(js_name = recipeHasParts)]
+pub fn recipe_has_parts(body: &[u8]) -> bool {
+    wire_part::has_part_lines(body)
+}
