@@ -31,6 +31,8 @@ export function jsonOf(r: PushResult) {
     packs: r.packs,
     recipe_bytes: r.recipeBytes,
     delta_base: r.deltaBase ?? null,
+    parts: r.parts,
+    parts_sent: r.partsSent,
     known_from_base: r.knownFromBase,
     hinted_chunks: r.hintedChunks,
     version: r.version,
