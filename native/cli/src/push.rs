@@ -5,7 +5,8 @@ use super::remote::{fail, human, with_progress, StoreArgs};
 use super::{EngineArgs, Fail};
 use clap::Args;
 use cutpoint_core::rapid::Criterion;
-use cutpoint_store::client::{push_file, push_files, push_stream, Compression, Progress, PushOptions, PushReport};
+use cutpoint_store::client::{push_file, push_files_cached, push_stream, Compression, Progress, PushOptions, PushReport};
+use cutpoint_store::pushcache::{default_dir, PushCache};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -43,6 +44,15 @@ pub struct PushArgs {
     /// One JSON object per file on standard output (no progress bar).
     #[arg(long)]
     json: bool,
+    /// The push cache's directory (default: $XDG_CACHE_HOME/cutpoint or ~/.cache/cutpoint).
+    /// A push of several files or a directory remembers each file's size, times and inode and
+    /// the version it was committed as; next time, to the same store and namespace, a file
+    /// whose metadata did not change is not read: its version is committed again as is.
+    #[arg(long, value_name = "DIR")]
+    cache: Option<PathBuf>,
+    /// Read every file (the push cache is neither read nor written).
+    #[arg(long, conflicts_with = "cache")]
+    no_cache: bool,
     /// Commit the whole recipe even where the store takes recipe parts (as against a store
     /// without them; a recipe over the store's limit is then refused before anything is sent).
     #[arg(long, hide = true)]
@@ -183,7 +193,13 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     }
     let progress = Progress::default();
     let label = format!("{} files", inputs.len());
-    let reps = with_progress(!a.json, &label, &progress, || push_files(&client, &inputs, &opts, &progress)).map_err(fail)?;
+    let mut cache = open_cache(a, client.base(), client.namespace());
+    let reps = with_progress(!a.json, &label, &progress, || push_files_cached(&client, &inputs, &opts, &progress, cache.as_mut())).map_err(fail)?;
+    if let Some(c) = &cache {
+        if let Err(e) = c.save() {
+            eprintln!("cutpoint: the push cache {}: {e} (the push is done; the next one reads every file)", c.file().display());
+        }
+    }
     let mut failed = None;
     for (rep, (_, name)) in reps.into_iter().zip(&inputs) {
         match rep {
@@ -204,8 +220,27 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     }
 }
 
+/// The push cache of this store and namespace, unless `--no-cache` (or there is no cache
+/// directory); a cache that cannot be read is left aside with a warning.
+fn open_cache(a: &PushArgs, store: &str, ns: &str) -> Option<PushCache> {
+    if a.no_cache {
+        return None;
+    }
+    let dir = a.cache.clone().or_else(default_dir)?;
+    match PushCache::open(&dir, store, ns) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("cutpoint: the push cache in {}: {e} (every file is read)", dir.display());
+            None
+        }
+    }
+}
+
 /// One line a person can read.
 pub fn summary(r: &PushReport) -> String {
+    if r.unchanged {
+        return format!("{} -> version {}: unchanged (not read), {}, {} chunks", r.name, r.version, human(r.bytes), r.chunks);
+    }
     let dedup = if r.novel_bytes == 0 { "all known".to_string() } else { format!("{:.1}x", r.dedup_ratio) };
     format!(
         "{} -> version {}: {} processed, {} chunks, {} novel ({}), {} compressed, {} sent, dedup {dedup}, {:.0} MB/s{}",

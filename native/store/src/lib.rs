@@ -19,6 +19,7 @@ pub mod client;
 pub mod error;
 pub mod idset;
 pub mod index;
+pub mod pushcache;
 pub mod range;
 pub mod routes;
 pub mod spool;
