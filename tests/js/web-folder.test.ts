@@ -85,7 +85,9 @@ describe('the page pushes a folder as one pipeline', () => {
         const g = w.__gaps
         // Until the folder's push has ended (the listing of the store afterwards is not the push).
         const st = (document.querySelector('li.folder') as HTMLElement | null)?.dataset
-        if (g.last && t - g.last > 50) g.long.push(`${Math.round(t - g.last)} ms at ${st?.state ?? 'start'} ${st?.done ?? ''}/${st?.bytes ?? ''}`)
+        const now = `${st?.state ?? 'no folder row'} ${st?.done ?? ''}/${st?.bytes ?? ''}`
+        if (g.last && t - g.last > 50) g.long.push(`${Math.round(t - g.last)} ms (${g.prev} → ${now})`)
+        g.prev = now
         if (g.last) g.max = Math.max(g.max, t - g.last)
         g.last = t
         g.n++
