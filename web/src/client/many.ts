@@ -15,7 +15,6 @@
 // is read, never held whole.
 import { chunk, type Chunk } from '../index.js'
 import { checkAbort, StoreError, usage } from './errors.js'
-import { BLOB_BODIES } from './http.js'
 import { isStream, openReader, type PushInput, type RangeReader } from './input.js'
 import { checkProfile, commit, PushRun, type PushContext, type PushResult } from './push.js'
 import { wire } from './wire.js'
@@ -154,19 +153,6 @@ class ManyReader implements RangeReader {
     }
   }
 
-  /** The Blob slices holding bytes [start, end) (inputs that are Blobs). */
-  slices(start: number, end: number): Blob[] {
-    const out: Blob[] = []
-    for (let at = start; at < end; ) {
-      const f = this.find(at)
-      if (!f || !(f.input instanceof Blob)) throw new StoreError(`cutpoint: internal error: no input holds offset ${at}`, { code: 'protocol' })
-      const n = Math.min(end, f.base + f.size!) - at
-      out.push(f.input.slice(at - f.base, at - f.base + n))
-      at += n
-    }
-    return out
-  }
-
   async read(off: number, len: number): Promise<Uint8Array> {
     const first = this.find(off)
     if (!first) throw new StoreError(`cutpoint: internal error: no input holds offset ${off}`, { code: 'protocol' })
@@ -261,13 +247,13 @@ class ManyRun {
       if (!ok) this.fail(f, usage(isStream(f.input) ? `'${f.name}': pushMany takes Blobs, Uint8Arrays and paths; push a stream with push()` : `'${f.name}': not a File/Blob, Uint8Array or path`))
     }
     const lim = await run.http.limits(run.signal)
-    // In a browser, Files go up heads first: a pack's data are slices of the Files (nothing is
-    // read back here), found by the push's offsets (the inputs end to end). Not one Blob of them
-    // all: that reads every File's size at once (in Chromium a synchronous look-up each: ~1 s for
-    // 1,000 Files, a frozen page), where the pipeline opens them one at a time.
-    const live = this.files.filter((f) => !f.error)
-    const blobs = BLOB_BODIES && live.length > 0 && live.every((f) => f.input instanceof Blob)
-    run.setLimits(blobs ? Object.assign((a: number, b: number) => this.reader.slices(a, b), { inputOf: (off: number) => this.reader.find(off)?.index ?? -1 }) : undefined, lim)
+    // Framed packs, the novel chunks read back by offset (the inputs end to end), also in a
+    // browser: heads-first packs (push's way for one File) would be Blobs of a slice per File,
+    // and Chromium makes each slice on the page's thread (~0.5 ms each on a loaded machine: a
+    // pack of 1,000 small Files froze the page for about a second); read back, the slices are
+    // made one read at a time, between frames. Not one Blob of all the Files either: that reads
+    // every File's size at once (a synchronous look-up each in Chromium).
+    run.setLimits(undefined, lim)
     run.reader = this.reader
     run.onBatch = (n, bytes) => {
       const f = this.cur!

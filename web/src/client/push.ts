@@ -143,10 +143,6 @@ const HEADS_FIRST_CONCURRENCY = 4
 // in 8 MiB ones (push-8,push-32, 5 rounds). Heads-first packs cost the page no memory whatever
 // their size; a pack cut off by a dropped connection is sent again whole.
 const HEADS_FIRST_PACK_SIZE = 32 << 20
-// A heads-first pack of many small Files (pushMany) is a Blob of a slice per File: Chromium
-// builds it on the page's thread (~0.5 ms a slice on a loaded machine: 1,000 slices froze the
-// page for 0.6 s), so a pack is cut at this many slices.
-const MAX_SLICES = 256
 const PACK_SIZE = 8 << 20
 
 interface Novel {
@@ -279,7 +275,7 @@ export class PushRun {
   base?: Base
   latest = 0
   readonly table = new IdTable()
-  source?: Blob | Slicer
+  source?: Blob
   packSize = 0
   maxCount = 0
   reader?: RangeReader
@@ -393,7 +389,7 @@ export class PushRun {
    * The store's limits and the pack layout within them: heads first from `source` (a File/Blob
    * in a browser), else framed; `concurrency` uploads in flight.
    */
-  setLimits(source: Blob | Slicer | undefined, lim: StoreLimits): void {
+  setLimits(source: Blob | undefined, lim: StoreLimits): void {
     this.limits = lim
     this.source = source
     this.packSize = fitPack(this.ctx.packSize ?? (source ? HEADS_FIRST_PACK_SIZE : PACK_SIZE), this.checked.maxChunk, lim)
@@ -745,7 +741,7 @@ export class PushRun {
         pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), n.off, n.len)
         if (this.journal) this.packNovel.push(n)
         this.packCount++
-        if (pack.len >= this.packSize || this.packCount >= this.maxCount || pack.slices >= MAX_SLICES) await this.stageUpload()
+        if (pack.len >= this.packSize || this.packCount >= this.maxCount) await this.stageUpload()
       }
       return
     }
@@ -794,7 +790,7 @@ export class PushRun {
       .catch(async (e) => {
         // The browser reads a heads-first body from the file as it sends it: a file changed
         // or removed since it was picked fails the request, which is said as such.
-        if (source instanceof Blob && !signal.aborted && e instanceof StoreError && e.code !== 'usage') {
+        if (source && !signal.aborted && e instanceof StoreError && e.code !== 'usage') {
           try {
             await source.slice(0, 1).arrayBuffer()
           } catch (r: any) {
@@ -1012,12 +1008,6 @@ function fitPack(want: number, maxChunk: number, limits: StoreLimits): number {
 
 const packSizeOf = (b: Uint8Array | Blob) => (b instanceof Uint8Array ? b.length : b.size)
 
-/** Heads-first data of several inputs end to end: the Blob slices holding bytes [start, end), and which input holds an offset. */
-export interface Slicer {
-  (start: number, end: number): Blob[]
-  inputOf(off: number): number
-}
-
 /**
  * A heads-first pack being filled from a Blob input: the heads in one buffer, the data as runs
  * of the input (adjacent chunks merged). Its body is a Blob of the header, the heads, the end
@@ -1028,13 +1018,10 @@ class HeadsFirstPack {
   private count = 0
   private runs: number[] = [] // start, end, start, end, ...
   len = 0
-  /** Blob slices the body will have (a run may span inputs: one slice per input in it). */
-  slices = 0
-  private input = -1
 
   constructor(
     private header: Uint8Array,
-    private source: Blob | Slicer,
+    private source: Blob,
   ) {
     this.heads = new Uint8Array(36 * 1024)
     this.len = header.length
@@ -1050,32 +1037,19 @@ class HeadsFirstPack {
     this.heads.set(head, at)
     this.count++
     const r = this.runs
-    const input = typeof this.source === 'function' ? this.source.inputOf(off) : 0
-    if (r.length && r[r.length - 1] === off) {
-      r[r.length - 1] = off + len
-      if (input !== this.input) this.slices++
-    } else {
-      r.push(off, off + len)
-      this.slices++
-    }
-    this.input = input
+    if (r.length && r[r.length - 1] === off) r[r.length - 1] = off + len
+    else r.push(off, off + len)
     this.len += head.length + len
   }
 
   take(end: Uint8Array): Blob {
     const parts: BlobPart[] = [this.header as Uint8Array<ArrayBuffer>, this.heads.slice(0, this.count * end.length), end as Uint8Array<ArrayBuffer>]
-    const src = this.source
-    for (let i = 0; i < this.runs.length; i += 2) {
-      if (src instanceof Blob) parts.push(src.slice(this.runs[i], this.runs[i + 1]))
-      else parts.push(...src(this.runs[i], this.runs[i + 1]))
-    }
+    for (let i = 0; i < this.runs.length; i += 2) parts.push(this.source.slice(this.runs[i], this.runs[i + 1]))
     const body = new Blob(parts, { type: 'application/octet-stream' })
     const want = this.len + end.length
     if (body.size !== want) throw new StoreError(`cutpoint: internal error: a pack of ${body.size} bytes, ${want} expected`, { code: 'protocol' })
     this.count = 0
     this.runs = []
-    this.slices = 0
-    this.input = -1
     this.len = this.header.length
     return body
   }
