@@ -5,7 +5,7 @@ use super::remote::{fail, human, with_progress, StoreArgs};
 use super::{EngineArgs, Fail};
 use clap::Args;
 use cutpoint_core::rapid::Criterion;
-use cutpoint_store::client::{push_file, push_files_cached, Compression, Progress, PushOptions, PushReport};
+use cutpoint_store::client::{push_file, push_files_cached, push_stream, Compression, Progress, PushOptions, PushReport};
 use cutpoint_store::pushcache::{default_dir, PushCache};
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,7 +14,9 @@ use std::path::PathBuf;
 pub struct PushArgs {
     /// Files to push, each as the next version of its name; a directory pushes every file
     /// under it, named by its path relative to the directory. Several files go as one pipeline
-    /// (shared queries and packs, commits in batches).
+    /// (shared queries and packs, commits in batches). `-` pushes standard input (with
+    /// --name), read once: its bytes are kept in temporary files only until their chunks are
+    /// answered and sent.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
@@ -120,9 +122,18 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     if engine.hash_alg() == cutpoint_core::HashAlg::None {
         return Err(Fail::usage("a push needs chunk fingerprints: --hash blake3 or sha256"));
     }
+    let stdin = a.files.iter().any(|f| f.as_os_str() == "-");
+    if stdin && a.files.len() > 1 {
+        return Err(Fail::usage("'-' (standard input) is pushed alone, not with other files"));
+    }
+    let stdin_name = match (&a.name, stdin) {
+        (None, true) => return Err(Fail::usage("'cutpoint push -' (standard input) needs --name NAME to store it under")),
+        (Some(n), true) => Some(n.clone()),
+        _ => None,
+    };
     let mut inputs: Vec<(PathBuf, String)> = Vec::new();
     let mut dirs = false;
-    for f in &a.files {
+    for f in a.files.iter().filter(|_| !stdin) {
         let meta = std::fs::metadata(f).map_err(|e| Fail::io(format!("{}: {e}", f.display())))?;
         if meta.is_dir() {
             dirs = true;
@@ -141,7 +152,9 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     for (_, name) in &inputs {
         cutpoint_core::protocol::name::validate_name(name).map_err(|e| Fail::usage(format!("{e} (use --name)")))?;
     }
-    if inputs.is_empty() {
+    if let Some(n) = &stdin_name {
+        cutpoint_core::protocol::name::validate_name(n).map_err(|e| Fail::usage(format!("{e} (use --name)")))?;
+    } else if inputs.is_empty() {
         return Err(Fail::usage("no files to push (the directories are empty)"));
     }
     let client = a.store.client()?;
@@ -163,6 +176,12 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
         }
         out.flush().map_err(wr)
     };
+    if let Some(name) = &stdin_name {
+        let progress = Progress::default();
+        let input = std::io::stdin();
+        let rep = with_progress(!a.json, name, &progress, || push_stream(&client, input, name, &opts, &progress)).map_err(fail)?;
+        return print(&rep);
+    }
     // One file (or RapidCDC, whose hints come from each name's own base): a pipeline per file.
     if (inputs.len() == 1 && !dirs) || opts.rapid.is_some() {
         for (f, name) in &inputs {

@@ -15,6 +15,7 @@
 //! answer was lost is read back before it is sent again.
 
 use crate::index::Version;
+use crate::spool::{tee, StreamSpool};
 use crate::store::{CheckReport, GcReport, PackReport};
 use cutpoint_core::protocol::batch::BatchWriter;
 use cutpoint_core::protocol::delta;
@@ -642,12 +643,17 @@ struct Plan {
     hints: Option<(HintTable, Criterion)>,
     /// The store's `max_recipe_bytes` (a commit body and a part are at most this).
     max_recipe: u64,
+    /// The store's `max_commit_entries`: the most chunks a file's commit may have.
+    max_entries: u64,
     /// The store lists `parts` and the push may use them.
     parts: bool,
     /// The store's `max_batch_files` when it lists the feature "batch".
     batch_files: Option<usize>,
     /// The zstd level novel chunks are compressed at (`None`: off, or the store lacks `zstd`).
     level: Option<i32>,
+    /// A push of a stream ([`push_stream`]): its bytes, kept until their chunks are answered
+    /// and packed (`None`: files, read back by offset).
+    stream: Option<StreamSpool>,
 }
 
 /// What the stages share: the first failure (which stops every stage) and the counters.
@@ -765,6 +771,67 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
             path.display()
         )));
     }
+    if q.recipe.bytes != meta.len() {
+        return Err(ClientError::Io(format!(
+            "{}: chunked {} bytes of a {}-byte file; nothing was committed",
+            path.display(),
+            q.recipe.bytes,
+            meta.len()
+        )));
+    }
+    conclude(client, name, path, &plan, q, &offsets, &flow, t0)
+}
+
+/// Pushes a stream (`cutpoint push -`: standard input) as the next version of `name`, through
+/// the same stages as [`push_file`]. A stream is read once: its bytes are kept in a
+/// [`StreamSpool`] (temporary files, not memory) only until their chunks are answered and the
+/// novel ones packed, so the window stays a few batches whatever the stream's length. A recipe
+/// past the parts threshold is committed in parts, like a file's. Chunks that go missing from
+/// the store after they were found present (a gc meanwhile) cannot be read again: the push then
+/// fails and commits nothing.
+pub fn push_stream(client: &Client, input: impl Read + Send, name: &str, opts: &PushOptions, progress: &Progress) -> R<PushReport> {
+    validate_name(name).map_err(|e| ClientError::Usage(e.to_string()))?;
+    let t0 = Instant::now();
+    let label = Path::new("<stdin>");
+    let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", label.display()));
+    let mut plan = prepare(client, Some(name), opts)?;
+    check_limits(&plan, 0)?;
+    plan.stream = Some(StreamSpool::new());
+    let mut known: HashSet<Digest> = HashSet::new();
+    if let Some((_, b)) = &plan.base {
+        known.extend(b.entries.iter().map(|e| e.fp));
+    }
+    let flow = Flow::new(progress);
+    let hints = plan.hints.take();
+    let (pipe_r, pipe_w) = io::pipe().map_err(io_err)?;
+    let reader = std::fs::File::from(std::os::fd::OwnedFd::from(pipe_r));
+    let plan = &plan;
+    let (copied, (mut qs, offsets)) = std::thread::scope(|s| {
+        let spool = plan.stream.as_ref().expect("a stream");
+        let copy = s.spawn(move || tee(input, spool, pipe_w));
+        let out = run_pipeline(client, &[label], vec![Some(reader)], plan, hints, known, opts, &flow);
+        (copy.join().unwrap_or_else(|_| Err(io::Error::other("the copy thread failed"))), out)
+    });
+    if let Some(e) = flow.take_err() {
+        return Err(e);
+    }
+    let len = copied.map_err(io_err)?;
+    let q = qs.pop().expect("one input");
+    if q.recipe.bytes != len {
+        return Err(ClientError::Io(format!(
+            "{}: chunked {} bytes of {} read; nothing was committed",
+            label.display(),
+            q.recipe.bytes,
+            len
+        )));
+    }
+    conclude(client, name, label, plan, q, &offsets, &flow, t0)
+}
+
+/// After the pipeline of one input: the recipe sealed and committed (whole, as a delta, or in
+/// parts) and the report.
+#[allow(clippy::too_many_arguments)]
+fn conclude(client: &Client, name: &str, path: &Path, plan: &Plan, q: Queried, offsets: &Offsets, flow: &Flow, t0: Instant) -> R<PushReport> {
     let Queried {
         recipe: sink,
         novel_chunks,
@@ -772,23 +839,15 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         known_hits,
         hinted,
     } = q;
-    if sink.bytes != meta.len() {
-        return Err(ClientError::Io(format!(
-            "{}: chunked {} bytes of a {}-byte file; nothing was committed",
-            path.display(),
-            sink.bytes,
-            meta.len()
-        )));
-    }
     let (bytes, chunks) = (sink.bytes, sink.count);
     let (digest, c, parts, parts_sent) = match sink.finish()? {
         Sealed::Whole(recipe) => {
             let digest = recipe.digest.ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
-            (digest, stage_commit(client, name, &[path], &plan, &recipe, &offsets, &flow)?, 0, 0)
+            (digest, stage_commit(client, name, &[path], plan, &recipe, offsets, flow)?, 0, 0)
         }
         Sealed::Parts(spool, recipe) => {
             let digest = recipe.digest.ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
-            let (c, sent) = stage_commit_parts(client, name, path, &plan, &spool, &recipe, &flow)?;
+            let (c, sent) = stage_commit_parts(client, name, path, plan, &spool, &recipe, flow)?;
             (digest, c, spool.refs.len() as u64, sent)
         }
     };
@@ -821,6 +880,17 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     })
 }
 
+/// A file of more chunks than the store's `max_commit_entries` (PROTOCOL.md 4.1).
+fn too_many_entries(max: u64, has: &str) -> ClientError {
+    ClientError::Http {
+        status: 413,
+        code: "too_many_entries".into(),
+        message: format!(
+            "this file {has} more chunks than the store's max_commit_entries of {max} (a bigger profile makes fewer chunks); nothing was committed"
+        ),
+    }
+}
+
 /// Check before sending: a limit of the store this push cannot meet is refused before a byte
 /// is uploaded. A part must hold at least one chunk line; a store without parts takes the file's
 /// whole recipe, at least ~70 bytes for each of at least `len / MAX` chunks.
@@ -835,7 +905,11 @@ fn check_limits(plan: &Plan, len: u64) -> R<()> {
         }
         return Ok(());
     }
-    let floor = len.div_ceil(plan.engine.profile().max as u64) * cutpoint_core::rapid::recipe::MIN_ENTRY_LINE;
+    let fewest = len.div_ceil(plan.engine.profile().max as u64);
+    if fewest > plan.max_entries {
+        return Err(too_many_entries(plan.max_entries, "would have at least"));
+    }
+    let floor = fewest * cutpoint_core::rapid::recipe::MIN_ENTRY_LINE;
     if floor > max {
         return Err(ClientError::Http {
             status: 413,
@@ -856,6 +930,7 @@ struct RecipeSink {
     profile: String,
     alg: HashAlg,
     max_recipe: u64,
+    max_entries: u64,
     parts_ok: bool,
     entries: Vec<RecipeEntry>,
     text_len: u64,
@@ -920,6 +995,7 @@ impl RecipeSink {
             profile: plan.engine.profile().to_string(),
             alg: plan.alg,
             max_recipe: plan.max_recipe,
+            max_entries: plan.max_entries,
             parts_ok: plan.parts,
             entries: Vec::new(),
             text_len: 0,
@@ -934,6 +1010,9 @@ impl RecipeSink {
 
     fn push(&mut self, e: RecipeEntry) -> R<()> {
         self.count += 1;
+        if self.count > self.max_entries {
+            return Err(too_many_entries(self.max_entries, "has"));
+        }
         self.bytes += e.size as u64;
         self.digest.add(&e.fp, e.size);
         if self.parts_ok {
@@ -1063,6 +1142,9 @@ fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, flow
 /// Where chunks `ids` lie in the file: found by chunking it again (a push in parts keeps no
 /// map of every chunk; this is only needed when chunks went missing after they were queried).
 fn locate(path: &Path, plan: &Plan, ids: &[Digest]) -> R<Offsets> {
+    if plan.stream.is_some() {
+        return Err(stream_lost(ids.len()));
+    }
     let want: HashSet<Digest> = ids.iter().copied().collect();
     let f = std::fs::File::open(path).map_err(|e| ClientError::Io(format!("{}: {e}", path.display())))?;
     let mut out = HashMap::new();
@@ -1094,6 +1176,7 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
     let batch = info.get("features").and_then(|f| f.as_array()).is_some_and(|f| f.iter().any(|x| x == "batch"));
     let batch_files = batch.then(|| info.pointer("/limits/max_batch_files").and_then(|v| v.as_u64()).unwrap_or(1).max(1) as usize);
     let max_recipe = info.pointer("/limits/max_recipe_bytes").and_then(|v| v.as_u64()).unwrap_or(u64::MAX);
+    let max_entries = info.pointer("/limits/max_commit_entries").and_then(|v| v.as_u64()).unwrap_or(u64::MAX);
     let parts = opts.parts
         && info
             .get("features")
@@ -1117,7 +1200,9 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
             hints: None,
             batch_files,
             max_recipe,
+            max_entries,
             parts,
+            stream: None,
         });
     };
     // The base recipe (the latest version of the same name, same profile and fingerprint):
@@ -1151,8 +1236,10 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
         base,
         hints,
         max_recipe,
+        max_entries,
         parts,
         batch_files,
+        stream: None,
     })
 }
 
@@ -1260,7 +1347,7 @@ fn chunk_one(
                     }
                 }
             }
-            None if rd.metadata().is_ok_and(|m| m.len() <= SMALL_FILE) => {
+            None if rd.metadata().is_ok_and(|m| m.is_file() && m.len() <= SMALL_FILE) => {
                 // A file that grew meanwhile is cut at SMALL_FILE + 1 bytes: its length then
                 // differs from its metadata's and the push refuses it (sealed).
                 buf.clear();
@@ -1337,6 +1424,7 @@ fn stage_query(
         if known.len() > KNOWN_MAX {
             known.clear();
         }
+        let end = batch.last().map_or(0, |it| it.off + it.len as u64);
         for it in &batch {
             let q = &mut qs[it.file as usize];
             if let Err(e) = q.recipe.push(RecipeEntry {
@@ -1364,6 +1452,9 @@ fn stage_query(
             flow.progress.processed.fetch_add(it.len as u64, Ordering::Relaxed);
         }
         if ask.is_empty() {
+            if let Some(s) = &plan.stream {
+                s.batch_done(end, false);
+            }
             continue;
         }
         flow.sent.fetch_add(ask.len() as u64 * 32, Ordering::Relaxed);
@@ -1384,8 +1475,12 @@ fn stage_query(
             flow.progress.novel_bytes.fetch_add(len as u64, Ordering::Relaxed);
             list.push((file, off, len, id));
         }
-        if !list.is_empty() && novel_tx.send(list).is_err() {
+        let listed = !list.is_empty();
+        if listed && novel_tx.send(list).is_err() {
             break;
+        }
+        if let Some(s) = &plan.stream {
+            s.batch_done(end, listed);
         }
     }
     drop(novel_tx);
@@ -1418,6 +1513,14 @@ fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiv
             for &(file, off, len, id) in group {
                 let path = paths[file as usize];
                 let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+                if let Some(s) = &plan.stream {
+                    let mut data = vec![0u8; len as usize];
+                    if let Err(e) = s.read_at(&mut data, off) {
+                        return flow.fail(io_err(e));
+                    }
+                    read.push((id, data));
+                    continue;
+                }
                 if open.as_ref().is_none_or(|(f, _)| *f != file) {
                     match std::fs::File::open(path) {
                         Ok(f) => open = Some((file, f)),
@@ -1454,6 +1557,9 @@ fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiv
                     }
                 }
             }
+        }
+        if let Some(s) = &plan.stream {
+            s.list_done();
         }
     }
     if let Some(w) = cur.take() {
@@ -1567,8 +1673,24 @@ fn stage_commit(client: &Client, name: &str, paths: &[&Path], plan: &Plan, recip
     }
 }
 
+/// Chunks of a stream that went missing from the store after it was asked about them (a gc
+/// meanwhile) cannot be read again.
+fn stream_lost(n: usize) -> ClientError {
+    ClientError::Http {
+        status: 409,
+        code: "missing_chunks".into(),
+        message: format!(
+            "{n} chunks went missing from the store after it was asked about them (a gc meanwhile?); \
+             a stream cannot be read again: nothing was committed, push it again"
+        ),
+    }
+}
+
 /// Reads the chunks a commit named missing back from the inputs and uploads them in packs.
 fn resend_missing(client: &Client, paths: &[&Path], plan: &Plan, offsets: &Offsets, ids: &[Digest], flow: &Flow) -> R<()> {
+    if plan.stream.is_some() {
+        return Err(stream_lost(ids.len()));
+    }
     let alg = plan.alg;
     let mut w = PackWriter::new(Vec::new(), alg).expect("alg");
     let mut data = Vec::new();
