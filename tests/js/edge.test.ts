@@ -124,6 +124,15 @@ describe.each(targets)('%s', (_label, start) => {
     expect(ls.stdout).toContain('odd name é.bin')
   })
 
+  it('big packs (20 MiB, streamed through a temporary object at the edge) round trip', () => {
+    const data = randomBytes(24 << 20)
+    const r = nativePush(store, file('bigpack', data), 'bigpack', ['--pack-size', '20m'])
+    expect(r.packs).toBe(2)
+    const out = join(dir, 'bigpack-out')
+    expect(cutpoint(['pull', 'bigpack', '-o', out], store).status).toBe(0)
+    expect(readFileSync(out).equals(data)).toBe(true)
+  })
+
   it('the library pushes what the native CLI pulls, and pulls what it pushed', async () => {
     const c = cp.createClient({ store: store.url, namespace: 'lib' })
     const data = randomBytes(2 << 20)
@@ -196,6 +205,30 @@ describe.each(targets)('%s', (_label, start) => {
     expect((await fetch(u)).status).toBe(404)
     // A deleted latest version's number is not given again.
     expect(nativePush(store, file('r', data), 'ranged', ['--ns', 'r']).version).toBe(2)
+  })
+
+  it('gc removes the chunks no recipe names once their version is deleted, and keeps the others', async () => {
+    const a = file('gc-a', randomBytes(500_000))
+    const b = file('gc-b', randomBytes(500_000))
+    nativePush(store, a, 'a', ['--ns', 'gc'])
+    nativePush(store, b, 'b', ['--ns', 'gc'])
+    const text = await (await fetch(`${ns(store, 'gc')}/recipes/a`)).text()
+    const ids = Buffer.concat(text.split('\n').filter((l) => /^[0-9a-f]{64} /.test(l)).map((l) => Buffer.from(l.slice(0, 64), 'hex')))
+    expect(ids.length).toBeGreaterThan(0)
+    expect((await fetch(`${ns(store, 'gc')}/gc?grace=x`, { method: 'POST' })).status).toBe(400)
+    const kept = await (await fetch(`${ns(store, 'gc')}/gc?grace=0`, { method: 'POST' })).json()
+    expect(kept).toMatchObject({ packs_deleted: 0, chunks_removed: 0 })
+    expect((await fetch(`${ns(store, 'gc')}/files/a`, { method: 'DELETE' })).status).toBe(200)
+    const r = await fetch(`${ns(store, 'gc')}/gc?grace=0`, { method: 'POST' })
+    expect(r.status).toBe(200)
+    const rep = await r.json()
+    expect(rep.packs_deleted).toBe(1)
+    expect(rep.chunks_removed).toBe(ids.length / 32)
+    const q = await fetch(`${ns(store, 'gc')}/query`, { method: 'POST', body: ids })
+    expect(Buffer.from(await q.arrayBuffer()).equals(ids)).toBe(true) // all gone
+    const out = join(dir, 'gc-out')
+    expect(cutpoint(['pull', 'b', '--ns', 'gc', '-o', out], store).status).toBe(0)
+    expect(readFileSync(out).equals(readFileSync(b))).toBe(true)
   })
 
   it('tokens and namespaces stay apart', async () => {
