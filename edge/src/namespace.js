@@ -184,6 +184,16 @@ export class Namespace extends DurableObject {
     });
   }
 
+  /** The indexed packs, and the index rows of one (check). */
+  packs() {
+    return this.sql.exec('SELECT id, size FROM packs ORDER BY id').toArray().map((r) => ({ ...r }));
+  }
+
+  packRows(pack) {
+    return this.sql.exec('SELECT id, off, len, raw FROM chunks WHERE pack = ?', pack).toArray()
+      .map((r) => [new Uint8Array(r.id), r.off, r.len, r.raw]);
+  }
+
   /** A version's row (`version` 0: the latest), or null. */
   resolve(name, version) {
     const r = version

@@ -483,6 +483,66 @@ async function gc(env, ns, url) {
   return json(200, await stub(env, ns).gc(ns, grace));
 }
 
+const hexOf = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+
+/**
+ * GET check: every indexed pack re-read from R2 and verified by the core (every chunk re-hashed),
+ * each index row matched with a frame of its pack; every version's recipe read and parsed by the
+ * core, each of its chunks indexed. Problems name objects, never paths.
+ */
+async function check(env, ns) {
+  const s = stub(env, ns);
+  const rep = { packs: 0, chunks: 0, versions: 0, parts: 0, problems: [] };
+  for (const p of await s.packs()) {
+    rep.packs++;
+    const o = await env.BUCKET.get(packKey(ns, p.id));
+    if (!o) {
+      rep.problems.push(`pack ${p.id} is indexed but not stored`);
+      continue;
+    }
+    const g = new core.Ingest(LIMITS.max_chunk_bytes, LIMITS.max_pack_chunks);
+    try {
+      for await (const piece of o.body) g.push(piece);
+      g.finish();
+      const f = g.frames();
+      const dv = new DataView(f.buffer, f.byteOffset, f.byteLength);
+      const frames = new Map();
+      for (let i = 0; i + 48 <= f.length; i += 48) {
+        frames.set(`${hexOf(f.subarray(i, i + 32))}@${Number(dv.getBigUint64(i + 32, true))}`, dv.getUint32(i + 40, true));
+      }
+      if (g.packId() !== p.id) rep.problems.push(`pack ${p.id}: its frames name another pack (${g.packId()})`);
+      for (const [id, off, len] of await s.packRows(p.id)) {
+        rep.chunks++;
+        if (frames.get(`${hexOf(id)}@${off}`) !== len) rep.problems.push(`chunk ${hexOf(id)}: no such frame in pack ${p.id}`);
+      }
+    } catch (e) {
+      rep.problems.push(`pack ${p.id} does not verify: ${fromCore(e).message}`);
+    } finally {
+      g.free();
+    }
+  }
+  for (const v of await s.list()) {
+    rep.versions++;
+    const o = await env.BUCKET.get(versionKey(ns, core.nameKey(v.name), v.version));
+    let entries;
+    try {
+      entries = core.recipeEntries(new Uint8Array(await o.arrayBuffer()));
+    } catch (e) {
+      rep.problems.push(`the recipe of '${v.name}' version ${v.version} is unreadable`);
+      continue;
+    }
+    for (let at = 0; at < entries.length; at += 4096 * 36) {
+      const part = entries.subarray(at, Math.min(entries.length, at + 4096 * 36));
+      const ids = new Uint8Array((part.length / 36) * 32);
+      for (let k = 0; k * 36 < part.length; k++) ids.set(part.subarray(k * 36, k * 36 + 32), k * 32);
+      const locs = await s.locate(ids);
+      const missing = locs.filter((l) => !l).length;
+      if (missing) rep.problems.push(`'${v.name}' version ${v.version}: ${missing} of its chunks are not indexed`);
+    }
+  }
+  return json(200, rep);
+}
+
 function info(cfg) {
   return json(200, { service: 'cutpoint', protocol: 1, revision: 2, version: VERSION,
     auth: cfg.open ? 'open' : 'tokens', features: FEATURES, limits: LIMITS });
@@ -498,6 +558,7 @@ function route(parts) {
   const [, ns, what, ...rest] = parts;
   if (what === 'query' && rest.length === 0) return { ns, methods: ['POST'], kind: 'query' };
   if (what === 'gc' && rest.length === 0) return { ns, methods: ['POST'], kind: 'gc' };
+  if (what === 'check' && rest.length === 0) return { ns, methods: ['GET'], kind: 'check' };
   if (what === 'packs' && rest.length === 0) return { ns, methods: ['POST'], kind: 'packs' };
   if (what === 'files' && rest.length === 0) return { ns, methods: ['GET'], kind: 'list' };
   if (what === 'files' && rest.length === 1) return { ns, methods: ['GET', 'HEAD', 'PUT', 'DELETE'], kind: 'file', seg: rest[0] };
@@ -513,7 +574,7 @@ async function handle(req, env, cfg, url) {
   if (parts.length && parts[parts.length - 1] === '' && parts.length === 1) parts.pop();
   const r = route(parts);
   if (!r) {
-    throw new Refusal(404, 'not_found', parts[0] === 'ns' && ['check', 'parts', 'commits'].includes(parts[2])
+    throw new Refusal(404, 'not_found', parts[0] === 'ns' && ['parts', 'commits'].includes(parts[2])
       ? `'${parts[2]}' is not served by this edge store yet (edge/README.md)` : 'no such route');
   }
   if (!r.methods.includes(req.method)) return new Response(null, { status: 405, headers: { allow: r.methods.join(', ') } });
@@ -530,6 +591,8 @@ async function handle(req, env, cfg, url) {
       return list(env, r.ns);
     case 'gc':
       return gc(env, r.ns, url);
+    case 'check':
+      return check(env, r.ns);
     case 'recipe':
       return getRecipe(env, r.ns, nameOf(r.seg), url);
     case 'file': {
