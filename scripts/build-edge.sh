@@ -13,7 +13,7 @@ if [ "$have_v" != "$want" ]; then
   exit 1
 fi
 step "edge wasm: cargo build"
-(cd edge/wasm && cargo build --target wasm32-unknown-unknown --release)
+(cd edge/wasm && RUSTFLAGS="-C target-feature=+simd128" cargo build --target wasm32-unknown-unknown --release)
 rm -rf edge/pkg
 # --target experimental-nodejs-module would import node:fs; the Worker gets the module from its
 # bundle (a CompiledWasm module rule), so the glue is built for a bundler-less ES module host.

@@ -5,6 +5,8 @@
 // It answers the existence query. It holds no protocol logic: the Worker has parsed and checked
 // every body with the core (wasm) before it calls these methods.
 import { DurableObject } from 'cloudflare:workers';
+// The core in wasm (initialized by worker.js, the module that loads this one): recipes for gc.
+import * as core from '../pkg/cutpoint_edge_wasm.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
@@ -182,6 +184,16 @@ export class Namespace extends DurableObject {
     });
   }
 
+  /** The indexed packs, and the index rows of one (check). */
+  packs() {
+    return this.sql.exec('SELECT id, size FROM packs ORDER BY id').toArray().map((r) => ({ ...r }));
+  }
+
+  packRows(pack) {
+    return this.sql.exec('SELECT id, off, len, raw FROM chunks WHERE pack = ?', pack).toArray()
+      .map((r) => [new Uint8Array(r.id), r.off, r.len, r.raw]);
+  }
+
   /** A version's row (`version` 0: the latest), or null. */
   resolve(name, version) {
     const r = version
@@ -194,6 +206,81 @@ export class Namespace extends DurableObject {
   list() {
     return this.sql.exec('SELECT name, version, bytes, chunks, digest, created FROM versions ORDER BY name, version')
       .toArray().map((r) => ({ ...r }));
+  }
+
+  /**
+   * GC (POST gc): marks every chunk a stored recipe names, then deletes the packs past `grace`
+   * seconds (`null`: spare every pack) with no marked chunk, their index rows with them, and
+   * objects no index row names (a pack put before a crash cut its indexing, a temporary upload
+   * object) past the grace and at least an hour old. Runs in the namespace's order, so no commit runs meanwhile. A pack
+   * with some marked chunks is kept whole (not rewritten yet). A recipe it cannot read stops the
+   * sweep (nothing is deleted) with a warning.
+   */
+  async gc(ns, grace) {
+    return this.#serial(async () => {
+      const rep = { referenced_chunks: 0, packs_deleted: 0, packs_rewritten: 0, chunks_removed: 0, bytes_freed: 0,
+        packs_in_grace: 0, parts_deleted: 0, warnings: [] };
+      const cutoff = grace === null ? -Infinity : now() - grace;
+      this.sql.exec('DROP TABLE IF EXISTS live');
+      this.sql.exec('CREATE TABLE live (id BLOB PRIMARY KEY) WITHOUT ROWID');
+      try {
+        for (const v of this.sql.exec('SELECT name, version FROM versions').toArray()) {
+          const o = await this.env.BUCKET.get(versionKey(ns, core.nameKey(v.name), v.version));
+          let entries;
+          try {
+            entries = core.recipeEntries(new Uint8Array(await o.arrayBuffer()));
+          } catch {
+            rep.warnings.push(`the recipe of '${v.name}' version ${v.version} is unreadable: nothing was swept`);
+            return rep;
+          }
+          this.ctx.storage.transactionSync(() => {
+            for (let i = 0; i + 36 <= entries.length; i += 36) {
+              this.sql.exec('INSERT OR IGNORE INTO live (id) VALUES (?)', entries.subarray(i, i + 32));
+            }
+          });
+        }
+        rep.referenced_chunks = this.sql.exec('SELECT count(*) AS n FROM live').one().n;
+        const packs = this.sql.exec('SELECT id, size, created FROM packs').toArray();
+        for (const p of packs) {
+          if (p.created > cutoff) {
+            rep.packs_in_grace++;
+            continue;
+          }
+          const used = this.sql.exec('SELECT count(*) AS n FROM chunks c JOIN live l ON l.id = c.id WHERE c.pack = ?', p.id).one().n;
+          if (used > 0) continue;
+          await this.env.BUCKET.delete(`ns/${ns}/packs/${p.id.slice(0, 2)}/${p.id}`);
+          this.ctx.storage.transactionSync(() => {
+            rep.chunks_removed += this.sql.exec('DELETE FROM chunks WHERE pack = ?', p.id).rowsWritten;
+            this.sql.exec('DELETE FROM packs WHERE id = ?', p.id);
+          });
+          rep.packs_deleted++;
+          rep.bytes_freed += p.size;
+        }
+        // An unindexed object may be an upload between its put and its indexing: at least an hour old.
+        const stray = Math.min(cutoff, now() - 3600);
+        await this.#sweepStray(ns, `ns/${ns}/packs/`, stray, rep);
+        await this.#sweepStray(ns, `ns/${ns}/tmp/`, stray, rep);
+        return rep;
+      } finally {
+        this.sql.exec('DROP TABLE IF EXISTS live');
+      }
+    });
+  }
+
+  /** Deletes the objects under `prefix` past `cutoff` that are no indexed pack. */
+  async #sweepStray(ns, prefix, cutoff, rep) {
+    let cursor;
+    do {
+      const l = await this.env.BUCKET.list({ prefix, cursor });
+      for (const o of l.objects) {
+        const id = o.key.split('/').pop();
+        if (o.uploaded.getTime() / 1000 > cutoff) continue;
+        if (prefix.endsWith('packs/') && this.sql.exec('SELECT 1 FROM packs WHERE id = ?', id).toArray().length) continue;
+        await this.env.BUCKET.delete(o.key);
+        rep.bytes_freed += o.size;
+      }
+      cursor = l.truncated ? l.cursor : undefined;
+    } while (cursor);
   }
 
   /** Deletes version `version` (0: every version) of `name`; a tombstone keeps the latest's number. */

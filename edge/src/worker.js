@@ -206,10 +206,10 @@ async function query(req, env, ns) {
 /**
  * A pack upload, streamed: each piece of the body goes through the core's `PackIngest` (every
  * chunk re-hashed, compressed frames decompressed within their bound) and the stored (framed)
- * pack it writes goes on to R2 as it comes, under a temporary key; the pack's id (its key) is
- * known at its end, so the object is then copied to `ns/<ns>/packs/..`, and only then indexed.
- * A refused pack leaves nothing: the temporary object's put fails with the stream, and is
- * deleted in any case.
+ * pack it writes is held (up to 16 MiB) or goes on to R2 as it comes under a temporary key (the
+ * pack's id, its key, is known only at its end; the object is then copied under it). The pack is
+ * in R2 under `ns/<ns>/packs/..` before it is indexed. A refused pack leaves nothing: nothing was
+ * put, or the temporary object's put fails with the stream (and it is deleted in any case).
  */
 async function uploadPack(req, env, ns) {
   const len = checkLength(req, LIMITS.max_pack_bytes, 'pack');
@@ -219,16 +219,26 @@ async function uploadPack(req, env, ns) {
   const ns1 = stub(env, ns);
   const have = await ns1.alg();
   const ingest = new core.Ingest(LIMITS.max_chunk_bytes, LIMITS.max_pack_chunks);
-  const tmp = `ns/${ns}/tmp/${randomHex()}`;
+  // A pack of up to 16 MiB is held whole (48 MiB at most in the isolate at once) and put once
+  // under its id; a bigger one, or when that much is held, goes to a temporary object as it
+  // comes and is copied under its id at its end (the id is known only then).
+  const inMemory = len <= MEMORY_ONE && memoryHeld + len <= MEMORY_TOTAL;
+  const tmp = inMemory ? null : `ns/${ns}/tmp/${randomHex()}`;
+  if (inMemory) memoryHeld += len;
   try {
-    await streamPack(req, env, ingest, tmp, len, have);
+    const sink = inMemory ? memorySink(len) : r2Sink(env, tmp, len);
+    await streamPack(req, ingest, sink, have);
     const id = ingest.packId();
     const chunks = ingest.frameCount();
     const report = { pack: null, chunks, stored: 0, duplicates: chunks, stored_bytes: 0 };
     if (chunks === 0) return json(200, report);
     const key = packKey(ns, id);
-    const spooled = await env.BUCKET.get(tmp);
-    await env.BUCKET.put(key, spooled.body);
+    if (inMemory) {
+      await env.BUCKET.put(key, sink.buf);
+    } else {
+      const spooled = await env.BUCKET.get(tmp);
+      await env.BUCKET.put(key, spooled.body);
+    }
     const r = unwrap(await ns1.addPack(ns, id, len, ingest.alg(), ingest.frames()));
     if (r.added === 0 && !r.existed) {
       await env.BUCKET.delete(key); // every chunk was there already: the pack holds nothing indexed
@@ -237,14 +247,75 @@ async function uploadPack(req, env, ns) {
       duplicates: chunks - r.added, stored_bytes: r.addedBytes });
   } finally {
     ingest.free();
-    await env.BUCKET.delete(tmp);
+    if (inMemory) memoryHeld -= len;
+    else await env.BUCKET.delete(tmp);
   }
 }
 
-async function streamPack(req, env, ingest, tmp, len, have) {
+const WRITE_BYTES = 1 << 20;
+const MEMORY_ONE = 16 * MiB;
+const MEMORY_TOTAL = 48 * MiB;
+let memoryHeld = 0;
+
+function concat(parts, n) {
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** Where the stored pack's bytes go: R2 through a FixedLengthStream, or memory. */
+function r2Sink(env, key, len) {
   const { readable, writable } = new FixedLengthStream(len);
-  const put = env.BUCKET.put(tmp, readable);
+  const put = env.BUCKET.put(key, readable);
   const w = writable.getWriter();
+  return {
+    write: (b) => w.write(b),
+    close: async () => {
+      await w.close();
+      await put;
+    },
+    abort: async (e) => {
+      await w.abort(e).catch(() => {});
+      await put.catch(() => {});
+    },
+  };
+}
+
+function memorySink(len) {
+  const buf = new Uint8Array(len);
+  let at = 0;
+  return {
+    buf,
+    write: async (b) => {
+      if (at + b.length > len) throw new Refusal(400, 'bad_request', 'pack: more bytes than its Content-Length');
+      buf.set(b, at);
+      at += b.length;
+    },
+    close: async () => {},
+    abort: async () => {},
+  };
+}
+
+/** Reads the upload through `ingest` into `sink` (writes of ~1 MiB: one a frame would cost a round trip each). */
+async function streamPack(req, ingest, sink, have) {
+  let held = [];
+  let heldBytes = 0;
+  const pass = async (out, last) => {
+    if (out.length) {
+      held.push(out);
+      heldBytes += out.length;
+    }
+    if (heldBytes >= WRITE_BYTES || (last && heldBytes > 0)) {
+      const buf = held.length === 1 ? held[0] : concat(held, heldBytes);
+      held = [];
+      heldBytes = 0;
+      await sink.write(buf);
+    }
+  };
   try {
     let checked = false;
     for await (const piece of req.body ?? []) {
@@ -255,17 +326,14 @@ async function streamPack(req, env, ingest, tmp, len, have) {
           throw new Refusal(400, 'bad_request', `namespace uses ${have} fingerprints; this pack uses ${ingest.alg()}`);
         }
       }
-      if (out.length) await w.write(out);
+      await pass(out, false);
     }
-    const end = core1(() => ingest.finish());
-    if (end.length) await w.write(end);
-    await w.close();
+    await pass(core1(() => ingest.finish()), true);
+    await sink.close();
   } catch (e) {
-    await w.abort(e).catch(() => {});
-    await put.catch(() => {});
+    await sink.abort(e);
     throw e;
   }
-  await put;
 }
 
 function nameOf(seg) {
@@ -404,6 +472,77 @@ async function remove(env, ns, name, url) {
   return json(200, { deleted: n });
 }
 
+/** POST gc[?grace=SECONDS]: a decimal 0..2^64-1, 3600 by default; 2^63 or more spares every pack. */
+async function gc(env, ns, url) {
+  const g = url.searchParams.get('grace');
+  let grace = 3600;
+  if (g !== null) {
+    if (!/^[0-9]{1,20}$/.test(g) || BigInt(g) >= 2n ** 64n) throw new Refusal(400, 'bad_request', `bad grace '${g}'`);
+    grace = BigInt(g) >= 2n ** 63n ? null : Number(g);
+  }
+  return json(200, await stub(env, ns).gc(ns, grace));
+}
+
+const hexOf = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+
+/**
+ * GET check: every indexed pack re-read from R2 and verified by the core (every chunk re-hashed),
+ * each index row matched with a frame of its pack; every version's recipe read and parsed by the
+ * core, each of its chunks indexed. Problems name objects, never paths.
+ */
+async function check(env, ns) {
+  const s = stub(env, ns);
+  const rep = { packs: 0, chunks: 0, versions: 0, parts: 0, problems: [] };
+  for (const p of await s.packs()) {
+    rep.packs++;
+    const o = await env.BUCKET.get(packKey(ns, p.id));
+    if (!o) {
+      rep.problems.push(`pack ${p.id} is indexed but not stored`);
+      continue;
+    }
+    const g = new core.Ingest(LIMITS.max_chunk_bytes, LIMITS.max_pack_chunks);
+    try {
+      for await (const piece of o.body) g.push(piece);
+      g.finish();
+      const f = g.frames();
+      const dv = new DataView(f.buffer, f.byteOffset, f.byteLength);
+      const frames = new Map();
+      for (let i = 0; i + 48 <= f.length; i += 48) {
+        frames.set(`${hexOf(f.subarray(i, i + 32))}@${Number(dv.getBigUint64(i + 32, true))}`, dv.getUint32(i + 40, true));
+      }
+      if (g.packId() !== p.id) rep.problems.push(`pack ${p.id}: its frames name another pack (${g.packId()})`);
+      for (const [id, off, len] of await s.packRows(p.id)) {
+        rep.chunks++;
+        if (frames.get(`${hexOf(id)}@${off}`) !== len) rep.problems.push(`chunk ${hexOf(id)}: no such frame in pack ${p.id}`);
+      }
+    } catch (e) {
+      rep.problems.push(`pack ${p.id} does not verify: ${fromCore(e).message}`);
+    } finally {
+      g.free();
+    }
+  }
+  for (const v of await s.list()) {
+    rep.versions++;
+    const o = await env.BUCKET.get(versionKey(ns, core.nameKey(v.name), v.version));
+    let entries;
+    try {
+      entries = core.recipeEntries(new Uint8Array(await o.arrayBuffer()));
+    } catch (e) {
+      rep.problems.push(`the recipe of '${v.name}' version ${v.version} is unreadable`);
+      continue;
+    }
+    for (let at = 0; at < entries.length; at += 4096 * 36) {
+      const part = entries.subarray(at, Math.min(entries.length, at + 4096 * 36));
+      const ids = new Uint8Array((part.length / 36) * 32);
+      for (let k = 0; k * 36 < part.length; k++) ids.set(part.subarray(k * 36, k * 36 + 32), k * 32);
+      const locs = await s.locate(ids);
+      const missing = locs.filter((l) => !l).length;
+      if (missing) rep.problems.push(`'${v.name}' version ${v.version}: ${missing} of its chunks are not indexed`);
+    }
+  }
+  return json(200, rep);
+}
+
 function info(cfg) {
   return json(200, { service: 'cutpoint', protocol: 1, revision: 2, version: VERSION,
     auth: cfg.open ? 'open' : 'tokens', features: FEATURES, limits: LIMITS });
@@ -418,6 +557,8 @@ function route(parts) {
   if (parts[0] !== 'ns' || parts.length < 3) return null;
   const [, ns, what, ...rest] = parts;
   if (what === 'query' && rest.length === 0) return { ns, methods: ['POST'], kind: 'query' };
+  if (what === 'gc' && rest.length === 0) return { ns, methods: ['POST'], kind: 'gc' };
+  if (what === 'check' && rest.length === 0) return { ns, methods: ['GET'], kind: 'check' };
   if (what === 'packs' && rest.length === 0) return { ns, methods: ['POST'], kind: 'packs' };
   if (what === 'files' && rest.length === 0) return { ns, methods: ['GET'], kind: 'list' };
   if (what === 'files' && rest.length === 1) return { ns, methods: ['GET', 'HEAD', 'PUT', 'DELETE'], kind: 'file', seg: rest[0] };
@@ -433,7 +574,7 @@ async function handle(req, env, cfg, url) {
   if (parts.length && parts[parts.length - 1] === '' && parts.length === 1) parts.pop();
   const r = route(parts);
   if (!r) {
-    throw new Refusal(404, 'not_found', parts[0] === 'ns' && ['gc', 'check', 'parts', 'commits'].includes(parts[2])
+    throw new Refusal(404, 'not_found', parts[0] === 'ns' && ['parts', 'commits'].includes(parts[2])
       ? `'${parts[2]}' is not served by this edge store yet (edge/README.md)` : 'no such route');
   }
   if (!r.methods.includes(req.method)) return new Response(null, { status: 405, headers: { allow: r.methods.join(', ') } });
@@ -448,6 +589,10 @@ async function handle(req, env, cfg, url) {
       return uploadPack(req, env, r.ns);
     case 'list':
       return list(env, r.ns);
+    case 'gc':
+      return gc(env, r.ns, url);
+    case 'check':
+      return check(env, r.ns);
     case 'recipe':
       return getRecipe(env, r.ns, nameOf(r.seg), url);
     case 'file': {
