@@ -23,6 +23,7 @@ crate::both_backends!(
     a_commit_naming_a_big_part_many_times_is_refused_before_any_part_is_read,
     a_part_repeated_within_max_commit_entries_commits_and_beyond_it_is_refused,
     a_stream_from_stdin_is_pushed_whole_or_in_parts_and_pulls_byte_identical,
+    a_pull_reads_the_stored_recipe_and_its_parts_one_at_a_time,
 );
 
 const MAX_RECIPE: &str = "16k";
@@ -497,5 +498,39 @@ fn a_stream_from_stdin_is_pushed_whole_or_in_parts_and_pulls_byte_identical(b: B
     assert_eq!(r["bytes"].as_u64(), Some(0), "{r}");
     assert_eq!(srv.pull("empty", None, &["--ns", "t"]), b"");
     srv.check(&["--ns", "t"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `cutpoint pull` of a version committed in parts never asks for the expanded recipe (~75
+/// bytes a chunk, growing with the file): it reads the stored text (`?parts=1`) and then each
+/// part, verified against its id, when its turn comes. Seen through a proxy's request log.
+fn a_pull_reads_the_stored_recipe_and_its_parts_one_at_a_time(b: Backend) {
+    let dir = tmpdir(&format!("parts-pull-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let srv = Server::start(&store, &["--max-recipe", MAX_RECIPE], &[]);
+    let file = data(4 << 20, 93);
+    let f = write(&dir, "f", &file);
+    let r = srv.push(&f, "f", &["--ns", "t"]);
+    let parts = r["parts"].as_u64().unwrap();
+    assert!(parts > 4, "{r}");
+    let proxy = FaultProxy::start(&srv.url);
+    let out = dir.join("out");
+    let o = bin()
+        .args(["pull", "f", "--ns", "t", "-o", out.to_str().unwrap(), "--store", &proxy.url])
+        .env_remove("CUTPOINT_TOKEN")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read(&out).unwrap() == file, "byte-identical");
+    let heads: String = proxy.conns().iter().map(|c| String::from_utf8_lossy(&c.sent).into_owned()).collect();
+    assert!(heads.contains("GET /v1/ns/t/recipes/f?parts=1 "), "{heads}");
+    assert!(!heads.contains("GET /v1/ns/t/recipes/f "), "the expanded recipe is not asked for: {heads}");
+    assert_eq!(heads.matches("GET /v1/ns/t/parts/").count() as u64, parts, "each part once: {heads}");
+    // A plain (small) version pulls as before.
+    let small = data(100_000, 94);
+    let fs = write(&dir, "small", &small);
+    assert_eq!(srv.push(&fs, "small", &["--ns", "t"])["parts"].as_u64(), Some(0));
+    assert_eq!(srv.pull("small", None, &["--ns", "t"]), small);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -292,6 +292,22 @@ impl Client {
         })
     }
 
+    /// A recipe part (`GET parts/{id}`), verified: its text hashes to `id` under `alg` and
+    /// parses (so a part is the one the recipe named, whatever the store sends).
+    pub fn part(&self, id: &Digest, alg: HashAlg) -> R<Part> {
+        let url = self.url(&format!("parts/{}", hex(id)));
+        let what = self.what("GET", &url);
+        let text = self.retry(|| {
+            let resp = self.auth(self.agent.get(&url)).call().map_err(|e| self.net(&what, e))?;
+            let mut resp = Self::check(resp)?;
+            resp.body_mut().with_config().limit(1 << 30).read_to_vec().map_err(|e| self.net(&what, e))
+        })?;
+        if alg.digest(&text) != Some(*id) {
+            return Err(ClientError::Verify(format!("the store's part {} does not match its id", hex(id))));
+        }
+        Part::parse(&text).map_err(|e| ClientError::Verify(format!("the store's part {}: {e}", hex(id))))
+    }
+
     /// The latest (or a given) version's number, digest, chunk count and bytes, from its stored
     /// text (`?parts=1`: a version committed in parts is not expanded); `Ok(None)`: none.
     pub fn head(&self, name: &str, version: Option<u64>) -> R<Option<(u64, cutpoint_core::protocol::part::PartRecipe)>> {
@@ -2216,7 +2232,9 @@ pub struct PullReport {
 pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Write, progress: &Progress) -> R<PullReport> {
     validate_name(name).map_err(|e| ClientError::Usage(e.to_string()))?;
     let t0 = Instant::now();
-    let (v, recipe) = client.recipe(name, version)?.ok_or_else(|| ClientError::Http {
+    // The stored text (`?parts=1`): a version committed in parts is its part lines, and each
+    // part is fetched when its turn comes, so memory does not grow with the file.
+    let (v, recipe) = client.head(name, version)?.ok_or_else(|| ClientError::Http {
         status: 404,
         code: "not_found".into(),
         message: match version {
@@ -2224,12 +2242,7 @@ pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Wri
             None => format!("no file '{name}' in namespace '{}'", client.namespace()),
         },
     })?;
-    progress.total.store(recipe.total_bytes(), Ordering::Relaxed);
-    // Verified chunks in recipe order are the file once the recipe's digest is its chunk list's.
-    let got = FileDigest::of(&recipe);
-    if got.is_none() || got != recipe.digest {
-        return Err(ClientError::Verify(format!("the store's recipe of '{name}' does not match its digest")));
-    }
+    progress.total.store(recipe.bytes, Ordering::Relaxed);
     let mut body: Box<dyn Read> = Box::new(client.download(name, v, 0)?);
     let mut buf = Vec::new();
     let mut pos = 0u64;
@@ -2237,11 +2250,16 @@ pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Wri
     // Range request: no verified byte is read twice), at most `client.retries` times a pull.
     let mut fails = 0u32;
     let mut wait = client.backoff;
-    for (i, e) in recipe.entries.iter().enumerate() {
+    let n = recipe.count as usize;
+    let mut digest = FileDigest::new(recipe.hash);
+    let mut entries = Entries::new(client, &recipe);
+    let mut i = 0usize;
+    while let Some(e) = entries.next_entry()? {
+        digest.add(&e.fp, e.size);
         buf.resize(e.size as usize, 0);
         while let Err(err) = body.read_exact(&mut buf) {
             if fails >= client.retries {
-                return Err(pull_failed(client, name, v, pos, i, recipe.entries.len(), fails, err));
+                return Err(pull_failed(client, name, v, pos, i, n, fails, err));
             }
             fails += 1;
             std::thread::sleep(wait);
@@ -2253,7 +2271,15 @@ pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Wri
         }
         out.write_all(&buf).map_err(|err| ClientError::Io(format!("writing the output: {err}")))?;
         pos += e.size as u64;
+        i += 1;
         progress.processed.store(pos, Ordering::Relaxed);
+    }
+    // Verified chunks in recipe order are the file once the recipe's digest is its chunk list's
+    // (checked as the entries went by; until then the output is not the file: `cutpoint pull`
+    // writes it to a temporary file, renamed only now).
+    let got = digest.finish();
+    if got.is_none() || got != recipe.digest || i as u64 != recipe.count || pos != recipe.bytes {
+        return Err(ClientError::Verify(format!("the store's recipe of '{name}' does not match its digest")));
     }
     let mut extra = [0u8; 1];
     match body.read(&mut extra) {
@@ -2266,10 +2292,50 @@ pub fn pull(client: &Client, name: &str, version: Option<u64>, out: &mut dyn Wri
         name: name.to_string(),
         version: v,
         bytes: pos,
-        chunks: recipe.entries.len() as u64,
+        chunks: i as u64,
         digest: got.map(|d| hex(&d)).unwrap_or_default(),
         seconds: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// The entries of a stored recipe in file order: its chunk lines, and each part's entries,
+/// the part fetched (and verified against its id, COUNT and BYTES) when its turn comes, one at
+/// a time.
+struct Entries<'a> {
+    client: &'a Client,
+    alg: HashAlg,
+    lines: std::slice::Iter<'a, Line>,
+    part: std::vec::IntoIter<RecipeEntry>,
+}
+
+impl<'a> Entries<'a> {
+    fn new(client: &'a Client, r: &'a PartRecipe) -> Entries<'a> {
+        Entries {
+            client,
+            alg: r.hash,
+            lines: r.lines.iter(),
+            part: Vec::new().into_iter(),
+        }
+    }
+
+    fn next_entry(&mut self) -> R<Option<RecipeEntry>> {
+        loop {
+            if let Some(e) = self.part.next() {
+                return Ok(Some(e));
+            }
+            match self.lines.next() {
+                None => return Ok(None),
+                Some(Line::Chunk(e)) => return Ok(Some(e.clone())),
+                Some(Line::Part { id, count, bytes }) => {
+                    let p = self.client.part(id, self.alg)?;
+                    if p.entries.len() as u64 != *count || p.bytes() != *bytes {
+                        return Err(ClientError::Verify(format!("the store's part {} does not match its recipe line", hex(id))));
+                    }
+                    self.part = p.entries.into_iter();
+                }
+            }
+        }
+    }
 }
 
 /// The error of a pull that gave up reading the store's answer at byte `pos` (chunk `i` of `n`)
