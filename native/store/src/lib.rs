@@ -20,6 +20,7 @@ pub mod idset;
 pub mod index;
 pub mod range;
 pub mod routes;
+pub mod spool;
 pub mod store;
 
 pub use error::StoreError;
