@@ -1,182 +1,185 @@
-//! The file an upload is spooled to before it is stored: written with `O_DIRECT` where the
-//! file system takes it, so the pack's bytes go from the writer's buffer to the disk without a
-//! copy into the page cache (the kernel's copy and its page bookkeeping were the largest part of
-//! the store's CPU per GiB ingested after BLAKE3 itself: issue #28). Durability is unchanged:
-//! the caller still calls `sync_all` on the file [`Spool::finish`] returns (the file's size and
-//! the device's cache), before the pack is stored and indexed.
+//! The window of a pushed stream (`cutpoint push -`): a stream cannot be read twice, so the
+//! bytes read from it are kept until every chunk in them has been either found present by its
+//! existence query or read into a pack, and no longer.
 //!
-//! Writes are gathered in a [`BUF`]-byte buffer aligned to [`ALIGN`] and written whole; the
-//! tail is written padded to [`ALIGN`] and the file then cut to its true length. A file system
-//! that refuses `O_DIRECT` (tmpfs, some overlays) at open or at the first write gets plain
-//! buffered writes of the same buffer.
+//! The bytes go to unlinked temporary files of [`SEGMENT`] bytes each (disk, not memory: the
+//! client's memory stays flat). A segment is dropped once the release mark passes its end. The
+//! query stage reports each batch of chunks it has answered ([`StreamSpool::batch_done`], with
+//! whether it handed novel chunks of it to the pack stage); the pack stage reports each list of
+//! novel chunks it has read ([`StreamSpool::list_done`]). The bytes before a batch's end are
+//! released once the pack stage has read every list handed to it up to that batch. So the
+//! window is what the pipeline's bounded channels hold (a few batches of chunks), whatever the
+//! stream's length.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::fs::File;
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
-use std::path::Path;
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::sync::Mutex;
 
-/// The buffer: each `O_DIRECT` write is this many bytes.
-pub const BUF: usize = 1 << 20;
-/// The alignment of `O_DIRECT` buffers, offsets and lengths (a page: enough for any block size
-/// up to 4 KiB).
-pub const ALIGN: usize = 4096;
+/// Bytes per spool file.
+pub const SEGMENT: u64 = 16 << 20;
 
-struct Aligned {
-    ptr: *mut u8,
+#[derive(Default)]
+struct State {
+    /// Kept segments: (offset of their first byte, file), in order.
+    segs: VecDeque<(u64, std::fs::File)>,
+    /// Bytes written (the stream's length so far).
+    len: u64,
+    /// Bytes before this offset are released.
+    released: u64,
+    /// Lists of novel chunks handed to the pack stage, and those it has read.
+    sent: u64,
+    done: u64,
+    /// (lists that must be read first, offset released then), in stream order.
+    pending: VecDeque<(u64, u64)>,
+    /// The most bytes kept at once (for reports and tests).
+    peak: u64,
 }
 
-// The buffer is owned by one `Spool` and never shared.
-unsafe impl Send for Aligned {}
+pub struct StreamSpool {
+    st: Mutex<State>,
+}
 
-impl Aligned {
-    fn layout() -> Layout {
-        Layout::from_size_align(BUF, ALIGN).expect("a valid layout")
-    }
+/// A new file in the temporary directory, unlinked at once (its space is freed when it is
+/// dropped, or when the process ends however it ends).
+fn temp_file() -> io::Result<std::fs::File> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let p = std::env::temp_dir().join(format!(
+        "cutpoint-stream-{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+    ));
+    let f = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&p)?;
+    let _ = std::fs::remove_file(&p);
+    Ok(f)
+}
 
-    fn new() -> Aligned {
-        // SAFETY: the layout has a non-zero size; a null result is handled.
-        let ptr = unsafe { alloc_zeroed(Self::layout()) };
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(Self::layout());
+impl StreamSpool {
+    pub fn new() -> StreamSpool {
+        StreamSpool {
+            st: Mutex::new(State::default()),
         }
-        Aligned { ptr }
     }
 
-    fn slice(&mut self) -> &mut [u8] {
-        // SAFETY: `ptr` points at BUF bytes owned by this value, initialised (zeroed) at birth.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, BUF) }
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Appends the stream's next bytes.
+    pub fn write(&self, mut buf: &[u8]) -> io::Result<()> {
+        let mut st = self.lock();
+        while !buf.is_empty() {
+            let in_seg = st.len % SEGMENT;
+            if in_seg == 0 {
+                let start = st.len;
+                st.segs.push_back((start, temp_file()?));
+            }
+            let n = buf.len().min((SEGMENT - in_seg) as usize);
+            let (_, f) = st.segs.back().expect("a segment");
+            f.write_all_at(&buf[..n], in_seg)?;
+            st.len += n as u64;
+            buf = &buf[n..];
+        }
+        let kept = st.len - st.released;
+        st.peak = st.peak.max(kept);
+        Ok(())
+    }
+
+    /// Reads `buf.len()` bytes at `off` (an error if they were released or not written yet).
+    pub fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
+        let st = self.lock();
+        let end = off + buf.len() as u64;
+        if off < st.released || end > st.len {
+            return Err(io::Error::other(format!(
+                "bytes {off}..{end} of the stream are no longer kept (kept: {}..{})",
+                st.released, st.len
+            )));
+        }
+        let mut at = 0usize;
+        while at < buf.len() {
+            let pos = off + at as u64;
+            let i = st.segs.partition_point(|(s, _)| *s + SEGMENT <= pos);
+            let (start, f) = &st.segs[i];
+            let n = (buf.len() - at).min((start + SEGMENT - pos) as usize);
+            f.read_exact_at(&mut buf[at..at + n], pos - start)?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// The query stage answered the chunks up to stream offset `end`, and handed the novel
+    /// ones among them to the pack stage as one list (`list`) or found none.
+    pub fn batch_done(&self, end: u64, list: bool) {
+        let mut st = self.lock();
+        if list {
+            st.sent += 1;
+        }
+        let need = st.sent;
+        st.pending.push_back((need, end));
+        Self::release(&mut st);
+    }
+
+    /// The pack stage read every chunk of the next list.
+    pub fn list_done(&self) {
+        let mut st = self.lock();
+        st.done += 1;
+        Self::release(&mut st);
+    }
+
+    fn release(st: &mut State) {
+        while let Some(&(need, end)) = st.pending.front() {
+            if need > st.done {
+                break;
+            }
+            st.pending.pop_front();
+            st.released = st.released.max(end);
+        }
+        while st.segs.front().is_some_and(|(s, _)| s + SEGMENT <= st.released) {
+            st.segs.pop_front();
+        }
+    }
+
+    /// The most bytes kept at once so far.
+    pub fn peak(&self) -> u64 {
+        self.lock().peak
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.lock().len
     }
 }
 
-impl Drop for Aligned {
-    fn drop(&mut self) {
-        // SAFETY: allocated with this layout in `new`.
-        unsafe { dealloc(self.ptr, Self::layout()) }
+impl Default for StreamSpool {
+    fn default() -> Self {
+        StreamSpool::new()
     }
 }
 
-/// A spool file being written (see the module's text).
-pub struct Spool {
-    file: File,
-    buf: Aligned,
-    /// Bytes in `buf`.
-    fill: usize,
-    /// Bytes written to the file so far (a multiple of [`ALIGN`] while `direct`).
-    written: u64,
-    direct: bool,
-}
-
-impl Spool {
-    /// Creates `path` (which must not exist).
-    pub fn create(path: &Path) -> io::Result<Spool> {
-        let mut o = std::fs::OpenOptions::new();
-        o.write(true).create_new(true);
-        let (file, direct) = match o.clone().custom_flags(libc::O_DIRECT).open(path) {
-            Ok(f) => (f, true),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (o.open(path)?, false),
+/// Copies `input` into `spool` and on to `out` (the chunk stage's end of a pipe) until the
+/// input ends; returns its length. The spool has each block before the chunker sees it, so a
+/// novel chunk is always there when the pack stage reads it. An `out` closed early (the push
+/// stopped) ends the copy without an error: the push reports its own.
+pub fn tee(mut input: impl Read, spool: &StreamSpool, mut out: impl Write) -> io::Result<u64> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        Ok(Spool {
-            file,
-            buf: Aligned::new(),
-            fill: 0,
-            written: 0,
-            direct,
-        })
-    }
-
-    /// Whether the file is written with `O_DIRECT`.
-    pub fn is_direct(&self) -> bool {
-        self.direct
-    }
-
-    /// Bytes written so far (in the file and the buffer).
-    pub fn len(&self) -> u64 {
-        self.written + self.fill as u64
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Writes the first `n` bytes of the buffer (`n` a multiple of [`ALIGN`] while direct).
-    fn write_buf(&mut self, n: usize) -> io::Result<()> {
-        let mut off = 0;
-        while off < n {
-            let r = {
-                let b = &self.buf.slice()[off..n];
-                (&self.file).write(b)
-            };
-            match r {
-                Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "the spool file took no bytes")),
-                Ok(k) => {
-                    off += k;
-                    self.written += k as u64;
-                    if self.direct && k % ALIGN != 0 {
-                        // A short direct write leaves the file at an unaligned end: go on buffered.
-                        self.buffered()?;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // The file system took the open but not the direct write: go on buffered.
-                Err(e) if self.direct && e.raw_os_error() == Some(libc::EINVAL) => self.buffered()?,
-                Err(e) => return Err(e),
+        spool.write(&buf[..n])?;
+        total += n as u64;
+        if let Err(e) = out.write_all(&buf[..n]) {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                return Ok(total);
             }
+            return Err(e);
         }
-        Ok(())
-    }
-
-    /// Drops `O_DIRECT` from the file's flags (the rest goes through the page cache).
-    fn buffered(&mut self) -> io::Result<()> {
-        let fd = self.file.as_raw_fd();
-        // SAFETY: fcntl on a file descriptor this value owns.
-        let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-        if fl < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_DIRECT) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        self.direct = false;
-        Ok(())
-    }
-
-    /// Writes what is buffered and returns the file (not yet synced: the caller syncs it).
-    pub fn finish(mut self) -> io::Result<File> {
-        let n = self.fill;
-        if n > 0 {
-            if self.direct {
-                // The tail padded with zeros to a whole block, then the file cut to its length.
-                let padded = n.div_ceil(ALIGN) * ALIGN;
-                self.buf.slice()[n..padded].fill(0);
-                let end = self.written + n as u64;
-                self.write_buf(padded)?;
-                self.file.set_len(end)?;
-                self.written = end;
-            } else {
-                self.write_buf(n)?;
-            }
-            self.fill = 0;
-        }
-        Ok(self.file)
-    }
-}
-
-impl Write for Spool {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        let k = data.len().min(BUF - self.fill);
-        let at = self.fill;
-        self.buf.slice()[at..at + k].copy_from_slice(&data[..k]);
-        self.fill += k;
-        if self.fill == BUF {
-            self.write_buf(BUF)?;
-            self.fill = 0;
-        }
-        Ok(k)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        // Whole buffers only: the tail is written by `finish`.
-        Ok(())
     }
 }
 
@@ -184,64 +187,41 @@ impl Write for Spool {
 mod tests {
     use super::*;
 
-    fn check(sizes: &[usize]) {
-        check_in(&tempfile::tempdir().unwrap(), sizes);
-    }
-
-    fn check_in(dir: &tempfile::TempDir, sizes: &[usize]) {
-        let p = dir.path().join("s.spool");
-        let mut s = Spool::create(&p).unwrap();
-        let mut want = Vec::new();
-        let mut x = 7u8;
-        for &n in sizes {
-            let piece: Vec<u8> = (0..n)
-                .map(|_| {
-                    x = x.wrapping_mul(31).wrapping_add(11);
-                    x
-                })
-                .collect();
-            s.write_all(&piece).unwrap();
-            want.extend_from_slice(&piece);
-        }
-        assert_eq!(s.len(), want.len() as u64);
-        let f = s.finish().unwrap();
-        f.sync_all().unwrap();
-        drop(f);
-        assert_eq!(std::fs::read(&p).unwrap(), want, "sizes {sizes:?}");
+    #[test]
+    fn bytes_are_kept_until_their_batch_is_answered_and_its_list_is_read() {
+        let s = StreamSpool::new();
+        let data: Vec<u8> = (0..(SEGMENT * 3 + 100)).map(|i| (i % 251) as u8).collect();
+        s.write(&data).unwrap();
+        assert_eq!(s.len(), data.len() as u64);
+        // A read across a segment boundary.
+        let mut b = vec![0; 1000];
+        s.read_at(&mut b, SEGMENT - 500).unwrap();
+        assert_eq!(b, data[(SEGMENT - 500) as usize..(SEGMENT + 500) as usize]);
+        // A batch up to 1.5 segments with a list the pack stage has not read: nothing released.
+        s.batch_done(SEGMENT + SEGMENT / 2, true);
+        // A later batch with no novel chunks waits for that list too.
+        s.batch_done(SEGMENT * 2 + 10, false);
+        s.read_at(&mut b, 0).unwrap();
+        s.list_done();
+        // Both released: the first two segments dropped, the third kept.
+        assert!(s.read_at(&mut b, SEGMENT * 2).is_err(), "released");
+        s.read_at(&mut b, SEGMENT * 2 + 10).unwrap();
+        assert_eq!(b, data[(SEGMENT * 2 + 10) as usize..(SEGMENT * 2 + 1010) as usize]);
+        assert_eq!(s.lock().segs.len(), 2);
+        assert!(s.read_at(&mut b, SEGMENT * 3 + 50).is_err(), "past the end");
+        assert_eq!(s.peak(), data.len() as u64);
     }
 
     #[test]
-    fn every_byte_arrives_whatever_the_sizes() {
-        check(&[]);
-        check(&[1]);
-        check(&[ALIGN]);
-        check(&[ALIGN + 1]);
-        check(&[BUF]);
-        check(&[BUF - 1, 2]);
-        check(&[BUF, BUF, 17]);
-        check(&[3 * BUF + 4095]);
-        check(&[40, 8192, 70_000, BUF / 3, BUF / 2, 5, BUF + 9]);
-    }
-
-    /// tmpfs takes no O_DIRECT: the same bytes arrive through buffered writes.
-    #[test]
-    fn a_file_system_without_o_direct_gets_buffered_writes() {
-        let Ok(dir) = tempfile::tempdir_in("/dev/shm") else { return };
-        let s = Spool::create(&dir.path().join("probe")).unwrap();
-        let direct = s.is_direct();
-        drop(s);
-        for sizes in [&[1usize][..], &[BUF + 1, 7], &[3 * ALIGN + 5]] {
-            check_in(&dir, sizes);
-            std::fs::remove_file(dir.path().join("s.spool")).unwrap();
-        }
-        eprintln!("/dev/shm: O_DIRECT {}", if direct { "taken" } else { "refused: buffered" });
-    }
-
-    #[test]
-    fn a_file_that_exists_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.spool");
-        std::fs::write(&p, b"x").unwrap();
-        assert!(Spool::create(&p).is_err());
+    fn tee_copies_everything_and_stops_quietly_when_the_reader_is_gone() {
+        let s = StreamSpool::new();
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 7) as u8).collect();
+        let mut out = Vec::new();
+        assert_eq!(tee(&data[..], &s, &mut out).unwrap(), data.len() as u64);
+        assert_eq!(out, data);
+        let (r, w) = io::pipe().unwrap();
+        drop(r);
+        let s2 = StreamSpool::new();
+        assert!(tee(&data[..], &s2, w).is_ok());
     }
 }

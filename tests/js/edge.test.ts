@@ -1,0 +1,334 @@
+// The edge store (edge/: a Worker over R2 and a Durable Object per namespace, in workerd through
+// miniflare) against the same protocol suite as `cutpoint serve`: one suite, two targets. The
+// native CLI and the library (createClient) push and pull through each; bad packs, restores and
+// tokens get the answers PROTOCOL.md gives, on both.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { request } from 'node:http'
+import { spawn } from 'node:child_process'
+import { blake3 } from 'hash-wasm'
+import * as cp from '@cutpoint/web'
+import { cutpoint, cutpointBin, haveCutpoint, nativePush, startStore, type Store } from './store'
+import { startEdge } from './edge-store'
+
+const dir = mkdtempSync(join(tmpdir(), 'cutpoint-edge-test-'))
+const file = (name: string, data: Uint8Array) => {
+  const f = join(dir, name)
+  writeFileSync(f, data)
+  return f
+}
+
+beforeAll(async () => {
+  if (!haveCutpoint()) throw new Error('build native/target/release/cutpoint first (cargo build --release -p cutpoint-cli)')
+  await cp.init()
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+async function bytesOf(s: ReadableStream<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = []
+  for await (const p of s as any) parts.push(p)
+  return Buffer.concat(parts)
+}
+
+// A framed pack (PROTOCOL.md 3.1), written out here only to damage it on purpose.
+async function chunkPack(chunks: Uint8Array[]): Promise<{ body: Buffer; ids: Buffer[] }> {
+  const header = Buffer.alloc(16)
+  header.write('CPPACK\x00\x01', 0, 'latin1')
+  header[8] = 1 // blake3
+  const parts: Buffer[] = [header]
+  const ids: Buffer[] = []
+  for (const c of chunks) {
+    const id = Buffer.from(await blake3(c), 'hex')
+    ids.push(id)
+    const head = Buffer.alloc(36)
+    head.writeUInt32LE(c.length, 0)
+    id.copy(head, 4)
+    parts.push(head, Buffer.from(c))
+  }
+  const end = Buffer.alloc(36)
+  end.writeBigUInt64LE(BigInt(chunks.length), 4)
+  parts.push(end)
+  return { body: Buffer.concat(parts), ids }
+}
+
+/** The status of a POST announcing `length` bytes and sending none (a store refuses it at once). */
+function announced(url: string, length: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { 'content-length': String(length) } }, (res) => {
+      res.resume()
+      resolve(res.statusCode!)
+      req.destroy()
+    })
+    req.on('error', reject)
+    req.flushHeaders()
+  })
+}
+
+const targets: [string, typeof startStore][] = [
+  ['cutpoint serve', startStore],
+  ['edge store (workerd)', startEdge],
+]
+
+describe.each(targets)('%s', (_label, start) => {
+  let store: Store
+  let auth: Store
+  const ns = (s: Store, n: string) => `${s.url}/v1/ns/${n}`
+
+  beforeAll(async () => {
+    store = await start()
+    auth = await start({ tokens: { a: 'ns-a:rw', ar: 'ns-a:r', b: 'ns-b:rw' } })
+  })
+  afterAll(async () => {
+    await store?.stop()
+    await auth?.stop()
+  })
+
+  it('GET /v1 announces protocol 1 and limits a client fits its packs to', async () => {
+    const v = await (await fetch(`${store.url}/v1`)).json()
+    expect(v).toMatchObject({ service: 'cutpoint', protocol: 1, auth: 'open' })
+    expect(v.limits.max_pack_bytes).toBeGreaterThan(1 << 20)
+    expect(v.limits.max_query_ids).toBe(16384)
+  })
+
+  it('native CLI round trips: empty, 1 B, random; a re-push sends no chunk bytes, a 1% edit little', () => {
+    const big = randomBytes(3 << 20)
+    const cases: [string, Uint8Array][] = [['empty', new Uint8Array(0)], ['one', new Uint8Array([42])], ['odd name é.bin', big]]
+    for (const [i, [name, data]] of cases.entries()) {
+      const f = file(`in-${i}`, data)
+      const r = nativePush(store, f, name)
+      expect(r.bytes).toBe(data.length)
+      const out = join(dir, 'out')
+      const p = cutpoint(['pull', name, '-o', out], store)
+      expect(p.status, p.stderr).toBe(0)
+      expect(readFileSync(out).equals(Buffer.from(data))).toBe(true)
+    }
+    const f = file('big', big)
+    const again = nativePush(store, f, 'odd name é.bin')
+    expect(again.version).toBe(2)
+    expect(again.novel_chunks).toBe(0)
+    expect(again.pack_bytes).toBe(0)
+    // One edit of 100 bytes: a few chunks and a delta, not the file.
+    big.fill(7, 1_000_000, 1_000_100)
+    const edited = nativePush(store, file('big', big), 'odd name é.bin')
+    expect(edited.version).toBe(3)
+    expect(edited.novel_bytes).toBeLessThan(200_000)
+    expect(edited.sent_bytes).toBeLessThan(edited.novel_bytes + 20_000)
+    const out = join(dir, 'out3')
+    expect(cutpoint(['pull', 'odd name é.bin', '-o', out], store).status).toBe(0)
+    expect(readFileSync(out).equals(big)).toBe(true)
+    const ls = cutpoint(['ls', '--json'], store)
+    expect(ls.status, ls.stderr).toBe(0)
+    expect(ls.stdout).toContain('odd name é.bin')
+  })
+
+  it('big packs (20 MiB, streamed through a temporary object at the edge) round trip', () => {
+    const data = randomBytes(24 << 20)
+    const r = nativePush(store, file('bigpack', data), 'bigpack', ['--pack-size', '20m'])
+    expect(r.packs).toBe(2)
+    const out = join(dir, 'bigpack-out')
+    expect(cutpoint(['pull', 'bigpack', '-o', out], store).status).toBe(0)
+    expect(readFileSync(out).equals(data)).toBe(true)
+  })
+
+  it('the library pushes what the native CLI pulls, and pulls what it pushed', async () => {
+    const c = cp.createClient({ store: store.url, namespace: 'lib' })
+    const data = randomBytes(2 << 20)
+    const r = await c.push(data, { name: 'from-lib' })
+    expect(r.bytes).toBe(data.length)
+    const out = join(dir, 'lib-out')
+    const p = cutpoint(['pull', 'from-lib', '--ns', 'lib', '-o', out], store)
+    expect(p.status, p.stderr).toBe(0)
+    expect(readFileSync(out).equals(data)).toBe(true)
+    const f = file('native-in', randomBytes(1 << 20))
+    nativePush(store, f, 'from-native', ['--ns', 'lib'])
+    expect((await bytesOf(await c.pull('from-native'))).equals(readFileSync(f))).toBe(true)
+    const again = await c.push(data, { name: 'from-lib' })
+    expect(again.novelChunks).toBe(0)
+  })
+
+  it('bad packs get 400 and store nothing; a pack over the limit 413', async () => {
+    const chunks = [randomBytes(5000), randomBytes(7000)]
+    const { body, ids } = await chunkPack(chunks)
+    const post = (b: Uint8Array) => fetch(`${ns(store, 'bad')}/packs`, { method: 'POST', body: b })
+    const wrong = Buffer.from(body)
+    wrong[16 + 36 + 10] ^= 1 // a byte of the first chunk: its hash is not its id
+    const truncated = body.subarray(0, body.length - 50)
+    const after = Buffer.concat([body, Buffer.from([0])])
+    const sha = Buffer.from(body)
+    sha[8] = 2 // another algorithm than the ids'
+    for (const b of [wrong, truncated, after, sha]) {
+      const r = await post(b)
+      expect(r.status).toBe(400)
+      expect((await r.json()).code).toBe('bad_request')
+    }
+    const q = await fetch(`${ns(store, 'bad')}/query`, { method: 'POST', body: Buffer.concat(ids) })
+    expect(q.status).toBe(200)
+    expect(Buffer.from(await q.arrayBuffer()).equals(Buffer.concat(ids))).toBe(true) // still missing
+    const v = await (await fetch(`${store.url}/v1`)).json()
+    // Announced over the limit: 413 before the body is read (none is sent here).
+    expect(await announced(`${ns(store, 'bad')}/packs`, v.limits.max_pack_bytes + 1)).toBe(413)
+    // The good pack is taken, then its chunks are present.
+    const ok = await post(body)
+    expect(ok.status).toBe(200)
+    expect(await ok.json()).toMatchObject({ chunks: 2, stored: 2, duplicates: 0 })
+    const q2 = await fetch(`${ns(store, 'bad')}/query`, { method: 'POST', body: Buffer.concat(ids) })
+    expect((await q2.arrayBuffer()).byteLength).toBe(0)
+    const c = cp.createClient({ store: store.url, namespace: 'bad' })
+    expect((await c.list()).length).toBe(0)
+  })
+
+  it('restore: Range (206), past the end (416), ETag (304), HEAD, 404', async () => {
+    const data = randomBytes(300_000)
+    nativePush(store, file('r', data), 'ranged', ['--ns', 'r'])
+    const u = `${ns(store, 'r')}/files/ranged`
+    const r = await fetch(u, { headers: { range: 'bytes=1000-1999' } })
+    expect(r.status).toBe(206)
+    expect(r.headers.get('content-range')).toBe(`bytes 1000-1999/${data.length}`)
+    expect(Buffer.from(await r.arrayBuffer()).equals(data.subarray(1000, 2000))).toBe(true)
+    const tail = await fetch(u, { headers: { range: 'bytes=-10' } })
+    expect(Buffer.from(await tail.arrayBuffer()).equals(data.subarray(data.length - 10))).toBe(true)
+    const past = await fetch(u, { headers: { range: `bytes=${data.length}-` } })
+    expect(past.status).toBe(416)
+    expect(past.headers.get('content-range')).toBe(`bytes */${data.length}`)
+    const etag = r.headers.get('etag')!
+    expect((await fetch(u, { headers: { 'if-none-match': etag } })).status).toBe(304)
+    const h = await fetch(u, { method: 'HEAD' })
+    expect(h.status).toBe(200)
+    expect(h.headers.get('content-length')).toBe(String(data.length))
+    expect((await fetch(`${ns(store, 'r')}/files/nothing`)).status).toBe(404)
+    expect((await fetch(`${u}?version=9`)).status).toBe(404)
+    const del = await fetch(u, { method: 'DELETE' })
+    expect(await del.json()).toEqual({ deleted: 1 })
+    expect((await fetch(u)).status).toBe(404)
+    // A deleted latest version's number is not given again.
+    expect(nativePush(store, file('r', data), 'ranged', ['--ns', 'r']).version).toBe(2)
+  })
+
+  it('gc removes the chunks no recipe names once their version is deleted, and keeps the others', async () => {
+    const a = file('gc-a', randomBytes(500_000))
+    const b = file('gc-b', randomBytes(500_000))
+    nativePush(store, a, 'a', ['--ns', 'gc'])
+    nativePush(store, b, 'b', ['--ns', 'gc'])
+    const text = await (await fetch(`${ns(store, 'gc')}/recipes/a`)).text()
+    const ids = Buffer.concat(text.split('\n').filter((l) => /^[0-9a-f]{64} /.test(l)).map((l) => Buffer.from(l.slice(0, 64), 'hex')))
+    expect(ids.length).toBeGreaterThan(0)
+    expect((await fetch(`${ns(store, 'gc')}/gc?grace=x`, { method: 'POST' })).status).toBe(400)
+    const kept = await (await fetch(`${ns(store, 'gc')}/gc?grace=0`, { method: 'POST' })).json()
+    expect(kept).toMatchObject({ packs_deleted: 0, chunks_removed: 0 })
+    expect((await fetch(`${ns(store, 'gc')}/files/a`, { method: 'DELETE' })).status).toBe(200)
+    const r = await fetch(`${ns(store, 'gc')}/gc?grace=0`, { method: 'POST' })
+    expect(r.status).toBe(200)
+    const rep = await r.json()
+    expect(rep.packs_deleted).toBe(1)
+    expect(rep.chunks_removed).toBe(ids.length / 32)
+    const q = await fetch(`${ns(store, 'gc')}/query`, { method: 'POST', body: ids })
+    expect(Buffer.from(await q.arrayBuffer()).equals(ids)).toBe(true) // all gone
+    const out = join(dir, 'gc-out')
+    expect(cutpoint(['pull', 'b', '--ns', 'gc', '-o', out], store).status).toBe(0)
+    expect(readFileSync(out).equals(readFileSync(b))).toBe(true)
+    const ck = await (await fetch(`${ns(store, 'gc')}/check`)).json()
+    expect(ck).toMatchObject({ versions: 1, problems: [] })
+    expect(ck.packs).toBeGreaterThan(0)
+    expect(ck.chunks).toBeGreaterThan(0)
+  })
+
+  it('tokens and namespaces stay apart', async () => {
+    const f = file('t', randomBytes(100_000))
+    const a = cutpoint(['push', f, '--name', 'secret', '--ns', 'ns-a', '--token', auth.tokens.a], auth)
+    expect(a.status, a.stderr).toBe(0)
+    const get = (n: string, token?: string, method = 'GET') =>
+      fetch(`${ns(auth, n)}/files/secret`, { method, headers: token ? { authorization: `Bearer ${token}` } : {} })
+    expect((await get('ns-a')).status).toBe(401)
+    expect((await get('ns-a', 'not-a-token')).status).toBe(401)
+    expect((await get('ns-a', auth.tokens.b)).status).toBe(403)
+    expect((await get('ns-a', auth.tokens.ar)).status).toBe(200)
+    expect((await get('ns-a', auth.tokens.ar, 'DELETE')).status).toBe(403)
+    expect((await get('ns-b', auth.tokens.b)).status).toBe(404) // b's namespace has no such file
+    const q = await fetch(`${ns(auth, 'ns-b')}/files`, { headers: { authorization: `Bearer ${auth.tokens.b}` } })
+    expect((await q.json()).files).toEqual([])
+    const body = (await get('ns-a', auth.tokens.a, 'DELETE'))
+    expect(body.status).toBe(200)
+  })
+})
+
+// The runtime killed (SIGKILL of node and workerd) at random points during pushes, restarted
+// over the same persisted state: every reported version restores byte-identical, every listed
+// version restores to one of the inputs, a re-push of everything then makes the store whole, and
+// a second one sends no chunk.
+describe('edge store killed during pushes', () => {
+  it('keeps every reported version and nothing half-committed', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'cutpoint-edge-kill-'))
+    const inputs = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => randomBytes((1 << 20) + i * 77_777))
+    const paths = inputs.map((d, i) => file(`kill-${i}`, d))
+    const reported: { name: string; version: number; i: number }[] = []
+    let edge = await startEdge({ data })
+    try {
+      for (let round = 0; round < 4; round++) {
+        // One push that completes (reported), then one of new data cut by the kill at a random point.
+        const [j, i] = [2 * round, 2 * round + 1]
+        const t0 = Date.now()
+        reported.push({ name: `f${j}`, version: nativePush(edge, paths[j], `f${j}`).version, i: j })
+        const took = Date.now() - t0 // the kill lands within a push of the same size, whatever the load
+        const child = spawn(cutpointBin, ['push', paths[i], '--name', `f${i}`, '--json', '--retries', '0', '--store', edge.url],
+          { stdio: ['ignore', 'pipe', 'pipe'] })
+        let out = ''
+        child.stdout.on('data', (b) => (out += b))
+        const done = new Promise<number | null>((r) => child.once('exit', (c) => r(c)))
+        await new Promise((r) => setTimeout(r, took * (0.1 + 0.8 * Math.random())))
+        await edge.stop(true)
+        if ((await done) === 0) reported.push({ name: `f${i}`, version: JSON.parse(out.trim().split('\n').pop()!).version, i })
+        edge = await startEdge({ data })
+      }
+      console.log(`edge kill test: ${reported.length - 4} of 4 pushes reported before the kill`)
+      for (const r of reported) {
+        const o = join(dir, 'kill-out')
+        const p = cutpoint(['pull', r.name, '--version', String(r.version), '-o', o], edge)
+        expect(p.status, p.stderr).toBe(0)
+        expect(readFileSync(o).equals(inputs[r.i])).toBe(true)
+      }
+      const listed = JSON.parse(cutpoint(['ls', '--json'], edge).stdout || '[]')
+      for (const v of Array.isArray(listed) ? listed : listed.files ?? []) {
+        const o = join(dir, 'kill-out')
+        const p = cutpoint(['pull', v.name, '--version', String(v.version), '-o', o], edge)
+        expect(p.status, p.stderr).toBe(0)
+        expect(inputs.some((d) => readFileSync(o).equals(d))).toBe(true)
+      }
+      for (const [i, p] of paths.entries()) nativePush(edge, p, `f${i}`)
+      for (const [i, p] of paths.entries()) expect(nativePush(edge, p, `f${i}`).novel_chunks).toBe(0)
+    } finally {
+      await edge.stop()
+      rmSync(data, { recursive: true, force: true })
+    }
+  }, 400_000) // five starts of the runtime: slow on a loaded machine
+})
+
+// A pack damaged at rest (a byte flipped in miniflare's blob of it): check names it, and a restore
+// stops early at the damaged chunk (the client sees a short body) instead of sending wrong bytes.
+describe('edge store over a damaged pack', () => {
+  it('check names the pack; the restore stops before the bad chunk', async () => {
+    const edge = await startEdge()
+    try {
+      const data = randomBytes(300_000)
+      nativePush(edge, file('dmg', data), 'dmg')
+      expect((await (await fetch(`${edge.url}/v1/ns/default/check`)).json()).problems).toEqual([])
+      const blobs = (readdirSync(join(edge.data, 'r2'), { recursive: true }) as string[])
+        .map((f) => join(edge.data, 'r2', f)).filter((f) => statSync(f).isFile() && statSync(f).size > 290_000)
+      expect(blobs.length).toBe(1) // the pack (recipes are a few KB)
+      const b = readFileSync(blobs[0])
+      b[5000] ^= 0xff
+      writeFileSync(blobs[0], b)
+      const ck = await (await fetch(`${edge.url}/v1/ns/default/check`)).json()
+      expect(ck.problems.length).toBe(1)
+      expect(ck.problems[0]).toMatch(/does not verify/)
+      const r = await fetch(`${edge.url}/v1/ns/default/files/dmg`)
+      const got = await r.arrayBuffer().then((a) => Buffer.from(a), () => null)
+      expect(got === null || got.length < data.length).toBe(true)
+      if (got) expect(got.equals(data.subarray(0, got.length))).toBe(true)
+    } finally {
+      await edge.stop()
+    }
+  })
+})
