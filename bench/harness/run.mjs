@@ -273,9 +273,11 @@ if (only.includes('store')) {
 }
 if (only.includes('index-scale')) {
   // Opt-in (not in the default list; ~6 min on 2 vCPUs): the store's SQLite index filled with
-  // 10^7 chunks through Store::ingest, then Store::query batches of 16384 ids, half present:
-  // p50/p99 per batch, ids/s, index size, peak RSS. --quick: 10^5 chunks.
-  await jsonRows('index-scale', 'native', ex('index_scale'), ['--json', '--chunks', quick ? '100000' : '10000000', '--batches', quick ? '20' : '200'])
+  // 10^7 chunks through Store::ingest (ids in sorted order: appends), then Store::query batches
+  // of 16384 ids, half present: p50/p99 per batch, ids/s, index size, peak RSS; then the same
+  // store served by `cutpoint serve` and queried over HTTP by 4 client threads (batches of 1,000
+  // and 16,384 ids): ids/s, p99, the server's RSS and CPU (issue #28). --quick: 10^5 chunks.
+  await jsonRows('index-scale', 'native', ex('index_scale'), ['--json', '--sorted', '--chunks', quick ? '100000' : '10000000', '--batches', quick ? '20' : '200', '--serve', `${root}native/target/release/cutpoint`, '--clients', '4'])
 }
 if (only.includes('big')) {
   // Opt-in (not in the default list; issue #32): push and pull one generated file of the largest

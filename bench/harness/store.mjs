@@ -8,6 +8,9 @@
 //   chunk+hash  `cutpoint stats v0 --json` (read, SS-CDC, BLAKE3 per chunk: the push's own work)
 //   first push  v0 into the empty store            identical re-push  v0 again
 //   1% push     v1 (its novel chunks only)         pull               v1, verified, to a file
+//   compressed  the TypeScript release tars (bench/data/real, when cached) pushed one after the
+//               other with --compression auto into a namespace of their own: the store decompresses and
+//               re-hashes every compressed frame
 //   plain upload v0 PUT (streamed, Node's http client) to a minimal HTTP sink (Node, fsync at the end): the whole-file
 //                upload a user would otherwise do, to the same machine
 //   Node / Deno  `cutpoint-js push` (web/src/cli, the library's client) of v0 then v1 into a
@@ -15,8 +18,11 @@
 //                store/push-node/{first,mod} and store/push-deno/{first,mod}, with the native
 //                push's time over theirs (`speed_vs_native`)
 // and the server's CPU seconds (utime + stime from /proc) during each push. Figures are medians.
+// The yardstick of the store's ingest CPU (issue #28: ≤ 2): BLAKE3 of v0's bytes in 8 KiB pieces
+// on one core (native/target/release/examples/blake3_rate); rows store/ingest-cpu/{raw,compressed}
+// give the store's CPU per GiB received (raw bytes, decompressed) over it.
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, createReadStream, createWriteStream, mkdirSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, createReadStream, createWriteStream, mkdirSync } from 'node:fs'
 import { createServer, request } from 'node:http'
 import os from 'node:os'
 import { storeDataset } from './store-data.mjs'
@@ -88,6 +94,12 @@ function plainUpload(file, url) {
   })
 }
 
+// BLAKE3 of the same bytes on one core, seconds per GiB (the best of 3, CPU time).
+const b3 = `${root}native/target/release/examples/blake3_rate`
+const blake3 = existsSync(b3) ? JSON.parse(execFileSync(b3, [v0], { encoding: 'utf8' })) : null
+if (!blake3) log(`no ${b3}: the ingest-cpu rows are left out (cargo build --release -p cutpoint-store --examples)`)
+const realDir = `${root}bench/data/real/typescript`
+const realTars = existsSync(realDir) ? readdirSync(realDir).filter((f) => f.endsWith('.tar')).sort().map((f) => `${realDir}/${f}`) : []
 const runs = []
 for (let r = 0; r < reps; r++) {
   const dir = mkdtempSync(`${os.tmpdir()}/cutpoint-store-bench-`)
@@ -103,12 +115,29 @@ for (let r = 0; r < reps; r++) {
     }
     run.first = push(v0, 'f')
     run.again = push(v0, 'f')
+    run.chunk1 = timed(cli, ['stats', v1, '--json']).s
     run.mod = push(v1, 'f')
     const c0 = serverCpu(srv.pid)
     const pulled = timed(cli, ['pull', 'f', '-o', `${dir}/pulled`, ...store])
     run.pull = { s: pulled.s, server_cpu: serverCpu(srv.pid) - c0 }
     if (statSync(`${dir}/pulled`).size !== statSync(v1).size) throw new Error('pulled size differs')
     rmSync(`${dir}/pulled`)
+    if (realTars.length) {
+      // Compressible input: every frame the client kept compressed is decompressed and
+      // re-hashed by the store. Per GiB of raw (decompressed) bytes received.
+      // One push per tar (a push of several files reported raw pack bytes here: see docs/scale.md).
+      const c0 = serverCpu(srv.pid)
+      const rows = []
+      let secs = 0
+      for (const tar of realTars) {
+        const t = timed(cli, ['push', tar, '--ns', 'comp', '--compression', 'auto', ...store])
+        secs += t.s
+        rows.push(JSON.parse(t.out))
+      }
+      const t = { s: secs }
+      const sum = (k) => rows.reduce((a, x) => a + (x[k] ?? 0), 0)
+      run.comp = { s: t.s, server_cpu: serverCpu(srv.pid) - c0, novel_bytes: sum('novel_bytes'), compressed_bytes: sum('compressed_bytes'), sent_bytes: sum('sent_bytes') }
+    }
     // The library's client through its CLI, under Node and Deno (each its own namespace).
     const jsCli = `${root}web/dist/web/src/cli/main.js`
     const deno = `${root}node_modules/.bin/deno`
@@ -188,6 +217,22 @@ for (const rt of ['node', 'deno']) {
     )
   }
 }
+if (blake3) {
+  // Issue #28 item 2: the store's CPU per GiB of a first push over BLAKE3 of the same bytes on
+  // one core (goal ≤ 2), for raw input (v0, random: sent raw) and compressed input.
+  const raw = med(runs.map((x) => x.first.server_cpu)) / gib
+  emit({ name: 'store/ingest-cpu/raw', what: 'store CPU per GiB of a first push (random bytes, frames raw) ÷ BLAKE3 of the same bytes on one core', value: raw / blake3.s_per_gib, unit: 'x', goal: '≤ 2', server_cpu_s_per_gib: raw, blake3_s_per_gib: blake3.s_per_gib })
+  if (runs.every((x) => x.comp?.novel_bytes)) {
+    const c = med(runs.map((x) => x.comp.server_cpu / (x.comp.novel_bytes / 2 ** 30)))
+    const last = runs.at(-1).comp
+    emit({ name: 'store/ingest-cpu/compressed', what: `store CPU per GiB of raw bytes received, ${realTars.length} TypeScript tars pushed with --compression auto (frames decompressed and re-hashed) ÷ BLAKE3 on one core`, value: c / blake3.s_per_gib, unit: 'x', goal: '≤ 2', server_cpu_s_per_gib: c, blake3_s_per_gib: blake3.s_per_gib, novel_bytes: last.novel_bytes, compressed_bytes: last.compressed_bytes, sent_bytes: last.sent_bytes })
+  }
+}
+// Issue #28 item 4: the 1%-modified re-push over `cutpoint stats` of the same file (v1), each
+// the median of the repetitions (goal ≤ 1.2).
+const modS = med(runs.map((x) => x.mod.s))
+const stats1 = med(runs.map((x) => x.chunk1))
+emit({ name: 'store/repush-over-stats', what: '1%-modified re-push (v1) ÷ cutpoint stats of v1 (wall time)', value: modS / stats1, unit: 'x', goal: '≤ 1.2', seconds: modS, stats_seconds: stats1, per_rep: runs.map((x) => x.mod.s / x.chunk1) })
 const pullS = med(runs.map((x) => x.pull.s))
 emit({ name: 'store/pull', what: 'pull of the 1%-modified version, verified, to a file', value: statSync(v1).size / pullS / 1e9, unit: 'GB/s', seconds: pullS, server_cpu_s_per_gib: med(runs.map((x) => x.pull.server_cpu)) / gib })
 const plainS = med(runs.map((x) => x.plain))

@@ -22,6 +22,39 @@ use std::collections::HashSet;
 /// Changes kept before a compaction, at least (small sets are merged less often).
 pub const MIN_CHANGES: usize = 4096;
 
+/// Lookups whose memory reads [`IdSet::contains_each`] overlaps.
+const GROUP: usize = 16;
+
+/// Asks the CPU to start loading `x`'s cache line (a hint: no effect on what is computed).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch of a valid reference's address; it reads nothing the program sees.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// An empty vector for `n` ids. A large one is marked for transparent huge pages
+/// (`MADV_HUGEPAGE`, where the kernel leaves that to the program): a lookup reads two random
+/// places of a set of 10⁷ ids (320 MiB), and with 4 KiB pages each read also missed the TLB.
+pub fn id_vec(n: usize) -> Vec<Digest> {
+    let v: Vec<Digest> = Vec::with_capacity(n);
+    let bytes = v.capacity() * 32;
+    if bytes >= 4 << 20 {
+        const HUGE: usize = 2 << 20;
+        let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
+        let end = (v.as_ptr() as usize + bytes) / HUGE * HUGE;
+        if end > start {
+            // SAFETY: advice on pages inside this vector's own allocation; failure is harmless.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    v
+}
+
 pub struct IdSet {
     base: Vec<Digest>,
     /// `dir[p]..dir[p + 1]`: where the ids of `base` whose first `bits` bits are `p` lie.
@@ -79,14 +112,24 @@ impl IdSet {
     /// is searched: ~2 cache misses a lookup, and a binary search of the run at worst.
     fn in_base(&self, id: &Digest) -> bool {
         let p = prefix(id, self.bits);
-        let run = &self.base[self.dir[p] as usize..self.dir[p + 1] as usize];
+        self.in_run(id, self.dir[p] as usize, self.dir[p + 1] as usize)
+    }
+
+    /// Where in a run of `n` ids `id` would lie, guessed from the bits after the prefix.
+    fn guess(&self, id: &Digest, n: usize) -> usize {
+        let word = u64::from_be_bytes([id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]]);
+        let frac = (word << self.bits) >> 32;
+        ((frac * n as u64) >> 32) as usize
+    }
+
+    /// Whether `id` is in `base[start..end]`, its run.
+    fn in_run(&self, id: &Digest, start: usize, end: usize) -> bool {
+        let run = &self.base[start..end];
         let n = run.len();
         if n == 0 {
             return false;
         }
-        let word = u64::from_be_bytes([id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]]);
-        let frac = (word << self.bits) >> 32;
-        let guess = ((frac * n as u64) >> 32) as usize;
+        let guess = self.guess(id, n);
         let (lo, hi) = (guess.saturating_sub(4), (guess + 5).min(n));
         let part = if *id < run[lo] {
             &run[..lo]
@@ -103,6 +146,34 @@ impl IdSet {
             return true;
         }
         self.in_base(id) && (self.removed.is_empty() || !self.removed.contains(id))
+    }
+
+    /// [`IdSet::contains`] of each of `ids`, in order. Lookups go in groups of [`GROUP`]: the
+    /// directory entries of a group are fetched ahead, then the ids of `base` each guess points
+    /// at, then the ids are compared. A lookup's two cache misses (directory, then `base`) thus
+    /// overlap with the group's others instead of following one another (at 10⁷ ids neither
+    /// fits in any cache).
+    pub fn contains_each(&self, ids: &[Digest]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(ids.len());
+        let mut runs = [(0usize, 0usize); GROUP];
+        for group in ids.chunks(GROUP) {
+            for id in group {
+                prefetch(&self.dir[prefix(id, self.bits)]);
+            }
+            for (k, id) in group.iter().enumerate() {
+                let p = prefix(id, self.bits);
+                let (start, end) = (self.dir[p] as usize, self.dir[p + 1] as usize);
+                runs[k] = (start, end);
+                if end > start {
+                    prefetch(&self.base[start + self.guess(id, end - start)]);
+                }
+            }
+            for (k, id) in group.iter().enumerate() {
+                let in_added = !self.added.is_empty() && self.added.contains(id);
+                out.push(in_added || (self.in_run(id, runs[k].0, runs[k].1) && (self.removed.is_empty() || !self.removed.contains(id))));
+            }
+        }
+        out
     }
 
     /// Adds `id`; `true` if it was not there.
@@ -241,6 +312,26 @@ mod tests {
                 assert_eq!(s.contains(&id(k)), model.contains(&id(k)));
             }
         }
+    }
+
+    /// The grouped lookup answers as one lookup at a time does, with changes pending or not.
+    #[test]
+    fn contains_each_answers_as_contains() {
+        let mut s = IdSet::from_ids((0..20_000).map(|i| id(i * 2)).collect());
+        let ask: Vec<Digest> = (0..50_000).map(id).collect();
+        let one = |s: &IdSet| ask.iter().map(|d| s.contains(d)).collect::<Vec<bool>>();
+        assert_eq!(s.contains_each(&ask), one(&s));
+        for i in 0..3000 {
+            s.insert(&id(i * 2 + 1));
+            s.remove(&id(i * 6));
+        }
+        assert_eq!(s.contains_each(&ask), one(&s));
+        assert_eq!(s.contains_each(&ask[..7]), one(&s)[..7]);
+        assert!(IdSet::default().contains_each(&ask).iter().all(|&x| !x));
+        let mut v = id_vec(1 << 20);
+        v.extend((0..1000).map(id));
+        let big = IdSet::from_ids(v);
+        assert_eq!(big.contains_each(&ask), ask.iter().map(|d| big.contains(d)).collect::<Vec<bool>>());
     }
 
     /// Ids ground to share their first bytes (one long run of the directory) and ids that

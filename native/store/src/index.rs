@@ -147,7 +147,7 @@ impl Index {
             let rows = s.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))?;
             for row in rows {
                 let (nsid, ns, n) = row?;
-                names.insert(nsid, (ns, Vec::with_capacity(n.max(0) as usize)));
+                names.insert(nsid, (ns, crate::idset::id_vec(n.max(0) as usize)));
             }
         }
         let mut s = c.prepare("SELECT nsid, id FROM chunks ORDER BY nsid, id")?;
@@ -257,11 +257,16 @@ impl Index {
     /// Answered by the namespace's in-memory id set (no SQLite, no lock a writer holds long).
     pub fn missing(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Digest>> {
         let sets = self.ids();
-        let set = sets.get(ns);
+        let present = match sets.get(ns) {
+            Some(set) => set.contains_each(ids),
+            None => vec![false; ids.len()],
+        };
+        drop(sets);
         let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::with_capacity(ids.len());
-        for id in ids {
-            if !set.is_some_and(|s| s.contains(id)) && seen.insert(*id) {
+        // Only the missing ids are remembered (most of a re-push's ids are present).
+        let mut seen = std::collections::HashSet::new();
+        for (id, here) in ids.iter().zip(present) {
+            if !here && seen.insert(*id) {
                 out.push(*id);
             }
         }
@@ -302,9 +307,20 @@ impl Index {
         let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(vec![None; ids.len()]) };
         self.length_reads.fetch_add(ids.len() as u64, Ordering::Relaxed);
         let mut s = c.prepare_cached("SELECT CASE WHEN raw > 0 THEN raw ELSE len END FROM chunks WHERE nsid = ?1 AND id = ?2")?;
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            out.push(s.query_row(params![nsid, &id[..]], |r| r.get::<_, i64>(0)).optional()?.map(|l| l as u32));
+        // Looked up in key order, each id once: consecutive lookups walk the same B-tree pages
+        // (a recipe's ids are random; in their own order nearly every lookup missed the cache).
+        let mut order: Vec<u32> = (0..ids.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| ids[a as usize].cmp(&ids[b as usize]));
+        let mut out = vec![None; ids.len()];
+        let mut last: Option<(&Digest, Option<u32>)> = None;
+        for &i in &order {
+            let id = &ids[i as usize];
+            let len = match last {
+                Some((prev, len)) if prev == id => len,
+                _ => s.query_row(params![nsid, &id[..]], |r| r.get::<_, i64>(0)).optional()?.map(|l| l as u32),
+            };
+            out[i as usize] = len;
+            last = Some((id, len));
         }
         Ok(out)
     }

@@ -24,6 +24,7 @@ pub mod range;
 pub mod routes;
 pub mod spool;
 pub mod store;
+pub mod upload_spool;
 
 pub use error::StoreError;
 pub use store::{Limits, Store};

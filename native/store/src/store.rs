@@ -15,6 +15,7 @@
 use crate::backend::{config_key, pack_key, part_key, part_prefix, recipe_key, recipe_prefix, tombstone_key, Objects};
 use crate::error::{Result, StoreError};
 use crate::index::{now, Index, Loc, Version};
+use crate::upload_spool::Spool;
 use bytes::Bytes;
 use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::FileDigest;
@@ -507,11 +508,8 @@ impl Store {
                 )));
             }
         }
-        let file = std::fs::File::create(spool)?;
-        let hw = CountingWriter {
-            w: BufWriter::with_capacity(1 << 20, file),
-            n: 0,
-        };
+        // O_DIRECT where the file system takes it: no copy of the pack into the page cache.
+        let hw = Spool::create(spool)?;
         // Frames are kept as they arrived: a compressed frame stays compressed at rest.
         let mut pw = PackWriter::with_codec(hw, alg, rd.codec()).map_err(StoreError::internal)?;
         let mut rep = PackReport {
@@ -562,8 +560,8 @@ impl Store {
         }
         let hw = pw.finish().map_err(StoreError::internal)?;
         let id = pack_id(alg, &kept);
-        let size = hw.n;
-        let file = hw.w.into_inner().map_err(|e| StoreError::internal(e.error()))?;
+        let size = hw.len();
+        let file = hw.finish()?;
         file.sync_all()?;
         drop(file);
         self.ensure_ns(ns, alg)?;

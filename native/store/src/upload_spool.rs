@@ -1,0 +1,247 @@
+//! The file an upload is spooled to before it is stored: written with `O_DIRECT` where the
+//! file system takes it, so the pack's bytes go from the writer's buffer to the disk without a
+//! copy into the page cache (the kernel's copy and its page bookkeeping were the largest part of
+//! the store's CPU per GiB ingested after BLAKE3 itself: issue #28). Durability is unchanged:
+//! the caller still calls `sync_all` on the file [`Spool::finish`] returns (the file's size and
+//! the device's cache), before the pack is stored and indexed.
+//!
+//! Writes are gathered in a [`BUF`]-byte buffer aligned to [`ALIGN`] and written whole; the
+//! tail is written padded to [`ALIGN`] and the file then cut to its true length. A file system
+//! that refuses `O_DIRECT` (tmpfs, some overlays) at open or at the first write gets plain
+//! buffered writes of the same buffer.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+/// The buffer: each `O_DIRECT` write is this many bytes.
+pub const BUF: usize = 1 << 20;
+/// The alignment of `O_DIRECT` buffers, offsets and lengths (a page: enough for any block size
+/// up to 4 KiB).
+pub const ALIGN: usize = 4096;
+
+struct Aligned {
+    ptr: *mut u8,
+}
+
+// The buffer is owned by one `Spool` and never shared.
+unsafe impl Send for Aligned {}
+
+impl Aligned {
+    fn layout() -> Layout {
+        Layout::from_size_align(BUF, ALIGN).expect("a valid layout")
+    }
+
+    fn new() -> Aligned {
+        // SAFETY: the layout has a non-zero size; a null result is handled.
+        let ptr = unsafe { alloc_zeroed(Self::layout()) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(Self::layout());
+        }
+        Aligned { ptr }
+    }
+
+    fn slice(&mut self) -> &mut [u8] {
+        // SAFETY: `ptr` points at BUF bytes owned by this value, initialised (zeroed) at birth.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, BUF) }
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout in `new`.
+        unsafe { dealloc(self.ptr, Self::layout()) }
+    }
+}
+
+/// A spool file being written (see the module's text).
+pub struct Spool {
+    file: File,
+    buf: Aligned,
+    /// Bytes in `buf`.
+    fill: usize,
+    /// Bytes written to the file so far (a multiple of [`ALIGN`] while `direct`).
+    written: u64,
+    direct: bool,
+}
+
+impl Spool {
+    /// Creates `path` (which must not exist).
+    pub fn create(path: &Path) -> io::Result<Spool> {
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create_new(true);
+        let (file, direct) = match o.clone().custom_flags(libc::O_DIRECT).open(path) {
+            Ok(f) => (f, true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (o.open(path)?, false),
+            Err(e) => return Err(e),
+        };
+        Ok(Spool {
+            file,
+            buf: Aligned::new(),
+            fill: 0,
+            written: 0,
+            direct,
+        })
+    }
+
+    /// Whether the file is written with `O_DIRECT`.
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
+    /// Bytes written so far (in the file and the buffer).
+    pub fn len(&self) -> u64 {
+        self.written + self.fill as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Writes the first `n` bytes of the buffer (`n` a multiple of [`ALIGN`] while direct).
+    fn write_buf(&mut self, n: usize) -> io::Result<()> {
+        let mut off = 0;
+        while off < n {
+            let r = {
+                let b = &self.buf.slice()[off..n];
+                (&self.file).write(b)
+            };
+            match r {
+                Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "the spool file took no bytes")),
+                Ok(k) => {
+                    off += k;
+                    self.written += k as u64;
+                    if self.direct && k % ALIGN != 0 {
+                        // A short direct write leaves the file at an unaligned end: go on buffered.
+                        self.buffered()?;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // The file system took the open but not the direct write: go on buffered.
+                Err(e) if self.direct && e.raw_os_error() == Some(libc::EINVAL) => self.buffered()?,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops `O_DIRECT` from the file's flags (the rest goes through the page cache).
+    fn buffered(&mut self) -> io::Result<()> {
+        let fd = self.file.as_raw_fd();
+        // SAFETY: fcntl on a file descriptor this value owns.
+        let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if fl < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_DIRECT) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.direct = false;
+        Ok(())
+    }
+
+    /// Writes what is buffered and returns the file (not yet synced: the caller syncs it).
+    pub fn finish(mut self) -> io::Result<File> {
+        let n = self.fill;
+        if n > 0 {
+            if self.direct {
+                // The tail padded with zeros to a whole block, then the file cut to its length.
+                let padded = n.div_ceil(ALIGN) * ALIGN;
+                self.buf.slice()[n..padded].fill(0);
+                let end = self.written + n as u64;
+                self.write_buf(padded)?;
+                self.file.set_len(end)?;
+                self.written = end;
+            } else {
+                self.write_buf(n)?;
+            }
+            self.fill = 0;
+        }
+        Ok(self.file)
+    }
+}
+
+impl Write for Spool {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let k = data.len().min(BUF - self.fill);
+        let at = self.fill;
+        self.buf.slice()[at..at + k].copy_from_slice(&data[..k]);
+        self.fill += k;
+        if self.fill == BUF {
+            self.write_buf(BUF)?;
+            self.fill = 0;
+        }
+        Ok(k)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        // Whole buffers only: the tail is written by `finish`.
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(sizes: &[usize]) {
+        check_in(&tempfile::tempdir().unwrap(), sizes);
+    }
+
+    fn check_in(dir: &tempfile::TempDir, sizes: &[usize]) {
+        let p = dir.path().join("s.spool");
+        let mut s = Spool::create(&p).unwrap();
+        let mut want = Vec::new();
+        let mut x = 7u8;
+        for &n in sizes {
+            let piece: Vec<u8> = (0..n)
+                .map(|_| {
+                    x = x.wrapping_mul(31).wrapping_add(11);
+                    x
+                })
+                .collect();
+            s.write_all(&piece).unwrap();
+            want.extend_from_slice(&piece);
+        }
+        assert_eq!(s.len(), want.len() as u64);
+        let f = s.finish().unwrap();
+        f.sync_all().unwrap();
+        drop(f);
+        assert_eq!(std::fs::read(&p).unwrap(), want, "sizes {sizes:?}");
+    }
+
+    #[test]
+    fn every_byte_arrives_whatever_the_sizes() {
+        check(&[]);
+        check(&[1]);
+        check(&[ALIGN]);
+        check(&[ALIGN + 1]);
+        check(&[BUF]);
+        check(&[BUF - 1, 2]);
+        check(&[BUF, BUF, 17]);
+        check(&[3 * BUF + 4095]);
+        check(&[40, 8192, 70_000, BUF / 3, BUF / 2, 5, BUF + 9]);
+    }
+
+    /// tmpfs takes no O_DIRECT: the same bytes arrive through buffered writes.
+    #[test]
+    fn a_file_system_without_o_direct_gets_buffered_writes() {
+        let Ok(dir) = tempfile::tempdir_in("/dev/shm") else { return };
+        let s = Spool::create(&dir.path().join("probe")).unwrap();
+        let direct = s.is_direct();
+        drop(s);
+        for sizes in [&[1usize][..], &[BUF + 1, 7], &[3 * ALIGN + 5]] {
+            check_in(&dir, sizes);
+            std::fs::remove_file(dir.path().join("s.spool")).unwrap();
+        }
+        eprintln!("/dev/shm: O_DIRECT {}", if direct { "taken" } else { "refused: buffered" });
+    }
+
+    #[test]
+    fn a_file_that_exists_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.spool");
+        std::fs::write(&p, b"x").unwrap();
+        assert!(Spool::create(&p).is_err());
+    }
+}
