@@ -10,7 +10,8 @@ const ROW = 24
 
 interface Row {
   name: string
-  size: number
+  /** Known once the pipeline opens the file (a File's size is a synchronous look-up in Chromium). */
+  size?: number
   stage: PushManyProgress['stage'] | 'waiting'
   bytes: number
   version?: number
@@ -31,14 +32,13 @@ export class FolderPush {
   private readonly spacer: HTMLElement
   private last?: PushManyProgress
   private frame = 0
-  private readonly size: number
   /** Renders so far (the Playwright test reads it: far fewer than progress events). */
   renders = 0
 
   constructor(files: { file: File; name: string }[], parent: HTMLElement) {
     this.files = files
-    this.rows = files.map((f) => ({ name: f.name, size: f.file.size, stage: 'waiting', bytes: 0 }))
-    this.size = files.reduce((a, f) => a + f.file.size, 0)
+    // Not `file.size` here: 10,000 of them at once would freeze the page (see `Row.size`).
+    this.rows = files.map((f) => ({ name: f.name, stage: 'waiting', bytes: 0 }))
     const li = (this.el = document.createElement('li'))
     li.className = 'job folder'
     this.head = document.createElement('div')
@@ -98,6 +98,7 @@ export class FolderPush {
     if (row) {
       row.stage = p.stage
       row.bytes = p.bytes
+      if (p.total !== undefined) row.size = p.total
       if (p.result) row.version = p.result.version
       if (p.error) row.error = p.error.message
     }
@@ -121,16 +122,18 @@ export class FolderPush {
     const n = this.rows.length
     const done = this.state === 'done' ? (this.result?.committed ?? 0) : (p?.filesDone ?? 0)
     const failed = this.state === 'done' ? (this.result?.failed ?? 0) : (p?.filesFailed ?? 0)
-    const bytes = this.state === 'done' ? this.size : (p?.allBytes ?? 0)
+    const bytes = this.result?.bytes ?? p?.allBytes ?? 0
     const sent = this.result?.sentBytes ?? p?.sentBytes ?? 0
     const what =
       this.state === 'running'
-        ? `pushing ${fmt.count(n)} files: ${fmt.count(done)} committed${failed ? `, ${fmt.count(failed)} failed` : ''}, ${fmt.bytes(bytes)} of ${fmt.bytes(this.size)} processed, ${fmt.bytes(sent)} sent`
+        ? `pushing ${fmt.count(n)} files: ${fmt.count(done)} committed${failed ? `, ${fmt.count(failed)} failed` : ''}, ${fmt.bytes(bytes)} processed, ${fmt.bytes(sent)} sent`
         : this.state === 'done'
           ? `${fmt.count(n)} files: ${fmt.count(done)} committed${failed ? `, ${fmt.count(failed)} failed` : ''}, ${fmt.bytes(this.result!.bytes)} processed, ${fmt.bytes(this.result!.novelBytes)} novel, ${fmt.bytes(sent)} sent in ${fmt.count(this.result!.packs)} packs and ${fmt.count(this.result!.commitRequests)} commit requests`
           : `${this.state}: ${this.error}`
     this.head.textContent = what
-    this.bar.value = this.state === 'done' ? 1 : this.size > 0 ? Math.min(1, bytes / this.size) : 0
+    // Files chunked (then committed) of all: sizes are not known ahead.
+    const chunked = p ? p.index + (p.stage === 'chunking' ? 0 : 1) : 0
+    this.bar.value = this.state === 'done' ? 1 : n > 0 ? Math.min(1, (chunked + done + failed) / (2 * n)) : 0
     Object.assign(this.el.dataset, {
       state: this.state,
       files: String(n),
@@ -165,7 +168,7 @@ export class FolderPush {
       const r = this.rows[i]
       li.style.top = `${i * ROW}px`
       ;(li.children[0] as HTMLElement).textContent = r.name
-      ;(li.children[1] as HTMLElement).textContent = `${fmt.bytes(r.bytes)} of ${fmt.bytes(r.size)}`
+      ;(li.children[1] as HTMLElement).textContent = r.size !== undefined ? `${fmt.bytes(r.bytes)} of ${fmt.bytes(r.size)}` : ''
       ;(li.children[2] as HTMLElement).textContent = r.stage === 'done' ? `done: version ${r.version}` : r.stage === 'failed' ? `error: ${r.error}` : r.stage
       li.dataset.index = String(i)
       li.dataset.name = r.name

@@ -13,6 +13,8 @@ use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::rapid::RecipeEntry;
 use cutpoint_core::{hex, Digest, HashAlg};
 use serde_json::Value;
+use std::io::Write as _;
+use std::process::Stdio;
 
 crate::both_backends!(
     a_file_committed_in_parts_restores_and_its_commit_is_checked,
@@ -20,6 +22,7 @@ crate::both_backends!(
     the_client_pushes_a_big_file_in_parts_and_a_re_push_sends_only_changed_parts,
     a_commit_naming_a_big_part_many_times_is_refused_before_any_part_is_read,
     a_part_repeated_within_max_commit_entries_commits_and_beyond_it_is_refused,
+    a_stream_from_stdin_is_pushed_whole_or_in_parts_and_pulls_byte_identical,
 );
 
 const MAX_RECIPE: &str = "16k";
@@ -421,6 +424,78 @@ fn a_part_repeated_within_max_commit_entries_commits_and_beyond_it_is_refused(b:
     assert_eq!(res[0]["status"].as_u64(), Some(201), "{res}");
     assert_eq!((res[1]["status"].as_u64(), res[1]["code"].as_str()), (Some(413), Some("too_many_entries")), "{res}");
     assert_eq!(get(&srv, "t/files/b").0, 404);
+    srv.check(&["--ns", "t"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `cutpoint push - --name NAME ARGS...` with `input` on standard input.
+fn push_stdin(srv: &Server, name: Option<&str>, input: &[u8], extra: &[&str]) -> std::process::Output {
+    let mut c = bin();
+    c.args(["push", "-", "--json", "--store", &srv.url]).args(extra).env_remove("CUTPOINT_TOKEN");
+    if let Some(n) = name {
+        c.args(["--name", n]);
+    }
+    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut w = child.stdin.take().unwrap();
+    // Written in pieces, as a pipe delivers it; a push that stops reading ends the write.
+    for piece in input.chunks(100_000) {
+        if w.write_all(piece).is_err() {
+            break;
+        }
+    }
+    drop(w);
+    child.wait_with_output().unwrap()
+}
+
+fn pushed(out: &std::process::Output) -> Value {
+    assert!(out.status.success(), "push -: {}", String::from_utf8_lossy(&out.stderr));
+    json(&out.stdout)
+}
+
+/// `cutpoint push -`: standard input without --name is a clear usage error before anything is
+/// sent; a short stream is committed whole (and pushed again changed, as a delta); a stream whose
+/// recipe passes the threshold (--max-recipe 16k) is committed in parts; both pull
+/// byte-identical.
+fn a_stream_from_stdin_is_pushed_whole_or_in_parts_and_pulls_byte_identical(b: Backend) {
+    let dir = tmpdir(&format!("parts-stdin-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let srv = Server::start(&store, &["--max-recipe", MAX_RECIPE], &[]);
+    let big = data(6 << 20, 91);
+    let out = push_stdin(&srv, None, &big, &[]);
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--name"), "{err}");
+    let (_, _, l) = get(&srv, "t/files");
+    assert!(json(&l)["files"].as_array().unwrap().is_empty());
+    assert_eq!(packs_on_disk(&srv.data), 0, "nothing was sent");
+    // '-' with other files: a usage error too.
+    let f = write(&dir, "f", b"x");
+    let out = bin().args(["push", "-", f.to_str().unwrap(), "--store", &srv.url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    // A short stream: committed whole; again with an edit: a delta.
+    let small = data(40_000, 92);
+    let r = pushed(&push_stdin(&srv, Some("small"), &small, &["--ns", "t"]));
+    assert_eq!((r["parts"].as_u64(), r["bytes"].as_u64()), (Some(0), Some(small.len() as u64)), "{r}");
+    assert_eq!(srv.pull("small", None, &["--ns", "t"]), small);
+    let mut small2 = small.clone();
+    small2[20_000..20_010].fill(1);
+    let r = pushed(&push_stdin(&srv, Some("small"), &small2, &["--ns", "t"]));
+    assert_eq!(r["delta_base"].as_u64(), Some(1), "{r}");
+    assert_eq!(srv.pull("small", None, &["--ns", "t"]), small2);
+    // A big one: in parts.
+    let r = pushed(&push_stdin(&srv, Some("big"), &big, &["--ns", "t"]));
+    assert!(r["parts"].as_u64().unwrap() > 1, "{r}");
+    assert_eq!(r["bytes"].as_u64(), Some(big.len() as u64));
+    assert_eq!(srv.pull("big", None, &["--ns", "t"]), big);
+    // The same stream again: nothing novel, no part sent, same digest.
+    let r2 = pushed(&push_stdin(&srv, Some("big"), &big, &["--ns", "t"]));
+    assert_eq!((r2["novel_chunks"].as_u64(), r2["parts_sent"].as_u64()), (Some(0), Some(0)), "{r2}");
+    assert_eq!(r2["digest"], r["digest"]);
+    // An empty stream is a file of 0 bytes.
+    let r = pushed(&push_stdin(&srv, Some("empty"), b"", &["--ns", "t"]));
+    assert_eq!(r["bytes"].as_u64(), Some(0), "{r}");
+    assert_eq!(srv.pull("empty", None, &["--ns", "t"]), b"");
     srv.check(&["--ns", "t"]);
     let _ = std::fs::remove_dir_all(&dir);
 }

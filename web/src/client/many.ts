@@ -13,9 +13,8 @@
 // nothing was committed. Memory: PushRun's (the id table, the packs in flight), each small
 // input's recipe text until the commits, and at most MAX_OPEN inputs open at a time; an input
 // is read, never held whole.
-import { chunk } from '../index.js'
+import { chunk, type Chunk } from '../index.js'
 import { checkAbort, StoreError, usage } from './errors.js'
-import { BLOB_BODIES } from './http.js'
 import { isStream, openReader, type PushInput, type RangeReader } from './input.js'
 import { checkProfile, commit, PushRun, type PushContext, type PushResult } from './push.js'
 import { wire } from './wire.js'
@@ -78,6 +77,10 @@ export interface PushManyResult {
 
 /** Inputs whose readers are open at a time (others are opened again if a chunk must be read back). */
 const MAX_OPEN = 16
+/** Inputs opened (and small ones chunked) ahead of the one being queried. */
+const AHEAD = 8
+/** An input up to this size is chunked ahead, in this thread. */
+const AHEAD_BYTES = 256 << 10
 /** Rounds of sending missing chunks again after a 409 at commit, as `push`. */
 const MAX_ROUNDS = 3
 
@@ -221,6 +224,7 @@ class ManyRun {
   private commitRequests = 0
   private done = 0
   private failed = 0
+  private closed = false
 
   constructor(
     private readonly run: PushRun,
@@ -243,11 +247,13 @@ class ManyRun {
       if (!ok) this.fail(f, usage(isStream(f.input) ? `'${f.name}': pushMany takes Blobs, Uint8Arrays and paths; push a stream with push()` : `'${f.name}': not a File/Blob, Uint8Array or path`))
     }
     const lim = await run.http.limits(run.signal)
-    // In a browser, Files go up heads first from one Blob of them all (slices: nothing is read
-    // back here), the inputs end to end as in the push's offsets.
-    const live = this.files.filter((f) => !f.error)
-    const blobs = BLOB_BODIES && live.length > 0 && live.every((f) => f.input instanceof Blob)
-    run.setLimits(blobs ? new Blob(live.map((f) => f.input as Blob)) : undefined, lim)
+    // Framed packs, the novel chunks read back by offset (the inputs end to end), also in a
+    // browser: heads-first packs (push's way for one File) would be Blobs of a slice per File,
+    // and Chromium makes each slice on the page's thread (~0.5 ms each on a loaded machine: a
+    // pack of 1,000 small Files froze the page for about a second); read back, the slices are
+    // made one read at a time, between frames. Not one Blob of all the Files either: that reads
+    // every File's size at once (a synchronous look-up each in Chromium).
+    run.setLimits(undefined, lim)
     run.reader = this.reader
     run.onBatch = (n, bytes) => {
       const f = this.cur!
@@ -267,20 +273,22 @@ class ManyRun {
   async stageChunkAll(): Promise<void> {
     const { run } = this
     const chunkOpts = await run.chunkOptions()
-    for (const f of this.files) {
-      if (f.error) continue
+    const live = this.files.filter((f) => !f.error)
+    const ahead: Promise<Chunk[][] | undefined>[] = []
+    const next = () => {
+      const f = live[ahead.length]
+      if (!f) return
+      const p = this.openAhead(f)
+      p.catch(() => {}) // awaited at its turn (a push that failed before never gets there)
+      ahead.push(p)
+    }
+    for (let i = 0; i < AHEAD; i++) next()
+    for (let i = 0; i < live.length; i++) {
+      const f = live[i]
       checkAbort(run.signal)
-      try {
-        const o = await openReader(f.input as Blob | Uint8Array | string)
-        f.reader = f.check = o.reader
-        f.size = o.size
-        run.checkLimits(o.size)
-      } catch (e: any) {
-        await f.reader?.close()
-        f.reader = undefined
-        this.fail(f, e instanceof StoreError ? e : new StoreError(`cutpoint: ${f.name}: ${e?.message ?? e}`, { code: 'io', cause: e }))
-        continue
-      }
+      const early = await ahead[i]
+      next()
+      if (f.error) continue
       f.base = run.fileBase = run.bytes
       this.reader.add(f)
       this.reader.keep(f)
@@ -288,10 +296,44 @@ class ManyRun {
       run.recipe = new (wire().StoreRecipe)(run.profile, run.hash)
       run.sink = run.newSink()
       this.report(f, true)
-      for await (const b of chunk(f.input as Blob | Uint8Array | string, chunkOpts).batches()) await run.stageQuery(b)
+      if (early) for (const b of early) await run.stageQuery(b)
+      else for await (const b of chunk(f.input as Blob | Uint8Array | string, chunkOpts).batches()) await run.stageQuery(b)
       this.endFile(f)
     }
     this.cur = undefined
+  }
+
+  /**
+   * An input opened (its size, its reader; one that cannot be opened, or is over a limit of the
+   * store, fails alone) ahead of its turn, and a small one chunked ahead in this thread: a worker
+   * round trip costs more than chunking a few KiB, and the inputs' reads overlap. The chunk
+   * list of a small input (a few records) waits for its turn; a larger input is chunked by the
+   * workers at its turn.
+   */
+  private async openAhead(f: ManyFile): Promise<Chunk[][] | undefined> {
+    const { run } = this
+    try {
+      const o = await openReader(f.input as Blob | Uint8Array | string)
+      if (this.closed) {
+        await o.reader.close()
+        return undefined
+      }
+      f.reader = f.check = o.reader
+      f.size = o.size
+      run.checkLimits(o.size)
+    } catch (e: any) {
+      await f.reader?.close()
+      f.reader = undefined
+      this.fail(f, e instanceof StoreError ? e : new StoreError(`cutpoint: ${f.name}: ${e?.message ?? e}`, { code: 'io', cause: e }))
+      return undefined
+    }
+    if (f.size > AHEAD_BYTES || run.signal.aborted) return undefined
+    // Read once through its reader (no second open) and chunked with a span of its size (the
+    // span only splits the work; the chunks are the same at any span).
+    const bytes = await f.reader!.read(0, f.size)
+    const out: Chunk[][] = []
+    for await (const b of chunk(bytes, { profile: run.profile, hash: run.hash, workers: 0, span: Math.max(64 << 10, f.size) }).batches()) out.push(b)
+    return out
   }
 
   /** An input is chunked: its recipe sealed (whole: its text; in parts: its last part queued). */
@@ -323,14 +365,17 @@ class ManyRun {
   async stageCommitMany(): Promise<void> {
     const { run } = this
     let pending: ManyFile[] = []
-    for (const f of this.files) {
+    // An input that changed while it was read fails alone (paths: size and mtime, 32 at a time).
+    const live = this.files.filter((f) => !f.error)
+    for (let i = 0; i < live.length; i += 32) {
+      await Promise.all(
+        live.slice(i, i + 32).map((f) =>
+          f.check!.unchanged().catch((e: any) => this.fail(f, e instanceof StoreError ? e : new StoreError(String(e?.message ?? e), { code: 'io' }))),
+        ),
+      )
+    }
+    for (const f of live) {
       if (f.error) continue
-      try {
-        await f.check!.unchanged()
-      } catch (e: any) {
-        this.fail(f, e)
-        continue
-      }
       f.stage = 'committing'
       this.report(f, true)
       if (f.sink) await this.commitParts(f)
@@ -558,8 +603,15 @@ class ManyRun {
   }
 
   async close(): Promise<void> {
+    this.closed = true
     for (const f of this.files) this.free(f)
     await this.reader.close()
+    // Inputs opened ahead of a turn that never came (the push failed).
+    for (const f of this.files) {
+      const r = f.reader
+      f.reader = undefined
+      await r?.close()
+    }
   }
 }
 
