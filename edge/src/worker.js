@@ -612,7 +612,11 @@ async function restoreFile(req, env, ns, name, url) {
   const entries = core1(() => core.recipeEntries(text));
   const alg = await stub(env, ns).alg();
   const body = await restoreBody(env, ns, entries, head.start, head.end, alg);
-  return new Response(body, { status: head.status, headers: head.headers });
+  // A FixedLengthStream, so that the answer carries its Content-Length (PROTOCOL.md 4.6) rather
+  // than going chunked; a chunk that does not verify aborts it: the body stops early.
+  const fixed = new FixedLengthStream(head.end - head.start);
+  body.pipeTo(fixed.writable).catch(() => {});
+  return new Response(fixed.readable, { status: head.status, headers: head.headers });
 }
 
 async function restoreHead(req, env, ns, name, url) {

@@ -11,7 +11,8 @@ import { root } from './helpers'
 import { cutpointBin, type Store } from './store'
 
 export function haveEdge(): boolean {
-  return existsSync(`${root}edge/pkg/cutpoint_edge_wasm_bg.wasm`) && existsSync(`${root}node_modules/miniflare`)
+  return existsSync(`${root}edge/pkg/cutpoint_edge_wasm_bg.wasm`) &&
+    (existsSync(`${root}edge/node_modules/miniflare`) || existsSync(`${root}node_modules/miniflare`))
 }
 
 /** Starts the edge store; `tokens` as in `startStore` (made by `cutpoint token`). */
