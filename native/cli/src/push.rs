@@ -47,12 +47,17 @@ pub struct PushArgs {
     /// The push cache's directory (default: $XDG_CACHE_HOME/cutpoint or ~/.cache/cutpoint).
     /// A push of several files or a directory remembers each file's size, times and inode and
     /// the version it was committed as; next time, to the same store and namespace, a file
-    /// whose metadata did not change is not read: its version is committed again as is.
+    /// whose metadata did not change is not read: where its version is still the name's latest
+    /// it is reported unchanged (no new version), else that version is committed again as is.
     #[arg(long, value_name = "DIR")]
     cache: Option<PathBuf>,
     /// Read every file (the push cache is neither read nor written).
     #[arg(long, conflicts_with = "cache")]
     no_cache: bool,
+    /// Commit a new version of every file, also of a file the push cache finds unchanged whose
+    /// version is still the name's latest (by default: reported unchanged, nothing committed).
+    #[arg(long)]
+    new_versions: bool,
     /// Commit the whole recipe even where the store takes recipe parts (as against a store
     /// without them; a recipe over the store's limit is then refused before anything is sent).
     #[arg(long, hide = true)]
@@ -165,6 +170,7 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     opts.uploaders = a.uploads;
     opts.parts = !a.no_parts;
     opts.compression = compression;
+    opts.new_versions = a.new_versions;
     let mut out = std::io::stdout().lock();
     let wr = |e: std::io::Error| Fail::io(format!("<stdout>: {e}"));
     let mut print = |rep: &PushReport| -> Result<(), Fail> {

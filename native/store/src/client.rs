@@ -530,6 +530,10 @@ pub struct PushOptions {
     pub parts: bool,
     /// Compress novel chunks (zstd) where the store lists `"zstd"` in `GET /v1`.
     pub compression: Compression,
+    /// A push of many files with a push cache: commit a new version of every file the cache
+    /// finds unchanged, even where its cached version is still the name's latest (by default
+    /// such a file is reported `unchanged` with that version and not committed again).
+    pub new_versions: bool,
 }
 
 /// `--compression`: off (codec 0), auto (zstd level 3, a chunk kept compressed only where that
@@ -571,6 +575,7 @@ impl PushOptions {
             uploaders: 2,
             parts: true,
             compression: Compression::Auto,
+            new_versions: false,
         }
     }
 }
@@ -623,8 +628,10 @@ pub struct PushReport {
     pub backend: &'static str,
     /// Bytes read from the file (0 for a file the push cache found unchanged).
     pub read_bytes: u64,
-    /// The push cache found the file unchanged (same size, times, inode): it was not read, and
-    /// its cached version was committed again as this version ([`crate::pushcache`]).
+    /// The push cache found the file unchanged (same size, times, inode): it was not read.
+    /// `version` is its cached version where that is still the name's latest with the same
+    /// digest (nothing committed, nothing sent), else (or with `new_versions`) the cached recipe
+    /// committed again as a new version ([`crate::pushcache`]).
     pub unchanged: bool,
 }
 
@@ -1745,10 +1752,12 @@ pub fn push_files(client: &Client, inputs: &[(std::path::PathBuf, String)], opts
 }
 
 /// [`push_files`] with a push cache ([`crate::pushcache`]): a file whose metadata match its
-/// entry is not read; its cached version is committed again (in the same batches), and only if
-/// the store refuses that (the version or its chunks gone: a 4xx) is the file read and pushed.
-/// The files found unchanged are committed before the others are read (a failure of the
-/// pipeline then leaves their new versions standing). The cache is updated with every file
+/// entry is not read. One `GET files` tells which of those cached versions are still their
+/// name's latest (same digest): those are reported unchanged and nothing is committed for them
+/// (`opts.new_versions`: they are committed again too). The others are committed again from the
+/// cache (in batches), and only if the store refuses that (the version or its chunks gone: a
+/// 4xx) is the file read and pushed. The files found unchanged are committed before the others
+/// are read (a failure of the pipeline then leaves their new versions standing). The cache is updated with every file
 /// committed (not saved: the caller saves it).
 pub fn push_files_cached(
     client: &Client,
@@ -1778,7 +1787,7 @@ pub fn push_files_cached(
         None => vec![None; n],
     };
     let read: Vec<usize> = match cache.as_deref_mut() {
-        Some(c) => push_unchanged(client, inputs, &metas, &keys, &plan, c, &mut out, t0)?,
+        Some(c) => push_unchanged(client, inputs, &metas, &keys, &plan, opts.new_versions, c, &mut out, t0)?,
         None => (0..n).collect(),
     };
     if !read.is_empty() {
@@ -1818,11 +1827,14 @@ fn cache_entry(path: &str, rep: &PushReport, stamp: crate::pushcache::Stamp, tex
     }
 }
 
-/// Commits again, without reading them, the files the cache finds unchanged (a name pushed
-/// once in this push, the same metadata, profile and hash), in batches; their results go to
-/// `out` and their entries are updated. Returns the files to read: the others, and those whose
-/// cached commit the store refused with a 4xx (a version deleted, chunks collected, another
-/// store at the same URL: the store checks a cached commit as any other).
+/// The files the cache finds unchanged (a name pushed once in this push, the same metadata,
+/// profile and hash), without reading them: one whose cached version is still its name's
+/// latest with the same digest is reported unchanged with that version and not committed
+/// ([`latest_unchanged`]; every such file with `new_versions`: committed again); the others
+/// are committed again from the cache, in batches. Their results go to `out` and their
+/// entries are updated. Returns the files to read: the others, and those whose cached commit
+/// the store refused with a 4xx (a version deleted, chunks collected, another store at the
+/// same URL: the store checks a cached commit as any other).
 #[allow(clippy::too_many_arguments)]
 fn push_unchanged(
     client: &Client,
@@ -1830,6 +1842,7 @@ fn push_unchanged(
     metas: &[std::fs::Metadata],
     keys: &[Option<String>],
     plan: &Plan,
+    new_versions: bool,
     cache: &mut crate::pushcache::PushCache,
     out: &mut [Option<R<PushReport>>],
     t0: Instant,
@@ -1852,9 +1865,91 @@ fn push_unchanged(
             None => read.push(i),
         }
     }
-    if hits.is_empty() {
-        return Ok(read);
+    if !hits.is_empty() && !new_versions {
+        hits = latest_unchanged(client, plan, hits, out, t0)?;
     }
+    if !hits.is_empty() {
+        commit_unchanged(client, inputs, plan, &hits, cache, out, &mut read, t0);
+    }
+    read.sort_unstable();
+    Ok(read)
+}
+
+/// The report of a file the cache found unchanged, as `v` (`body`: the commit body sent for
+/// it, 0 where nothing was committed).
+fn unchanged_report(e: &crate::pushcache::Entry, v: Version, body: u64, delta_base: Option<u64>, plan: &Plan, t0: Instant) -> PushReport {
+    PushReport {
+        name: e.name.clone(),
+        bytes: e.bytes,
+        chunks: e.chunks,
+        novel_chunks: 0,
+        novel_bytes: 0,
+        compressed_bytes: 0,
+        compressed_chunks: 0,
+        sent_bytes: body,
+        pack_bytes: 0,
+        packs: 0,
+        recipe_bytes: body,
+        delta_base,
+        known_from_base: 0,
+        hinted_chunks: 0,
+        parts: 0,
+        parts_sent: 0,
+        version: v.version,
+        digest: v.digest,
+        dedup_ratio: f64::INFINITY,
+        seconds: t0.elapsed().as_secs_f64(),
+        profile: plan.engine.profile().to_string(),
+        hash: plan.alg.name(),
+        backend: plan.engine.backend().name(),
+        read_bytes: 0,
+        unchanged: true,
+    }
+}
+
+/// One `GET files` (the namespace's list): each cache hit whose cached version is still its
+/// name's latest version, with the cached digest, is reported unchanged as that version
+/// (nothing sent). Returns the other hits (a version deleted, a newer version by another push,
+/// another digest): they are committed again.
+fn latest_unchanged(
+    client: &Client,
+    plan: &Plan,
+    hits: Vec<(usize, crate::pushcache::Entry)>,
+    out: &mut [Option<R<PushReport>>],
+    t0: Instant,
+) -> R<Vec<(usize, crate::pushcache::Entry)>> {
+    let mut latest: HashMap<String, Version> = HashMap::new();
+    for v in client.list()? {
+        match latest.get(&v.name) {
+            Some(l) if l.version >= v.version => {}
+            _ => {
+                latest.insert(v.name.clone(), v);
+            }
+        }
+    }
+    let mut rest = Vec::new();
+    for (i, e) in hits {
+        match latest.remove(&e.name) {
+            Some(v) if v.version == e.version && v.digest == e.digest => out[i] = Some(Ok(unchanged_report(&e, v, 0, None, plan, t0))),
+            _ => rest.push((i, e)),
+        }
+    }
+    Ok(rest)
+}
+
+/// Commits the cache hits again from their cached texts (in batches where the store takes
+/// them); a hit the store refuses with a 4xx goes to `read`.
+#[allow(clippy::too_many_arguments)]
+fn commit_unchanged(
+    client: &Client,
+    inputs: &[(std::path::PathBuf, String)],
+    plan: &Plan,
+    hits: &[(usize, crate::pushcache::Entry)],
+    cache: &mut crate::pushcache::PushCache,
+    out: &mut [Option<R<PushReport>>],
+    read: &mut Vec<usize>,
+    t0: Instant,
+) {
     let names: Vec<&str> = hits.iter().map(|(i, _)| inputs[*i].1.as_str()).collect();
     let bodies: Vec<Vec<u8>> = hits.iter().map(|(_, e)| e.body()).collect();
     let texts: Vec<&[u8]> = bodies.iter().map(|b| &b[..]).collect();
@@ -1880,35 +1975,9 @@ fn push_unchanged(
                 cache.forget(&e.path, &e.name);
             }
             Ok(v) => {
-                let body = texts[j].len() as u64;
-                out[*i] = Some(Ok(PushReport {
-                    name: names[j].to_string(),
-                    bytes: e.bytes,
-                    chunks: e.chunks,
-                    novel_chunks: 0,
-                    novel_bytes: 0,
-                    compressed_bytes: 0,
-                    compressed_chunks: 0,
-                    sent_bytes: body,
-                    pack_bytes: 0,
-                    packs: 0,
-                    recipe_bytes: body,
-                    delta_base: e.is_delta().then_some(e.version),
-                    known_from_base: 0,
-                    hinted_chunks: 0,
-                    parts: 0,
-                    parts_sent: 0,
-                    version: v.version,
-                    digest: v.digest,
-                    dedup_ratio: f64::INFINITY,
-                    seconds: t0.elapsed().as_secs_f64(),
-                    profile: profile.clone(),
-                    hash: plan.alg.name(),
-                    backend: plan.engine.backend().name(),
-                    read_bytes: 0,
-                    unchanged: true,
-                }));
                 cache.record(crate::pushcache::Entry { version: v.version, ..e.clone() });
+                let body = texts[j].len() as u64;
+                out[*i] = Some(Ok(unchanged_report(e, v, body, e.is_delta().then_some(e.version), plan, t0)));
             }
             Err(ClientError::Missing(_) | ClientError::Http { status: 400..=499, .. }) => {
                 cache.forget(&e.path, &e.name);
@@ -1917,8 +1986,6 @@ fn push_unchanged(
             Err(err) => out[*i] = Some(Err(err)),
         }
     }
-    read.sort_unstable();
-    Ok(read)
 }
 
 /// The files of a push of many files that are read: the pipeline, then their commits. Each
