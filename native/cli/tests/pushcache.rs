@@ -1,7 +1,9 @@
 //! The push cache (`cutpoint push DIR`, `--cache`, `--no-cache`; native/store/src/pushcache.rs)
 //! against a real `cutpoint serve` on 127.0.0.1: a re-push of an unchanged folder reads no file
-//! and commits each file's version again; a changed or touched file is read; a file whose
-//! version (or chunks) the store no longer has is read and pushed again; `--no-cache` reads all.
+//! and commits nothing (each file unchanged as its latest version; `--new-versions` commits each
+//! version again); a file whose name got a newer version from another push has its cached
+//! version committed again; a changed or touched file is read; a file whose version (or chunks)
+//! the store no longer has is read and pushed again; `--no-cache` reads all.
 //! And each file's own compressed and sent bytes in a many-file push's `--json`.
 
 mod common;
@@ -50,7 +52,7 @@ fn by_name<'a>(rs: &'a [Value], name: &str) -> &'a Value {
 }
 
 #[test]
-fn a_re_push_of_an_unchanged_folder_reads_no_file_and_commits_each_version_again() {
+fn a_re_push_of_an_unchanged_folder_reads_no_file_and_commits_nothing() {
     let dir = tmpdir("pushcache-unchanged");
     let (src, files) = folder(&dir);
     let cache = dir.join("cache");
@@ -64,7 +66,27 @@ fn a_re_push_of_an_unchanged_folder_reads_no_file_and_commits_each_version_again
     assert!(first.iter().all(|r| r["unchanged"] == false && r["version"] == 1));
     assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1, "one cache file for this store and namespace");
 
-    let again = push(&srv, &src, &c);
+    // Every file's version 1 is still its latest: reported unchanged, nothing committed or sent.
+    let same = push(&srv, &src, &c);
+    assert_eq!(read_bytes(&same), 0, "a file was read: {same:?}");
+    for (r, f) in same.iter().zip(&first) {
+        assert_eq!(r["unchanged"], true, "{r}");
+        assert_eq!(r["version"], 1, "{r}");
+        assert_eq!(r["digest"], f["digest"], "{r}");
+        assert_eq!(r["bytes"], f["bytes"], "{r}");
+        assert_eq!(r["sent_bytes"], 0, "{r}");
+        assert_eq!(r["recipe_bytes"], 0, "{r}");
+    }
+    let out = srv.cli(&["ls", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let listed: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.len(), files.len());
+    assert!(listed.iter().all(|v| v["version"] == 1), "a new version was committed: {listed:?}");
+
+    // --new-versions: the cached versions committed again as version 2.
+    let mut nv = c.to_vec();
+    nv.push("--new-versions");
+    let again = push(&srv, &src, &nv);
     assert_eq!(read_bytes(&again), 0, "a file was read: {again:?}");
     for (r, f) in again.iter().zip(&first) {
         assert_eq!(r["unchanged"], true, "{r}");
@@ -80,11 +102,14 @@ fn a_re_push_of_an_unchanged_folder_reads_no_file_and_commits_each_version_again
         assert_eq!(&srv.pull(name, Some(2), &[]), bytes, "{name}");
     }
     // Once more: the cache was updated with the new versions (the delta's base is version 2).
-    let third = push(&srv, &src, &c);
+    let third = push(&srv, &src, &nv);
     assert_eq!(read_bytes(&third), 0);
     assert_eq!(by_name(&third, "big.bin")["delta_base"], 2);
+    // And without the flag: version 3 (the cache's) is every name's latest.
+    let fourth = push(&srv, &src, &c);
+    assert!(fourth.iter().all(|r| r["unchanged"] == true && r["version"] == 3 && r["sent_bytes"] == 0), "{fourth:?}");
 
-    // --no-cache reads every file (and still commits a version of each).
+    // --no-cache reads every file (and commits a version of each).
     let all = push(&srv, &src, &["--no-cache"]);
     assert_eq!(read_bytes(&all), total);
     assert!(all.iter().all(|r| r["unchanged"] == false && r["version"] == 4));
@@ -113,7 +138,7 @@ fn a_changed_or_touched_file_is_read_again() {
         let changed = r["name"] == "f1.bin" || r["name"] == "f2.bin";
         assert_eq!(r["unchanged"], !changed, "{r}");
         assert_eq!(r["read_bytes"], if changed { r["bytes"].clone() } else { 0.into() }, "{r}");
-        assert_eq!(r["version"], 2, "{r}");
+        assert_eq!(r["version"], if changed { 2 } else { 1 }, "{r}");
     }
     assert_eq!(srv.pull("f1.bin", None, &[]), new1);
     let (_, b2) = files.iter().find(|(n, _)| n == "f2.bin").unwrap();
@@ -156,6 +181,34 @@ fn a_file_whose_version_the_store_lost_is_pushed_again() {
     let other = Server::start(&Loc::new(Backend::Local, &dir.join("other"), None), &[], &[]);
     let fresh = push(&other, &src, &c);
     assert!(fresh.iter().all(|r| r["unchanged"] == false && r["version"] == 1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_name_whose_latest_version_is_another_push_gets_the_cached_version_again() {
+    let dir = tmpdir("pushcache-other");
+    let (src, files) = folder(&dir);
+    let cache = dir.join("cache");
+    let store = Loc::new(Backend::Local, &dir, None);
+    let srv = Server::start(&store, &[], &[]);
+    let c = ["--cache", cache.to_str().unwrap()];
+    push(&srv, &src, &c);
+    // Another push (not of this folder) makes version 2 of f5.bin with other bytes.
+    let other = dir.join("other.bin");
+    std::fs::write(&other, data(3_000, 991)).unwrap();
+    let out = srv.cli(&["push", other.to_str().unwrap(), "--name", "f5.bin"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let again = push(&srv, &src, &c);
+    assert_eq!(read_bytes(&again), 0, "a file was read: {again:?}");
+    for r in &again {
+        let other = r["name"] == "f5.bin";
+        assert_eq!(r["unchanged"], true, "{r}");
+        assert_eq!(r["version"], if other { 3 } else { 1 }, "{r}");
+        assert_eq!(r["sent_bytes"].as_u64().unwrap() > 0, other, "{r}");
+    }
+    let (_, b5) = files.iter().find(|(n, _)| n == "f5.bin").unwrap();
+    assert_eq!(&srv.pull("f5.bin", None, &[]), b5, "the folder's f5.bin is the latest again");
+    srv.check(&[]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
