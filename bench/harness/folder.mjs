@@ -18,7 +18,8 @@
 // and again, timed directly (the store is stopped after the first push to measure its size,
 // index included, and started again on the same port for the re-push, which uses the push
 // cache of the first, `--cache` in the variant's temporary folder, as restic uses its parent
-// snapshot; then once more with `--no-cache`, every file read: the cache's effect); then a second fresh store behind a counting HTTP proxy, the same two
+// snapshot: an unchanged file whose version is still its name's latest is not committed again,
+// one `GET files` in all; then once more with `--no-cache`, every file read: the cache's effect); then a second fresh store behind a counting HTTP proxy, the same two
 // pushes, to count the requests (by kind) and request bytes per file. `cutpoint push DIR` is used
 // when `cutpoint push --help` offers folders (or CUTPOINT_FOLDER_PUSH=dir), else
 // `cutpoint push FILE...` with the relative paths (each stored under its file name: two files
