@@ -157,6 +157,23 @@ export class Pool {
     this.hold(false)
   }
 
+  private users = 0
+
+  /**
+   * A kept pool shared by calls that only `run` jobs (a client's compression workers): held
+   * while any call uses it (Node: it keeps the process running then), idle again after the
+   * last one's release.
+   */
+  lease(): () => void {
+    if (this.users++ === 0) this.hold(true)
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      if (--this.users === 0 && !this.busy) this.hold(false)
+    }
+  }
+
   private hold(on: boolean) {
     if (!this.closed) for (const s of this.slots) s.port?.hold?.(on)
   }

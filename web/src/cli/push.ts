@@ -3,7 +3,7 @@ import process from 'node:process'
 import { basename } from 'node:path'
 import { Readable } from 'node:stream'
 import { createClient } from '../client/client.js'
-import type { PushResult } from '../client/push.js'
+import { COMPRESSIONS, type PushResult } from '../client/push.js'
 import { engineFlags, engineOf, failOf, human, parseSize, progressBar, storeFlags, storeOf, usageFail } from './common.js'
 
 export const flags = {
@@ -13,6 +13,7 @@ export const flags = {
   rapid: { type: 'string' },
   'pack-size': { type: 'string' },
   uploads: { type: 'string' },
+  compression: { type: 'string' },
   json: { type: 'boolean' },
 } as const
 
@@ -24,6 +25,8 @@ export function jsonOf(r: PushResult) {
     chunks: r.chunks,
     novel_chunks: r.novelChunks,
     novel_bytes: r.novelBytes,
+    compressed_bytes: r.compressedBytes,
+    compressed_chunks: r.compressedChunks,
     sent_bytes: r.sentBytes,
     pack_bytes: r.packBytes,
     packs: r.packs,
@@ -45,7 +48,7 @@ export function summary(r: PushResult): string {
   const rate = r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0
   return (
     `${r.name} -> version ${r.version}: ${human(r.bytes)} processed, ${r.chunks} chunks, ${r.novelChunks} novel (${human(r.novelBytes)}), ` +
-    `${human(r.sentBytes)} sent, dedup ${dedup}, ${rate.toFixed(0)} MB/s` +
+    `${human(r.compressedBytes)} compressed, ${human(r.sentBytes)} sent, dedup ${dedup}, ${rate.toFixed(0)} MB/s` +
     (r.hintedChunks > 0 ? `, ${r.hintedChunks} chunks cut at RapidCDC hints` : '')
   )
 }
@@ -58,12 +61,14 @@ export async function run(v: Record<string, any>, files: string[]) {
   if (packSize === undefined || packSize < 64 << 10 || packSize > 256 << 20) throw usageFail(`--pack-size '${v['pack-size']}' is not a size from 64k to 256m`)
   const uploads = Number(v.uploads ?? 2)
   if (!Number.isInteger(uploads) || uploads < 1 || uploads > 64) throw usageFail('--uploads must be 1 to 64')
+  const compression = v.compression ?? 'auto'
+  if (!COMPRESSIONS.includes(compression)) throw usageFail(`--compression '${compression}' is not auto, off or max`)
   const names = files.map((f) => {
     if (v.name !== undefined) return v.name as string
     if (f === '-') throw usageFail('standard input needs --name')
     return basename(f)
   })
-  const client = createClient({ ...storeOf(v), profile: eng.profile, workers: eng.workers, hash: eng.hash as 'blake3' | 'sha256', concurrency: uploads, packSize })
+  const client = createClient({ ...storeOf(v), profile: eng.profile, workers: eng.workers, hash: eng.hash as 'blake3' | 'sha256', concurrency: uploads, packSize, compression })
   try {
     for (let i = 0; i < files.length; i++) {
       const f = files[i]

@@ -50,6 +50,8 @@ export interface StoreLimits {
   maxPack?: number
   /** Most chunks in one pack upload. */
   maxPackChunks?: number
+  /** The protocol features it lists (`features`: 'zstd', 'parts', 'batch'). */
+  features?: string[]
 }
 
 export class Http {
@@ -93,6 +95,7 @@ export class Http {
     const p = (this.limitsP ??= this.requestRead('GET', `${this.base}/v1`, { retry: true }, (r) => r.json()).then((v: any) => ({
       maxPack: num(v?.limits?.max_pack_bytes),
       maxPackChunks: num(v?.limits?.max_pack_chunks),
+      features: Array.isArray(v?.features) ? v.features.filter((f: unknown) => typeof f === 'string') : [],
     })))
     const settled = p.catch(() => {
       if (this.limitsP === p) this.limitsP = undefined

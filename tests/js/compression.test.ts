@@ -1,0 +1,216 @@
+// Compression in the library (issue #28, PROTOCOL.md 3.1) in Node against a real `cutpoint
+// serve`: `createClient({ compression })` compresses novel chunks in its workers under the
+// core's rule and sampler, so it sends what `cutpoint push --compression` sends (the same
+// frames, byte for byte); pulls are byte-identical and the store's `check` is clean; the
+// native CLI and the library restore each other's compressed versions; incompressible data
+// sends no compressed frame; an older store (no `zstd` listed) gets codec 0; options checked;
+// cutpoint-js `--compression`.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import * as cp from '@cutpoint/web'
+import { root } from './helpers'
+import { cutpoint, haveCutpoint, nativePush, startStore, type Store } from './store'
+
+const dir = mkdtempSync(join(tmpdir(), 'cutpoint-compression-'))
+let store: Store
+let ref: Store // the native CLI's pushes, in the same state as `store`
+
+/** Text-like bytes (words from a small vocabulary in a seeded order): compressible, no repeats at chunk scale. */
+export function textData(n: number, seed: number): Buffer {
+  const words = 'the of and a to in is that for it with as on be at by this function const return export import interface chunk store pack frame recipe namespace digest version'.split(' ')
+  const out = Buffer.alloc(n)
+  let x = seed >>> 0 || 1
+  let at = 0
+  while (at < n) {
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    x >>>= 0
+    at += out.write(words[x % words.length] + (x & 0x10000 ? '\n' : ' '), at)
+  }
+  return out
+}
+
+const file = (name: string, data: Uint8Array) => {
+  const f = join(dir, name)
+  writeFileSync(f, data)
+  return f
+}
+
+async function bytesOf(s: ReadableStream<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = []
+  for await (const p of s as any) parts.push(p)
+  return Buffer.concat(parts)
+}
+
+function check(s: Store, ns: string) {
+  const r = cutpoint(['check', '--ns', ns, '--json'], s)
+  expect(r.status, r.stderr + r.stdout).toBe(0)
+}
+
+/** The fields a library push and `cutpoint push --json` must agree on. */
+const wireOf = (r: Record<string, any>) => ({
+  novel_chunks: r.novel_chunks ?? r.novelChunks,
+  novel_bytes: r.novel_bytes ?? r.novelBytes,
+  compressed_bytes: r.compressed_bytes ?? r.compressedBytes,
+  compressed_chunks: r.compressed_chunks ?? r.compressedChunks,
+  sent_bytes: r.sent_bytes ?? r.sentBytes,
+  pack_bytes: r.pack_bytes ?? r.packBytes,
+  packs: r.packs,
+  digest: r.digest,
+})
+
+beforeAll(async () => {
+  if (!haveCutpoint()) throw new Error('build native/target/release/cutpoint first (cargo build --release -p cutpoint-cli)')
+  await cp.init()
+  store = await startStore()
+  ref = await startStore()
+})
+
+afterAll(async () => {
+  await store?.stop()
+  await ref?.stop()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('library compression', () => {
+  it('compressible data: auto sends far fewer bytes than off, the same frames as the native push; pulled back identical; check clean', async () => {
+    const data = textData(6 << 20, 11)
+    const path = file('text.txt', data)
+    const off = cp.createClient({ store: store.url, namespace: 'c-off', compression: 'off', workers: 2 })
+    const auto = cp.createClient({ store: store.url, namespace: 'c-auto', workers: 2 })
+    try {
+      const a = await off.push(data, { name: 't' })
+      expect(a.compressedChunks).toBe(0)
+      expect(a.compressedBytes).toBe(a.novelBytes)
+      // A Uint8Array input and a path (both framed packs).
+      for (const input of [data, path] as const) {
+        const ns = typeof input === 'string' ? 'c-auto-path' : 'c-auto'
+        const c = typeof input === 'string' ? cp.createClient({ store: store.url, namespace: ns, workers: 2 }) : auto
+        const b = await c.push(input, { name: 't' })
+        expect(b.novelBytes).toBe(a.novelBytes)
+        expect(b.compressedChunks).toBeGreaterThan(0.9 * b.novelChunks)
+        expect(b.compressedBytes).toBeLessThan(0.5 * b.novelBytes)
+        expect(b.sentBytes).toBeLessThan(0.5 * a.sentBytes)
+        expect((await bytesOf(await c.pull('t'))).equals(data)).toBe(true)
+        // The native push sends the same frames: same rule, same zstd, same groups.
+        expect(wireOf(b)).toEqual(wireOf(nativePush(ref, path, 't', ['--ns', ns])))
+        if (c !== auto) await c.close()
+        check(store, ns)
+      }
+      check(store, 'c-off')
+    } finally {
+      await off.close()
+      await auto.close()
+    }
+  })
+
+  it('incompressible data sends no compressed frame; mixed data follows the native sampler frame for frame', async () => {
+    const rnd = randomBytes(3 << 20)
+    const c = cp.createClient({ store: store.url, namespace: 'c-rnd', workers: 2 })
+    const off = cp.createClient({ store: store.url, namespace: 'c-rnd-off', compression: 'off', workers: 2 })
+    try {
+      const r = await c.push(rnd, { name: 'r' })
+      expect(r.compressedChunks).toBe(0)
+      expect(r.compressedBytes).toBe(r.novelBytes)
+      const o = await off.push(rnd, { name: 'r' })
+      expect(r.sentBytes).toBe(o.sentBytes)
+      // Random, then text, then random, then text: the sampler's groups after random ones try a
+      // sample first, and find the text again.
+      const mixed = Buffer.concat([randomBytes(3 << 20), textData(3 << 20, 5), randomBytes(4 << 20), textData(2 << 20, 9)])
+      const m = await c.push(mixed, { name: 'm' })
+      expect(m.compressedChunks).toBeGreaterThan(0)
+      expect(wireOf(m)).toEqual(wireOf(nativePush(ref, file('mixed.bin', mixed), 'm', ['--ns', 'c-rnd'])))
+      expect((await bytesOf(await c.pull('m'))).equals(mixed)).toBe(true)
+      check(store, 'c-rnd')
+    } finally {
+      await c.close()
+      await off.close()
+    }
+  })
+
+  it('max compresses at least as well as auto; workers: 0 compresses in this thread', async () => {
+    const data = textData(1 << 20, 21)
+    const max = cp.createClient({ store: store.url, namespace: 'c-max', compression: 'max', workers: 2 })
+    const zero = cp.createClient({ store: store.url, namespace: 'c-zero', workers: 0 })
+    try {
+      const m = await max.push(data, { name: 'x' })
+      const z = await zero.push(data, { name: 'x' })
+      expect(z.compressedChunks).toBeGreaterThan(0)
+      expect(m.compressedBytes).toBeLessThanOrEqual(z.compressedBytes)
+      expect((await bytesOf(await zero.pull('x'))).equals(data)).toBe(true)
+      expect((await bytesOf(await max.pull('x'))).equals(data)).toBe(true)
+      check(store, 'c-max')
+    } finally {
+      await max.close()
+      await zero.close()
+    }
+  })
+
+  it('the native client and the library restore what the other pushed compressed', async () => {
+    const data = textData(2 << 20, 31)
+    const path = file('inter.txt', data)
+    const n = nativePush(store, path, 'from-native', ['--ns', 'c-inter'])
+    expect(n.compressed_chunks).toBeGreaterThan(0)
+    const c = cp.createClient({ store: store.url, namespace: 'c-inter', workers: 2 })
+    try {
+      expect((await bytesOf(await c.pull('from-native'))).equals(data)).toBe(true)
+      const data2 = textData(2 << 20, 32)
+      const r = await c.push(data2, { name: 'from-lib' })
+      expect(r.compressedChunks).toBeGreaterThan(0)
+      const out = join(dir, 'from-lib.out')
+      const p = cutpoint(['pull', 'from-lib', '-o', out, '--ns', 'c-inter'], store)
+      expect(p.status, p.stderr).toBe(0)
+      expect(readFileSync(out).equals(data2)).toBe(true)
+    } finally {
+      await c.close()
+    }
+  })
+
+  it('a store that does not list zstd gets codec 0 packs; the option is checked', async () => {
+    // An older store: its GET /v1 without `zstd` (a fetch that drops it).
+    const older: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init)
+      if (!String(input).endsWith('/v1')) return res
+      const v = await res.json()
+      v.features = (v.features ?? []).filter((f: string) => f !== 'zstd')
+      return new Response(JSON.stringify(v), { status: res.status, headers: res.headers })
+    }
+    const c = cp.createClient({ store: store.url, namespace: 'c-old', fetch: older, workers: 1 })
+    try {
+      const r = await c.push(textData(1 << 20, 41), { name: 'o' })
+      expect(r.compressedChunks).toBe(0)
+      expect(r.compressedBytes).toBe(r.novelBytes)
+    } finally {
+      await c.close()
+    }
+    for (const bad of ['fast', 'zstd', 3, null, true]) {
+      expect(() => cp.createClient({ store: store.url, compression: bad as any })).toThrow(/compression must be 'auto', 'off' or 'max'/)
+    }
+  })
+
+  it("cutpoint-js push --compression: the native CLI's fields; off sends raw; a bad value exits 2", () => {
+    const main = `${root}web/dist/web/src/cli/main.js`
+    const path = file('cli.txt', textData(2 << 20, 51))
+    const js = (args: string[]) => spawnSync(process.execPath, [main, 'push', path, '--store', store.url, '--json', ...args], { encoding: 'utf8', env: { ...process.env, CUTPOINT_TOKEN: '' } })
+    const a = js(['--ns', 'c-cli', '--name', 'a'])
+    expect(a.status, a.stderr).toBe(0)
+    const ja = JSON.parse(a.stdout)
+    expect(ja.compressed_chunks).toBeGreaterThan(0)
+    expect(ja.compressed_bytes).toBeLessThan(ja.novel_bytes / 2)
+    expect(wireOf(ja)).toEqual(wireOf(nativePush(ref, path, 'a', ['--ns', 'c-cli'])))
+    const o = js(['--ns', 'c-cli-off', '--name', 'a', '--compression', 'off'])
+    expect(o.status, o.stderr).toBe(0)
+    expect(JSON.parse(o.stdout)).toMatchObject({ compressed_chunks: 0, compressed_bytes: ja.novel_bytes })
+    const h = spawnSync(process.execPath, [main, 'push', path, '--store', store.url, '--ns', 'c-cli-h', '--name', 'h', '--compression', 'max'], { encoding: 'utf8' })
+    expect(h.status, h.stderr).toBe(0)
+    expect(h.stdout).toMatch(/ compressed, /)
+    const bad = js(['--name', 'b', '--compression', 'fast'])
+    expect(bad.status).toBe(2)
+    expect(bad.stderr).toMatch(/--compression 'fast' is not auto, off or max/)
+  })
+})
