@@ -14,26 +14,11 @@ import { join } from 'node:path'
 import * as cp from '@cutpoint/web'
 import { root } from './helpers'
 import { cutpoint, haveCutpoint, nativePush, startStore, type Store } from './store'
+import { textData } from './text-data'
 
 const dir = mkdtempSync(join(tmpdir(), 'cutpoint-compression-'))
 let store: Store
 let ref: Store // the native CLI's pushes, in the same state as `store`
-
-/** Text-like bytes (words from a small vocabulary in a seeded order): compressible, no repeats at chunk scale. */
-export function textData(n: number, seed: number): Buffer {
-  const words = 'the of and a to in is that for it with as on be at by this function const return export import interface chunk store pack frame recipe namespace digest version'.split(' ')
-  const out = Buffer.alloc(n)
-  let x = seed >>> 0 || 1
-  let at = 0
-  while (at < n) {
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    x >>>= 0
-    at += out.write(words[x % words.length] + (x & 0x10000 ? '\n' : ' '), at)
-  }
-  return out
-}
 
 const file = (name: string, data: Uint8Array) => {
   const f = join(dir, name)
