@@ -225,7 +225,7 @@ try {
         clearInterval(timer)
         const row = await page.$eval(sel, (li) => ({ ...li.dataset, text: li.querySelector('.job-state').textContent }))
         if (row.state !== 'done') throw new Error(`the page's push of ${k} ended: ${row.text}`)
-        run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), sent_bytes: Number(row.sentBytes), packs: Number(row.packs), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak, cpu }
+        run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), compressed_bytes: Number(row.compressedBytes), compressed_chunks: Number(row.compressedChunks), sent_bytes: Number(row.sentBytes), packs: Number(row.packs), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak, cpu }
       }
     } finally {
       run.floor = await floors(page, files.base)
@@ -261,6 +261,10 @@ for (const [k, what] of [['base', `browser push (Chromium, web page, ${workers} 
     vs_native: ns / bs,
     novel_bytes: last.novel_bytes,
     sent_bytes: last.sent_bytes,
+    // Both sides with their default compression (auto, where the store lists zstd).
+    compressed_bytes: last.compressed_bytes,
+    compressed_chunks: last.compressed_chunks,
+    native_compressed_bytes: runs.at(-1)[`native_${k}`].compressed_bytes,
     sent_over_novel: last.novel_bytes ? last.sent_bytes / last.novel_bytes : null,
     chunks: last.chunks,
     novel_chunks: last.novel_chunks,
