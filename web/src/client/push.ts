@@ -162,6 +162,15 @@ const PACK_SIZE = 8 << 20
 
 /** Chunks a compression job takes at least (fewer jobs than workers for a small group). */
 const MIN_COMPRESS_JOB = 32
+/** Compression groups read and compressed ahead of the one being framed (each at most COMPRESS_GROUP chunks). */
+const GROUPS_AHEAD = 4
+
+/** A group tried ahead: its bytes where read (framed packs), and the frames of its first `n` chunks. */
+interface Tried {
+  raws?: Uint8Array[]
+  n: number
+  frames: Frame[]
+}
 
 /** A novel chunk's frame data: compressed, or its raw bytes (undefined: not read, a slice of a heads-first input). */
 interface Frame {
@@ -632,32 +641,55 @@ class PushRun {
   /**
    * stagePack with compression: the novel chunks in groups (the core's COMPRESS_GROUP), each
    * compressed across the workers under the core's sampler (as the native `compress_group`),
-   * then framed: compressed where that saves at least 1/16, raw otherwise. Heads first (a
-   * File/Blob in a browser) only the chunks tried are read, and a raw one is a slice of the
-   * input; framed, every chunk is read back.
+   * then framed: compressed where that saves at least 1/16, raw otherwise. Up to GROUPS_AHEAD
+   * groups are read and compressed ahead (`tryGroup`, the sampler's decision guessed from its
+   * state then), and settled in order (`settleGroup`: the sampler's exact decision), so that
+   * reads and worker round trips overlap and the frames are still the native client's. Heads
+   * first (a File/Blob in a browser) only the chunks tried are read, and a raw one is a slice
+   * of the input; framed, every chunk is read back.
    */
   private async packCompressed(list: Novel[]): Promise<void> {
-    const group = wire().compressGroupSizes()[0]
-    const headsFirst = this.pack instanceof HeadsFirstPack
-    for (let g = 0; g < list.length; g += group) {
-      const chunks = list.slice(g, g + group)
-      const frames = await this.compressGroup(chunks, headsFirst ? undefined : await this.readChunks(chunks))
-      for (let k = 0; k < chunks.length; k++) await this.addFrame(chunks[k], frames[k])
+    const size = wire().compressGroupSizes()[0]
+    const groups: Novel[][] = []
+    for (let g = 0; g < list.length; g += size) groups.push(list.slice(g, g + size))
+    const tried: Promise<Tried>[] = []
+    const start = (i: number) => {
+      if (i >= groups.length) return
+      tried[i] = this.tryGroup(groups[i])
+      tried[i].catch(() => {}) // awaited in order below
+    }
+    for (let i = 0; i < GROUPS_AHEAD; i++) start(i)
+    for (let i = 0; i < groups.length; i++) {
+      const frames = await this.settleGroup(groups[i], await tried[i])
+      start(i + GROUPS_AHEAD)
+      for (let k = 0; k < groups[i].length; k++) await this.addFrame(groups[i][k], frames[k])
     }
   }
 
+  /** A group read and its first chunks compressed, as many as the sampler's state now says. */
+  private async tryGroup(chunks: Novel[]): Promise<Tried> {
+    const n = this.sampler!.first(chunks.length)
+    const raws = this.pack instanceof HeadsFirstPack ? undefined : await this.readChunks(chunks)
+    return { raws, n, frames: await this.compressChunks(chunks.slice(0, n), raws?.slice(0, n)) }
+  }
+
   /**
-   * One group's frames: its first chunks tried (all of them, or the sampler's sample after a
-   * group where none compressed), the rest tried only where the sampler says. `raws`: the
-   * chunks' bytes where already read (else the chunks tried are read here).
+   * A group's frames under the sampler's exact rule (its state after the group before): the
+   * first chunks tried (all of them, or a sample after a group where none compressed), the rest
+   * only if the sampler says so (raw otherwise, whatever was tried ahead). What `tryGroup` did
+   * not try and the rule wants is compressed here.
    */
-  private async compressGroup(chunks: Novel[], raws?: Uint8Array[]): Promise<Frame[]> {
+  private async settleGroup(chunks: Novel[], t: Tried): Promise<Frame[]> {
     const sampler = this.sampler!
-    const first = sampler.first(chunks.length)
-    const frames = await this.compressChunks(chunks.slice(0, first), raws?.slice(0, first))
-    const rest = chunks.slice(first)
-    if (sampler.tryRest(frames.some((f) => f.compressed))) frames.push(...(await this.compressChunks(rest, raws?.slice(first))))
-    else frames.push(...rest.map((_, k) => ({ data: raws?.[first + k], compressed: false })))
+    const n = chunks.length
+    const first = sampler.first(n)
+    const frames = t.frames.slice(0, first)
+    if (t.n < first) frames.push(...(await this.compressChunks(chunks.slice(t.n, first), t.raws?.slice(t.n, first))))
+    if (sampler.tryRest(frames.some((f) => f.compressed))) {
+      frames.push(...t.frames.slice(first))
+      const have = Math.max(first, t.n)
+      if (have < n) frames.push(...(await this.compressChunks(chunks.slice(have), t.raws?.slice(have))))
+    } else for (let k = first; k < n; k++) frames.push({ data: t.raws?.[k], compressed: false })
     sampler.record(frames.some((f) => f.compressed))
     return frames
   }
