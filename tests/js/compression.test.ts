@@ -136,6 +136,34 @@ describe('library compression', () => {
     }
   })
 
+  it("two pushes at once on one client, and RapidCDC, compress too (the client's compression workers); Node exits after a push without close()", async () => {
+    const c = cp.createClient({ store: store.url, namespace: 'c-two', workers: 2 })
+    const da = textData(2 << 20, 61)
+    const db = textData(2 << 20, 62)
+    const dr = Buffer.concat([da.subarray(0, 1 << 20), textData(1 << 20, 63)])
+    try {
+      // The second push finds the client's kept pool busy: it chunks with workers of its own.
+      const [a, b] = await Promise.all([c.push(da, { name: 'a' }), c.push(db, { name: 'b' })])
+      expect(a.compressedChunks).toBeGreaterThan(0)
+      expect(b.compressedChunks).toBeGreaterThan(0)
+      const r = await c.push(dr, { name: 'a', rapid: 'ff+rwt' })
+      expect(r.novelChunks).toBeGreaterThan(0)
+      expect(r.compressedChunks).toBeGreaterThan(0)
+      for (const [n, d] of [['a', dr], ['b', db]] as const) expect((await bytesOf(await c.pull(n))).equals(d)).toBe(true)
+      check(store, 'c-two')
+    } finally {
+      await c.close()
+    }
+    // The workers a push leased do not keep Node running once it is done.
+    const script = `import * as cp from ${JSON.stringify(`${root}web/dist/web/src/index.js`)}
+      const c = cp.createClient({ store: ${JSON.stringify(store.url)}, namespace: 'c-exit', workers: 2 })
+      const r = await c.push(new TextEncoder().encode('x'.repeat(1 << 20) + Math.random()), { name: 'e' })
+      console.log(r.compressedChunks)`
+    const run = spawnSync(process.execPath, [file('exit.mjs', Buffer.from(script))], { encoding: 'utf8', timeout: 60_000 })
+    expect(run.status, run.stderr).toBe(0)
+    expect(Number(run.stdout.trim())).toBeGreaterThan(0)
+  })
+
   it('the native client and the library restore what the other pushed compressed', async () => {
     const data = textData(2 << 20, 31)
     const path = file('inter.txt', data)

@@ -24,6 +24,7 @@ import { parseProfile } from '../runtime.js'
 import type { WasmCompressSampler, WasmStoreRecipe } from '../../../common/wasm.js'
 import type { CompressRes } from '../../../common/protocol.js'
 import type { Pool } from '../pool.js'
+import { pools } from '../workers.js'
 import { checkAbort, StoreError, usage } from './errors.js'
 import { BLOB_BODIES, Http, sleep, type StoreLimits } from './http.js'
 import { isStream, openReader, StreamWindow, type PushInput, type RangeReader } from './input.js'
@@ -323,6 +324,7 @@ class PushRun {
   private sampler?: WasmCompressSampler
   private zpool?: Pool
   private zrelease?: () => void
+  private zown?: Promise<Pool>
   compressedBytes = 0
   compressedChunks = 0
 
@@ -398,7 +400,7 @@ class PushRun {
     chunkOpts.profile = profile
     chunkOpts.hash = hash
     if (criterion) chunkOpts.rapid = { criterion, base: this.base?.text, recipe: true, hinted: true }
-    await this.prepareCompression(lim)
+    await this.prepareCompression(lim, chunkOpts)
     const header = wire().packHeader(hash, source !== undefined, this.level !== undefined)
     this.pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, this.packSize)
     this.concurrency = this.ctx.concurrency ?? (source ? HEADS_FIRST_CONCURRENCY : 2)
@@ -409,16 +411,32 @@ class PushRun {
    * Compression where the option asks for it and the store lists `zstd` (an older store: off):
    * the level, the sampler, and the client's compression workers for this push.
    */
-  private async prepareCompression(lim: StoreLimits): Promise<void> {
+  private async prepareCompression(lim: StoreLimits, chunkOpts: ChunkOptions): Promise<void> {
     const mode = this.ctx.compression ?? 'off'
-    if (mode === 'off' || !lim.features?.includes('zstd') || !this.ctx.compressor) return
+    if (mode === 'off' || !lim.features?.includes('zstd')) return
     const level = wire().compressionLevel(mode)
     if (level === undefined) return
-    const z = await this.ctx.compressor()
-    this.zpool = z.pool
-    this.zrelease = z.release
+    // The chunker's workers where the push has the client's kept pool (no more workers, and
+    // their memory, than chunking needs); else the client's compression workers.
+    // (RapidCDC may never start them: its own workers then.)
+    const kept = chunkOpts.pool && !this.checked.criterion ? pools.get(chunkOpts.pool) : undefined
+    if (kept) {
+      this.zpool = kept
+      this.zrelease = kept.lease()
+    } else if (this.ctx.compressor) await this.ownCompressionPool()
+    else return
     this.level = level
     this.sampler = new (wire().CompressSampler)()
+  }
+
+  /** The client's compression workers for this push (instead of the chunker's), leased once. */
+  private ownCompressionPool(): Promise<Pool> {
+    return (this.zown ??= (async () => {
+      const z = await this.ctx.compressor!()
+      this.zrelease?.()
+      this.zrelease = z.release
+      return (this.zpool = z.pool)
+    })())
   }
 
   /** The name's latest recipe: the base if it has this profile and fingerprint. */
@@ -701,7 +719,9 @@ class PushRun {
   private async compressChunks(chunks: Novel[], raws?: Uint8Array[]): Promise<Frame[]> {
     if (!chunks.length) return []
     const got = raws ?? (await this.readChunks(chunks))
-    const pool = this.zpool!
+    // The chunker's workers are initialised once chunking starts; should they not be, the
+    // client's compression workers.
+    const pool = this.zpool!.ready || !this.ctx.compressor ? this.zpool! : await this.ownCompressionPool()
     const per = Math.ceil(chunks.length / Math.min(pool.size, Math.ceil(chunks.length / MIN_COMPRESS_JOB)))
     const jobs: Promise<{ a: number; out: Uint8Array }>[] = []
     for (let a = 0; a < chunks.length; a += per) {
