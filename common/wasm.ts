@@ -55,6 +55,45 @@ export interface WasmModule {
   validateName(name: string): void
   encodeSegment(s: string): string
   StoreRecipe: { new (profile: string, hash: string): WasmStoreRecipe; parse(bytes: Uint8Array): WasmStoreRecipe }
+  // Recipe parts and batch commits (PROTOCOL.md 3.7, 4.14).
+  PartSink: new (profile: string, hash: string, maxRecipe: number | undefined, partsOk: boolean) => WasmPartSink
+  StoreBatch: new () => WasmStoreBatch
+  minPartText(hash: string): number
+  recipeFloor(len: number, maxChunk: number): number
+  maxBatchFiles(): number
+  /** Whether a recipe's text names parts (`?parts=1`): no delta base then. */
+  recipeHasParts(bytes: Uint8Array): boolean
+}
+/** A recipe cut into parts as it is chunked (wasm/src/lib.rs `PartSink`: the core's `PartCutter`). */
+export interface WasmPartSink {
+  readonly inParts: boolean
+  readonly count: number
+  readonly bytes: number
+  readonly ready: number
+  readonly parts: number
+  readonly closedEntries: number
+  /** Returns whether the recipe is (now) in parts. */
+  add(ids: Uint8Array, sizes: Uint32Array): boolean
+  takePart(): WasmPartOut | undefined
+  seal(): string
+  recipeText(): Uint8Array
+  free(): void
+}
+/** One part (wasm/src/lib.rs `PartOut`). */
+export interface WasmPartOut {
+  readonly text: Uint8Array
+  readonly id: string
+  readonly count: number
+  readonly bytes: number
+  free(): void
+}
+/** A batch commit body being built (wasm/src/lib.rs `StoreBatch`: the core's `BatchWriter`). */
+export interface WasmStoreBatch {
+  readonly count: number
+  add(name: string, body: Uint8Array): void
+  lenWith(name: string, bodyLen: number): number
+  finish(): Uint8Array
+  free(): void
 }
 /** The clients' sampling rule over the compression groups of one input (wasm/src/lib.rs `CompressSampler`). */
 export interface WasmCompressSampler {

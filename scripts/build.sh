@@ -10,6 +10,7 @@ step "native: cargo build --release"
 bash scripts/install-js.sh
 step "wasm (simd128 + plain) and the TypeScript library"
 bash scripts/build-wasm.sh
+bash scripts/build-edge.sh
 npm run build -w web
 step "the web page (Vite): web/app/dist"
 npm run build:app

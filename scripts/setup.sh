@@ -22,6 +22,8 @@ bin=native/target/release/cutpoint
 step "build the WebAssembly modules and the TypeScript library (with cutpoint-js)"
 bash scripts/build-wasm.sh
 npm run build -w web
+step "build the edge store's WebAssembly module (edge/pkg)"
+bash scripts/build-edge.sh
 step "build the web page (web/app/dist)"
 npm run build:app
 step "link bin/cutpoint and bin/cutpoint-js"

@@ -11,6 +11,8 @@
 #                                         real `cutpoint serve`s; screenshots in tests/artifacts/
 #   tests/js/web-journal.test.ts          the push journal (IndexedDB): a push cut off by a page
 #                                         reload resumes without re-sending what was stored
+#   tests/js/edge.test.ts                 one suite against `cutpoint serve` and the edge store
+#                                         (edge/, workerd through miniflare)
 #   tests/js/readme.test.ts               the README's quick start, as written, against a store on
 #                                         127.0.0.1 (a free port)
 # The >= 1 GiB picked-File browser test runs too (CUTPOINT_BIG=0 skips it; CUTPOINT_BIG_SIZE=2g,
@@ -24,6 +26,7 @@ bash scripts/install-js.sh
 step "build: wasm (simd128 + plain) and the TypeScript library"
 bash scripts/build-wasm.sh
 npm run build -w web
+bash scripts/build-edge.sh
 
 # The store client's tests (tests/js/client.test.ts, cli.test.ts) start a real `cutpoint serve`.
 if [ ! -x native/target/release/cutpoint ]; then

@@ -16,7 +16,9 @@
 // Per variant: restic (`restic backup --json DIR`, a fresh repository, default settings) first
 // and again unchanged; `cutpoint push` of the same folder into a fresh `cutpoint serve`, first
 // and again, timed directly (the store is stopped after the first push to measure its size,
-// index included, and started again for the re-push); then a second fresh store behind a counting HTTP proxy, the same two
+// index included, and started again on the same port for the re-push, which uses the push
+// cache of the first, `--cache` in the variant's temporary folder, as restic uses its parent
+// snapshot; then once more with `--no-cache`, every file read: the cache's effect); then a second fresh store behind a counting HTTP proxy, the same two
 // pushes, to count the requests (by kind) and request bytes per file. `cutpoint push DIR` is used
 // when `cutpoint push --help` offers folders (or CUTPOINT_FOLDER_PUSH=dir), else
 // `cutpoint push FILE...` with the relative paths (each stored under its file name: two files
@@ -97,8 +99,8 @@ function materialize(files, folder, random) {
 }
 
 // ---- one variant ---------------------------------------------------------------------------------
-async function cutpointPush(folder, files, url) {
-  const args = pushDir ? ['push', folder, '--store', url, '--json'] : ['push', ...files.map((f) => f.rel), '--store', url, '--json']
+async function cutpointPush(folder, files, url, extra = []) {
+  const args = pushDir ? ['push', folder, '--store', url, '--json', ...extra] : ['push', ...files.map((f) => f.rel), '--store', url, '--json', ...extra]
   const r = await run(cli, args, { cwd: pushDir ? undefined : folder })
   return r.s
 }
@@ -133,30 +135,36 @@ async function resticSide(tmp) {
  */
 async function timedSide(folder, files, tmp) {
   const dir = `${tmp}/store`
-  const timedPush = async () => {
-    const srv = await startStore(dir)
+  const cache = ['--cache', `${tmp}/cache`]
+  let port = 0
+  const timedPush = async (...runs) => {
+    const srv = await startStore(dir, port)
+    port = Number(new URL(srv.url).port) // the cache is per store URL: the same one again
     try {
-      return await cutpointPush(folder, files, srv.url)
+      const s = []
+      for (const extra of runs) s.push(await cutpointPush(folder, files, srv.url, extra))
+      return s
     } finally {
       await srv.stop()
     }
   }
-  const first = await timedPush()
+  const [first] = await timedPush(cache)
   const stored = storeBytes(dir)
-  const again = await timedPush()
-  log(`  cutpoint: first ${first.toFixed(2)} s, again ${again.toFixed(2)} s, store ${stored.bytes} bytes in ${stored.files} files`)
+  const [again, againNoCache] = await timedPush(cache, ['--no-cache'])
+  log(`  cutpoint: first ${first.toFixed(2)} s, again ${again.toFixed(2)} s (--no-cache ${againNoCache.toFixed(2)} s), store ${stored.bytes} bytes in ${stored.files} files`)
   rmSync(dir, { recursive: true, force: true })
-  return { first, again, stored }
+  return { first, again, againNoCache, stored }
 }
 
 /** cutpoint through the counting proxy, a fresh store: the requests of a first push and a re-push. */
 async function countedSide(folder, files, tmp) {
   const srv = await startStore(`${tmp}/store-counted`)
   const proxy = await countingProxy(srv.url)
+  const cache = ['--cache', `${tmp}/cache-counted`]
   try {
-    await cutpointPush(folder, files, proxy.url)
+    await cutpointPush(folder, files, proxy.url, cache)
     const first = proxy.reset()
-    await cutpointPush(folder, files, proxy.url)
+    await cutpointPush(folder, files, proxy.url, cache)
     const again = proxy.reset()
     log(`  requests: first ${first.requests} (${JSON.stringify(first.by_kind)}), again ${again.requests} (${JSON.stringify(again.by_kind)})`)
     return { first, again }
@@ -169,7 +177,7 @@ async function countedSide(folder, files, tmp) {
 async function variant(v, tmp) {
   const { files, bytes, list, folder } = prepare(v, tmp)
   const r = await resticSide(tmp)
-  const { first, again, stored } = await timedSide(folder, files, tmp)
+  const { first, again, againNoCache, stored } = await timedSide(folder, files, tmp)
   const { first: cFirst, again: cAgain } = await countedSide(folder, files, tmp)
   const n = files.length
   return {
@@ -193,6 +201,8 @@ async function variant(v, tmp) {
     restic_again_seconds: r.again,
     first_over_restic: first / r.first,
     again_over_restic: again / r.again,
+    again_no_cache_seconds: againNoCache,
+    again_no_cache_over_restic: againNoCache / r.again,
     goal_first_over_restic: 1.0,
     goal_again_over_restic: 1.0,
     stored_bytes: stored.bytes,

@@ -64,10 +64,10 @@ export function run(cmd, args, { env = {}, cwd, allowFail = false, timeoutS = 90
   })
 }
 
-/** Starts `cutpoint serve --data DIR` on 127.0.0.1 (a free port): `{ url, stop() }`. */
-export function startStore(dir) {
+/** Starts `cutpoint serve --data DIR` on 127.0.0.1 (a free port, or `port`): `{ url, stop() }`. */
+export function startStore(dir, port = 0) {
   return new Promise((resolve, reject) => {
-    const p = spawn(cli, ['serve', '--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const p = spawn(cli, ['serve', '--data', dir, '--listen', `127.0.0.1:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] })
     let buf = ''
     let done = false
     p.stderr.on('data', (d) => process.stderr.write(d))

@@ -5,7 +5,7 @@
 //   <out>/<host>-<date>-*.svg  the plots (vega-lite, rendered headless in Node)
 // and, for a full run into bench/results, the performance section of docs/performance.md (readme.mjs).
 //
-//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,browser-push,browser-comp,restic,folder]
+//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,browser-push,browser-comp,restic,folder,page-folder]
 //   (opt-in, not in the default list: --only index-scale, the store's index at 10^7 chunks;
 //   --only big, a file of up to 32 GiB pushed and pulled, bench/harness/big-file.mjs)
 //
@@ -28,7 +28,7 @@ const flag = (f) => argv.includes(f)
 const opt = (f, d) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : d)
 const quick = flag('--quick')
 const outDir = opt('--out', `${root}bench/results`)
-const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid,store,browser-push,browser-comp,restic,folder').split(',')
+const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid,store,browser-push,browser-comp,restic,folder,page-folder').split(',')
 const cli = `${root}native/target/release/cutpoint`
 const ex = (name) => `${root}native/target/release/examples/${name}`
 const cores = os.availableParallelism?.() ?? os.cpus().length
@@ -306,6 +306,18 @@ if (only.includes('folder')) {
   // A folder of 1,233 and 10,000 small real files (and 1,233 random ones): first push, unchanged
   // re-push, store size, requests per file, against restic (bench/harness/folder.mjs).
   await jsonRows('folder', 'native', process.execPath, [`${root}bench/harness/folder.mjs`, ...(quick ? ['--quick'] : [])])
+}
+
+if (only.includes('page-folder')) {
+  // The page pushing a chosen folder of 10,000 generated small files as one pipeline (issue #33):
+  // the largest requestAnimationFrame gap during the push (goal ≤ 50 ms), from
+  // tests/js/web-folder.test.ts (which asserts the rows and results only). --quick: 1,000 files.
+  if (!existsSync(chromiumExe)) skip('store/page-folder', 'store', 'chromium', `no browser at ${chromiumExe}`)
+  else
+    await jsonRows('page-folder', 'chromium', `${root}node_modules/.bin/vitest`, ['run', 'tests/js/web-folder.test.ts', '--silent=false'], {
+      CUTPOINT_CHROMIUM: chromiumExe,
+      CUTPOINT_FOLDER_FILES: quick ? '1000' : '10000',
+    })
 }
 
 function textStep(step, cmd, args, env = {}) {

@@ -164,6 +164,41 @@ describe('library compression', () => {
     expect(Number(run.stdout.trim())).toBeGreaterThan(0)
   })
 
+  it('pushMany compresses too: per-file and total compressed bytes, fewer bytes sent than off; cutpoint-js FILE... --compression', async () => {
+    const inputs = [0, 1, 2].map((i) => ({ name: `m${i}.txt`, input: textData((1 << 20) + i * 4096, 81 + i) as Uint8Array }))
+    const auto = cp.createClient({ store: store.url, namespace: 'c-many', workers: 2 })
+    const off = cp.createClient({ store: store.url, namespace: 'c-many-off', workers: 2, compression: 'off' })
+    try {
+      const a = await auto.pushMany(inputs)
+      const o = await off.pushMany(inputs)
+      expect(a.committed).toBe(3)
+      expect(a.compressedChunks).toBeGreaterThan(0)
+      expect(a.compressedBytes).toBeLessThan(0.5 * a.novelBytes)
+      expect(a.sentBytes).toBeLessThan(0.5 * o.sentBytes)
+      expect(o.compressedChunks).toBe(0)
+      expect(o.compressedBytes).toBe(o.novelBytes)
+      const rs = a.results as cp.PushResult[]
+      expect(rs.reduce((x, r) => x + r.compressedBytes, 0)).toBe(a.compressedBytes)
+      expect(rs.reduce((x, r) => x + r.compressedChunks, 0)).toBe(a.compressedChunks)
+      for (const r of rs) expect(r.packBytes).toBe(r.compressedBytes + 36 * r.novelChunks)
+      for (const { name, input } of inputs) expect((await bytesOf(await auto.pull(name))).equals(input)).toBe(true)
+      check(store, 'c-many')
+    } finally {
+      await auto.close()
+      await off.close()
+    }
+    const main = `${root}web/dist/web/src/cli/main.js`
+    const paths = inputs.map(({ name, input }) => file(name, input))
+    const js = (ns: string, extra: string[]) => spawnSync(process.execPath, [main, 'push', ...paths, '--store', store.url, '--ns', ns, '--json', ...extra], { encoding: 'utf8', env: { ...process.env, CUTPOINT_TOKEN: '' } })
+    const ja = js('c-many-cli', [])
+    expect(ja.status, ja.stderr).toBe(0)
+    const jo = js('c-many-cli-off', ['--compression', 'off'])
+    expect(jo.status, jo.stderr).toBe(0)
+    const rows = (out: string) => out.trim().split('\n').map((l) => JSON.parse(l))
+    for (const r of rows(ja.stdout)) expect(r.compressed_chunks).toBeGreaterThan(0)
+    for (const r of rows(jo.stdout)) expect([r.compressed_chunks, r.compressed_bytes]).toEqual([0, r.novel_bytes])
+  })
+
   it('the native client and the library restore what the other pushed compressed', async () => {
     const data = textData(2 << 20, 31)
     const path = file('inter.txt', data)

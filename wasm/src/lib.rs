@@ -1091,3 +1091,272 @@ impl StoreRecipe {
         delta::encode(&self.r, &base.r, base_version as u64).map_err(err)
     }
 }
+
+// ---- recipe parts and batch commits (PROTOCOL.md 3.7, 4.11-4.14) ----------------------------
+//
+// The core's `PartCutter`, `PartRecipe` and `BatchWriter` for the library's pushes: the
+// threshold, the part boundaries, the part and recipe texts, the part ids and the batch body are
+// the core's, as natively (native/store/src/client.rs `RecipeSink`, `commit_batches`).
+
+use cutpoint_core::protocol::batch::BatchWriter;
+use cutpoint_core::protocol::part::{self as wire_part, Line as PartLine, Part, PartCutter, PartRecipe};
+use std::collections::VecDeque;
+
+/// A file's recipe entries as they are chunked, cut into parts (`PartCutter`) as they go, with
+/// the count, the bytes and the file digest kept on the way. Until the recipe passes the parts
+/// threshold (`needs_parts`) the client keeps the whole recipe too (a `StoreRecipe`) and
+/// `inParts` is false; after, each closed part waits here until `takePart` hands it out (the
+/// client uploads it and drops it), and only its id, count and bytes are kept for the commit.
+#[wasm_bindgen]
+pub struct PartSink {
+    profile: String,
+    alg: HashAlg,
+    max_recipe: u64,
+    parts_ok: bool,
+    count: u64,
+    bytes: u64,
+    text_len: u64,
+    digest: Option<FileDigest>,
+    sealed: Option<cutpoint_core::Digest>,
+    cutter: PartCutter,
+    closed: VecDeque<Part>,
+    in_parts: bool,
+    refs: Vec<(cutpoint_core::Digest, u64, u64)>,
+}
+
+/// One part, as `PartSink::takePart` hands it out: its canonical text, id (hex), entries, bytes.
+#[wasm_bindgen]
+pub struct PartOut {
+    text: Vec<u8>,
+    id: String,
+    count: u64,
+    bytes: u64,
+}
+
+#[wasm_bindgen]
+impl PartOut {
+    #[wasm_bindgen(getter)]
+    pub fn text(&self) -> Vec<u8> {
+        self.text.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn id(&self) -> String {
+        self.id.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn count(&self) -> f64 {
+        self.count as f64
+    }
+    #[wasm_bindgen(getter)]
+    pub fn bytes(&self) -> f64 {
+        self.bytes as f64
+    }
+}
+
+#[wasm_bindgen]
+impl PartSink {
+    /// For a store whose `max_recipe_bytes` is `max_recipe` (`undefined`: none said); without
+    /// `parts_ok` (the store does not list "parts") it never goes to parts.
+    #[wasm_bindgen(constructor)]
+    pub fn new(profile: &str, hash: &str, max_recipe: Option<f64>, parts_ok: bool) -> Result<PartSink, JsError> {
+        let p = parse(profile)?;
+        let a = rapid_alg(hash)?;
+        let max_recipe = max_recipe.filter(|x| x.is_finite() && *x >= 0.0).map(|x| x as u64).unwrap_or(u64::MAX);
+        Ok(PartSink {
+            profile: p.to_string(),
+            alg: a,
+            max_recipe,
+            parts_ok,
+            count: 0,
+            bytes: 0,
+            text_len: 0,
+            digest: Some(FileDigest::new(a)),
+            sealed: None,
+            cutter: PartCutter::new(a, max_recipe),
+            closed: VecDeque::new(),
+            in_parts: false,
+            refs: Vec::new(),
+        })
+    }
+
+    /// Appends regular chunks (SS-CDC, no recorded last byte): `ids` back to back. Returns
+    /// whether the recipe is (now) committed in parts.
+    pub fn add(&mut self, ids: &[u8], sizes: &[u32]) -> Result<bool, JsError> {
+        if ids.len() != sizes.len() * 32 {
+            return Err(err(format!("{} ids bytes for {} chunks", ids.len(), sizes.len())));
+        }
+        if self.sealed.is_some() {
+            return Err(err("the recipe is sealed"));
+        }
+        let digest = self.digest.as_mut().ok_or_else(|| err("the recipe is sealed"))?;
+        for (id, &size) in ids.chunks_exact(32).zip(sizes) {
+            let e = RecipeEntry { fp: digest32(id)?, size, last: None, regular: true };
+            self.count += 1;
+            self.bytes += size as u64;
+            digest.add(&e.fp, size);
+            if !self.in_parts {
+                self.text_len += e.line_len();
+            }
+            if self.parts_ok {
+                if let Some(p) = self.cutter.push(e) {
+                    self.closed.push_back(p);
+                }
+                // The header and end lines are under 300 bytes (as natively).
+                if !self.in_parts && wire_part::needs_parts(self.count, self.text_len + 300, self.max_recipe) {
+                    self.in_parts = true;
+                }
+            }
+        }
+        Ok(self.in_parts)
+    }
+
+    /// Whether the recipe goes to the store in parts.
+    #[wasm_bindgen(getter, js_name = inParts)]
+    pub fn in_parts(&self) -> bool {
+        self.in_parts
+    }
+    #[wasm_bindgen(getter)]
+    pub fn count(&self) -> f64 {
+        self.count as f64
+    }
+    #[wasm_bindgen(getter)]
+    pub fn bytes(&self) -> f64 {
+        self.bytes as f64
+    }
+    /// Closed parts waiting for `takePart` (0 while the recipe is not in parts).
+    #[wasm_bindgen(getter)]
+    pub fn ready(&self) -> usize {
+        if self.in_parts {
+            self.closed.len()
+        } else {
+            0
+        }
+    }
+    /// Entries of the recipe in parts handed out or waiting (the rest are in the open part).
+    #[wasm_bindgen(getter, js_name = closedEntries)]
+    pub fn closed_entries(&self) -> f64 {
+        (self.count - self.cutter.pending() as u64) as f64
+    }
+
+    /// The oldest closed part (recorded for the commit's part lines), or `undefined`.
+    #[wasm_bindgen(js_name = takePart)]
+    pub fn take_part(&mut self) -> Option<PartOut> {
+        if !self.in_parts {
+            return None;
+        }
+        let p = self.closed.pop_front()?;
+        let text = p.text().into_bytes();
+        let id = wire_part::part_id(self.alg, &text).unwrap_or_default();
+        let (count, bytes) = (p.entries.len() as u64, p.bytes());
+        self.refs.push((id, count, bytes));
+        Some(PartOut {
+            text,
+            id: cutpoint_core::hex(&id),
+            count,
+            bytes,
+        })
+    }
+
+    /// Ends the recipe: its file digest (hex). A recipe in parts has its last, open part closed
+    /// (then `takePart` it).
+    pub fn seal(&mut self) -> Result<String, JsError> {
+        let d = self.digest.take().ok_or_else(|| err("the recipe is sealed"))?.finish().ok_or_else(|| err("a recipe needs fingerprints"))?;
+        self.sealed = Some(d);
+        if self.in_parts {
+            if let Some(p) = self.cutter.finish() {
+                self.closed.push_back(p);
+            }
+        }
+        Ok(cutpoint_core::hex(&d))
+    }
+
+    /// The commit body of a recipe in parts: one part line per part handed out (after `seal`
+    /// and once every part is taken).
+    #[wasm_bindgen(js_name = recipeText)]
+    pub fn recipe_text(&self) -> Result<Vec<u8>, JsError> {
+        if !self.in_parts || self.sealed.is_none() || !self.closed.is_empty() {
+            return Err(err("the recipe in parts is not sealed, or parts are still to be taken"));
+        }
+        let r = PartRecipe {
+            profile: self.profile.clone(),
+            hash: self.alg,
+            digest: self.sealed,
+            lines: self.refs.iter().map(|&(id, count, bytes)| PartLine::Part { id, count, bytes }).collect(),
+            count: self.count,
+            bytes: self.bytes,
+        };
+        Ok(r.text().into_bytes())
+    }
+
+    /// Parts handed out so far.
+    #[wasm_bindgen(getter)]
+    pub fn parts(&self) -> usize {
+        self.refs.len()
+    }
+}
+
+/// The least `max_recipe_bytes` with which a store takes a part of one chunk (four times the
+/// longest part of one entry): below it a push in parts is refused before a byte is sent.
+#[wasm_bindgen(js_name = minPartText)]
+pub fn min_part_text(hash: &str) -> Result<f64, JsError> {
+    Ok(wire_part::min_part_text(rapid_alg(hash)?) as f64)
+}
+
+/// The shortest a whole recipe of a `len`-byte file can be at a profile's largest chunk
+/// `max_chunk` (a store without parts refuses a longer one: checked before a byte is sent).
+#[wasm_bindgen(js_name = recipeFloor)]
+pub fn recipe_floor(len: f64, max_chunk: f64) -> f64 {
+    let len = if len.is_finite() && len > 0.0 { len as u64 } else { 0 };
+    let max = if max_chunk.is_finite() && max_chunk >= 1.0 { max_chunk as u64 } else { 1 };
+    (len.div_ceil(max) * cutpoint_core::rapid::recipe::MIN_ENTRY_LINE) as f64
+}
+
+/// A batch commit body being built (`POST /v1/ns/{ns}/commits`, PROTOCOL.md 4.14).
+#[wasm_bindgen]
+pub struct StoreBatch {
+    w: BatchWriter,
+}
+
+#[wasm_bindgen]
+impl StoreBatch {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> StoreBatch {
+        StoreBatch { w: BatchWriter::new() }
+    }
+    /// Adds one file's commit body (4.4).
+    pub fn add(&mut self, name: &str, body: &[u8]) {
+        self.w.add(name, body)
+    }
+    #[wasm_bindgen(getter)]
+    pub fn count(&self) -> usize {
+        self.w.count()
+    }
+    /// The finished body's length with one more file of `name` and `body_len` bytes.
+    #[wasm_bindgen(js_name = lenWith)]
+    pub fn len_with(&self, name: &str, body_len: usize) -> f64 {
+        self.w.len_with(name, body_len) as f64
+    }
+    /// The body (the batch is empty again after).
+    pub fn finish(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.w).finish()
+    }
+}
+
+impl Default for StoreBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The most files one batch may carry (the core's; a store says its own in `limits.max_batch_files`).
+#[wasm_bindgen(js_name = maxBatchFiles)]
+pub fn max_batch_files() -> usize {
+    cutpoint_core::protocol::batch::MAX_BATCH_FILES
+}
+
+/// Whether a recipe's text names parts (`part` lines, as `GET recipes/{name}?parts=1` returns a
+/// version committed in parts): no delta base and no hints then.
+#[wasm_bindgen(js_name = recipeHasParts)]
+pub fn recipe_has_parts(body: &[u8]) -> bool {
+    wire_part::has_part_lines(body)
+}

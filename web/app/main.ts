@@ -6,6 +6,7 @@
 // data-* attributes (bytes, chunks, novel/sent bytes, version), which the Playwright test reads.
 import { init, createClient, type Client, type FileVersion, type PushProgress, type PushResult, type ChunkInfo, type PendingPush, type RetryEvent } from '@cutpoint/web'
 import { ChunkMap } from './chunkmap'
+import { FolderPush } from './folder'
 import * as fmt from './format'
 import { loadSettings, saveSettings, storeBase, type Settings } from './settings'
 
@@ -28,6 +29,8 @@ interface Job {
 }
 
 const jobs: Job[] = []
+/** Folders waiting for their push (each one `pushMany`, after the single files queued before). */
+const folders: FolderPush[] = []
 let settings: Settings = loadSettings(location)
 let client: Client | null = null
 let clientKey = ''
@@ -289,8 +292,11 @@ async function runQueue(): Promise<void> {
   running = true
   renderTotal()
   try {
-    for (let job = jobs.find((j) => j.state === 'queued'); job; job = jobs.find((j) => j.state === 'queued')) {
-      await pushOne(job)
+    for (;;) {
+      const job = jobs.find((j) => j.state === 'queued')
+      if (job) await pushOne(job)
+      else if (folders.length) await pushFolder(folders.shift()!)
+      else break
     }
   } finally {
     running = false
@@ -361,6 +367,25 @@ async function pushOne(job: Job): Promise<void> {
   }
 }
 
+/** A folder's files as one pipeline (`pushMany`), a row per file. */
+async function pushFolder(f: FolderPush): Promise<void> {
+  const ac = new AbortController()
+  current = ac
+  try {
+    await f.run(await getClient(), ac.signal)
+  } catch (e) {
+    f.state = 'error'
+    f.error = message(e)
+  }
+}
+
+/** A folder (several files with their paths): one push of them all. */
+function enqueueFolder(files: { file: File; name: string }[]): void {
+  if (files.length < 2) return enqueue(files)
+  folders.push(new FolderPush(files, $('queue')))
+  void runQueue()
+}
+
 // ---- unfinished pushes (the library's journal in IndexedDB) ------------------------------------
 
 /** Lists the pushes of this store and namespace that a reload, a closed tab or an error cut off. */
@@ -408,8 +433,8 @@ function enqueue(files: { file: File; name: string }[]): void {
   void runQueue()
 }
 
-/** Files of a drop, folders walked (each file named by its path inside the drop). */
-async function dropped(dt: DataTransfer): Promise<{ file: File; name: string }[]> {
+/** Files of a drop, folders walked (each file named by its path inside the drop); whether it held a folder. */
+async function dropped(dt: DataTransfer): Promise<{ files: { file: File; name: string }[]; folder: boolean }> {
   const entries: FileSystemEntry[] = []
   const plain: File[] = []
   for (const item of Array.from(dt.items)) {
@@ -439,7 +464,7 @@ async function dropped(dt: DataTransfer): Promise<{ file: File; name: string }[]
     }
   }
   for (const e of entries) await walk(e)
-  return out
+  return { files: out, folder: entries.some((e) => e.isDirectory) }
 }
 
 // ---- the store's listing and downloads -----------------------------------------------------------
@@ -550,7 +575,7 @@ function wire(): void {
     files.value = ''
   })
   folder.addEventListener('change', () => {
-    enqueue(Array.from(folder.files ?? []).map((file) => ({ file, name: file.webkitRelativePath || file.name })))
+    enqueueFolder(Array.from(folder.files ?? []).map((file) => ({ file, name: file.webkitRelativePath || file.name })))
     folder.value = ''
   })
   const zone = $('drop')
@@ -565,7 +590,7 @@ function wire(): void {
   document.addEventListener('drop', (e) => {
     e.preventDefault()
     zone.classList.remove('over')
-    if (e.dataTransfer) void dropped(e.dataTransfer).then(enqueue)
+    if (e.dataTransfer) void dropped(e.dataTransfer).then((d) => (d.folder ? enqueueFolder(d.files) : enqueue(d.files)))
   })
   $('stop').addEventListener('click', () => {
     for (const j of jobs) if (j.state === 'queued') (j.state = 'stopped'), render(j)
@@ -577,6 +602,7 @@ function wire(): void {
         jobs[i].el.remove()
         jobs.splice(i, 1)
       }
+    for (const f of document.querySelectorAll('li.folder[data-state="done"]')) f.remove()
     renderTotal()
   })
   $('refresh').addEventListener('click', () => void refreshList())

@@ -105,6 +105,7 @@ export const __test = {
 export { createClient, type Client, type ClientOptions, type FileVersion } from './client/client.js'
 export { StoreError } from './client/errors.js'
 export type { PushOptions, PushProgress, PushResult, ChunkInfo } from './client/push.js'
+export type { ManyInput, PushManyOptions, PushManyProgress, PushManyResult, PushManyFailure } from './client/many.js'
 export type { PullOptions, PullInfo } from './client/pull.js'
 export type { RetryEvent } from './client/http.js'
 export type { PushInput } from './client/input.js'

@@ -5,7 +5,8 @@ use super::remote::{fail, human, with_progress, StoreArgs};
 use super::{EngineArgs, Fail};
 use clap::Args;
 use cutpoint_core::rapid::Criterion;
-use cutpoint_store::client::{push_file, push_files, Compression, Progress, PushOptions, PushReport};
+use cutpoint_store::client::{push_file, push_files_cached, push_stream, Compression, Progress, PushOptions, PushReport};
+use cutpoint_store::pushcache::{default_dir, PushCache};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -13,7 +14,9 @@ use std::path::PathBuf;
 pub struct PushArgs {
     /// Files to push, each as the next version of its name; a directory pushes every file
     /// under it, named by its path relative to the directory. Several files go as one pipeline
-    /// (shared queries and packs, commits in batches).
+    /// (shared queries and packs, commits in batches). `-` pushes standard input (with
+    /// --name), read once: its bytes are kept in temporary files only until their chunks are
+    /// answered and sent.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
@@ -41,6 +44,15 @@ pub struct PushArgs {
     /// One JSON object per file on standard output (no progress bar).
     #[arg(long)]
     json: bool,
+    /// The push cache's directory (default: $XDG_CACHE_HOME/cutpoint or ~/.cache/cutpoint).
+    /// A push of several files or a directory remembers each file's size, times and inode and
+    /// the version it was committed as; next time, to the same store and namespace, a file
+    /// whose metadata did not change is not read: its version is committed again as is.
+    #[arg(long, value_name = "DIR")]
+    cache: Option<PathBuf>,
+    /// Read every file (the push cache is neither read nor written).
+    #[arg(long, conflicts_with = "cache")]
+    no_cache: bool,
     /// Commit the whole recipe even where the store takes recipe parts (as against a store
     /// without them; a recipe over the store's limit is then refused before anything is sent).
     #[arg(long, hide = true)]
@@ -110,9 +122,18 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     if engine.hash_alg() == cutpoint_core::HashAlg::None {
         return Err(Fail::usage("a push needs chunk fingerprints: --hash blake3 or sha256"));
     }
+    let stdin = a.files.iter().any(|f| f.as_os_str() == "-");
+    if stdin && a.files.len() > 1 {
+        return Err(Fail::usage("'-' (standard input) is pushed alone, not with other files"));
+    }
+    let stdin_name = match (&a.name, stdin) {
+        (None, true) => return Err(Fail::usage("'cutpoint push -' (standard input) needs --name NAME to store it under")),
+        (Some(n), true) => Some(n.clone()),
+        _ => None,
+    };
     let mut inputs: Vec<(PathBuf, String)> = Vec::new();
     let mut dirs = false;
-    for f in &a.files {
+    for f in a.files.iter().filter(|_| !stdin) {
         let meta = std::fs::metadata(f).map_err(|e| Fail::io(format!("{}: {e}", f.display())))?;
         if meta.is_dir() {
             dirs = true;
@@ -131,7 +152,9 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     for (_, name) in &inputs {
         cutpoint_core::protocol::name::validate_name(name).map_err(|e| Fail::usage(format!("{e} (use --name)")))?;
     }
-    if inputs.is_empty() {
+    if let Some(n) = &stdin_name {
+        cutpoint_core::protocol::name::validate_name(n).map_err(|e| Fail::usage(format!("{e} (use --name)")))?;
+    } else if inputs.is_empty() {
         return Err(Fail::usage("no files to push (the directories are empty)"));
     }
     let client = a.store.client()?;
@@ -153,6 +176,12 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
         }
         out.flush().map_err(wr)
     };
+    if let Some(name) = &stdin_name {
+        let progress = Progress::default();
+        let input = std::io::stdin();
+        let rep = with_progress(!a.json, name, &progress, || push_stream(&client, input, name, &opts, &progress)).map_err(fail)?;
+        return print(&rep);
+    }
     // One file (or RapidCDC, whose hints come from each name's own base): a pipeline per file.
     if (inputs.len() == 1 && !dirs) || opts.rapid.is_some() {
         for (f, name) in &inputs {
@@ -164,7 +193,13 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     }
     let progress = Progress::default();
     let label = format!("{} files", inputs.len());
-    let reps = with_progress(!a.json, &label, &progress, || push_files(&client, &inputs, &opts, &progress)).map_err(fail)?;
+    let mut cache = open_cache(a, client.base(), client.namespace());
+    let reps = with_progress(!a.json, &label, &progress, || push_files_cached(&client, &inputs, &opts, &progress, cache.as_mut())).map_err(fail)?;
+    if let Some(c) = &cache {
+        if let Err(e) = c.save() {
+            eprintln!("cutpoint: the push cache {}: {e} (the push is done; the next one reads every file)", c.file().display());
+        }
+    }
     let mut failed = None;
     for (rep, (_, name)) in reps.into_iter().zip(&inputs) {
         match rep {
@@ -185,8 +220,27 @@ pub fn run(a: &PushArgs) -> Result<(), Fail> {
     }
 }
 
+/// The push cache of this store and namespace, unless `--no-cache` (or there is no cache
+/// directory); a cache that cannot be read is left aside with a warning.
+fn open_cache(a: &PushArgs, store: &str, ns: &str) -> Option<PushCache> {
+    if a.no_cache {
+        return None;
+    }
+    let dir = a.cache.clone().or_else(default_dir)?;
+    match PushCache::open(&dir, store, ns) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("cutpoint: the push cache in {}: {e} (every file is read)", dir.display());
+            None
+        }
+    }
+}
+
 /// One line a person can read.
 pub fn summary(r: &PushReport) -> String {
+    if r.unchanged {
+        return format!("{} -> version {}: unchanged (not read), {}, {} chunks", r.name, r.version, human(r.bytes), r.chunks);
+    }
     let dedup = if r.novel_bytes == 0 { "all known".to_string() } else { format!("{:.1}x", r.dedup_ratio) };
     format!(
         "{} -> version {}: {} processed, {} chunks, {} novel ({}), {} compressed, {} sent, dedup {dedup}, {:.0} MB/s{}",

@@ -49,6 +49,10 @@ pub struct ServeArgs {
     /// Most chunks in one pack upload (413 above it; clients cut their packs at this count).
     #[arg(long, default_value_t = cutpoint_store::store::DEFAULT_MAX_PACK_CHUNKS, value_name = "N")]
     max_pack_chunks: u64,
+    /// Most entries (chunks) a commit may expand to, counting the entries its part lines stand
+    /// for (413 `too_many_entries` above it; the default is 256 GiB at 8 KiB chunks).
+    #[arg(long, default_value_t = cutpoint_store::store::DEFAULT_MAX_COMMIT_ENTRIES, value_name = "N")]
+    max_commit_entries: u64,
     /// Pack uploads and commits taken at once, overall (503 with Retry-After above it).
     #[arg(long, default_value_t = 64, value_name = "N")]
     max_uploads: usize,
@@ -95,6 +99,7 @@ pub fn run(a: &ServeArgs) -> Result<(), Fail> {
         max_pack: size("max-pack", &a.max_pack)?,
         max_recipe: size("max-recipe", &a.max_recipe)?,
         max_pack_chunks: a.max_pack_chunks.max(1),
+        max_commit_entries: a.max_commit_entries.max(1),
     };
     let listen = a
         .listen

@@ -2,7 +2,8 @@
 //! tiny `--max-recipe`, on both backends: parts uploaded and committed by raw requests, the
 //! file restored through them (whole and ranged), the expanded recipe, the checks of a commit
 //! (missing parts, lying COUNT/BYTES), gc (parts are roots; unreferenced old ones deleted),
-//! a restart with a rebuilt index, and the native client pushing a file in parts.
+//! a restart with a rebuilt index, the native client pushing a file in parts, and the bound on
+//! a commit's expansion (`max_commit_entries`).
 
 mod common;
 use common::*;
@@ -12,11 +13,16 @@ use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::rapid::RecipeEntry;
 use cutpoint_core::{hex, Digest, HashAlg};
 use serde_json::Value;
+use std::io::Write as _;
+use std::process::Stdio;
 
 crate::both_backends!(
     a_file_committed_in_parts_restores_and_its_commit_is_checked,
     gc_keeps_referenced_parts_and_their_chunks_and_deletes_old_unreferenced_ones,
     the_client_pushes_a_big_file_in_parts_and_a_re_push_sends_only_changed_parts,
+    a_commit_naming_a_big_part_many_times_is_refused_before_any_part_is_read,
+    a_part_repeated_within_max_commit_entries_commits_and_beyond_it_is_refused,
+    a_stream_from_stdin_is_pushed_whole_or_in_parts_and_pulls_byte_identical,
 );
 
 const MAX_RECIPE: &str = "16k";
@@ -306,5 +312,190 @@ fn a_limit_the_client_cannot_meet_is_refused_before_a_byte_is_sent() {
     assert!(!out.status.success());
     assert!(err.contains("32768"), "{err}");
     assert_eq!(packs_on_disk(&srv.data), 0, "nothing was uploaded");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A recipe body naming the part `p` `times` times (with any digest: the count is refused first).
+fn repeated(p: &Part, times: usize, digest: Digest) -> PartRecipe {
+    let line = Line::Part {
+        id: p.id(),
+        count: p.entries.len() as u64,
+        bytes: p.bytes(),
+    };
+    PartRecipe {
+        profile: "gear:2k:8k:64k".into(),
+        hash: HashAlg::Blake3,
+        digest: Some(digest),
+        lines: vec![line; times],
+        count: (p.entries.len() * times) as u64,
+        bytes: p.bytes() * times as u64,
+    }
+}
+
+fn files_listed(srv: &Server, ns: &str) -> usize {
+    let (_, _, l) = get(srv, &format!("{ns}/files"));
+    json(&l)["files"].as_array().unwrap().len()
+}
+
+/// The amplification of issue #32's review: a short body naming one big part thousands of times
+/// made the store read and parse that part once per line (here 3,000 x 0.9 MB; a 1 MiB body
+/// against the default limits could ask for ~1.5 TB). With the default `max_commit_entries`
+/// (2^25) the line COUNTs are summed first: 413 `too_many_entries`, no part read, nothing stored.
+fn a_commit_naming_a_big_part_many_times_is_refused_before_any_part_is_read(b: Backend) {
+    let dir = tmpdir(&format!("parts-amplify-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let srv = Server::start(&store, &["--max-recipe", "1m"], &[]);
+    // One part of 12,000 chunks of 64 bytes (~0.9 MB of text, within --max-recipe 1m).
+    let file = data(12_000 * 64, 81);
+    let chunks = chunks_of(&file, &[64; 12_000]);
+    let (st, _, body) = http("POST", &format!("{}/v1/ns/t/packs", srv.url), None, &[], Some(&pack(&chunks)));
+    assert_eq!(st, 200, "{}", String::from_utf8_lossy(&body));
+    let part = Part {
+        hash: HashAlg::Blake3,
+        entries: entries(&chunks),
+    };
+    assert!(part.text().len() > 800_000);
+    assert_eq!(post_part(&srv, "t", &part).0, 200);
+    // 3,000 lines (~250 KB) naming it: 36,000,000 entries, over 2^25.
+    let r = repeated(&part, 3000, [5; 32]);
+    let (st, v) = commit(&srv, "t", "amp", r.text().as_bytes());
+    assert_eq!((st, v["code"].as_str()), (413, Some("too_many_entries")), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("33554432"), "the message names the limit: {v}");
+    assert_eq!(files_listed(&srv, "t"), 0, "nothing committed");
+    // The same in a batch commit (one request, one limit).
+    let body = r.text();
+    let batch = format!("cutpoint-batch 1\nfile amp {}\n{body}end 1\n", body.len());
+    let (st, _, b) = http("POST", &format!("{}/v1/ns/t/commits", srv.url), None, &[], Some(batch.as_bytes()));
+    assert_eq!(st, 200, "{}", String::from_utf8_lossy(&b));
+    let res = &json(&b)["results"][0];
+    assert_eq!((res["status"].as_u64(), res["code"].as_str()), (Some(413), Some("too_many_entries")), "{res}");
+    assert_eq!(files_listed(&srv, "t"), 0, "nothing committed");
+    let (_, _, v1) = http("GET", &format!("{}/v1", srv.url), None, &[], None);
+    assert_eq!(json(&v1)["limits"]["max_commit_entries"].as_u64(), Some(1 << 25), "GET /v1 announces the default");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A legit recipe may name one part on several lines (a file that repeats itself): within
+/// `--max-commit-entries` it commits and restores; one line more is 413 `too_many_entries`; a
+/// batch shares one limit among its files.
+fn a_part_repeated_within_max_commit_entries_commits_and_beyond_it_is_refused(b: Backend) {
+    let dir = tmpdir(&format!("parts-repeat-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let srv = Server::start(&store, &["--max-recipe", MAX_RECIPE, "--max-commit-entries", "100"], &[]);
+    let (_, _, v1) = http("GET", &format!("{}/v1", srv.url), None, &[], None);
+    assert_eq!(json(&v1)["limits"]["max_commit_entries"].as_u64(), Some(100));
+    let x = data(25 * 8000, 82);
+    let chunks = upload(&srv, "t", &x);
+    let es = entries(&chunks);
+    let parts = cut(&es);
+    assert_eq!(parts.len(), 1);
+    assert_eq!(post_part(&srv, "t", &parts[0]).0, 200);
+    let digest_of = |times: usize| {
+        let mut d = FileDigest::new(HashAlg::Blake3);
+        for _ in 0..times {
+            for e in &es {
+                d.add(&e.fp, e.size);
+            }
+        }
+        d.finish().unwrap()
+    };
+    // 4 x 25 = 100 entries: the limit exactly.
+    let r4 = repeated(&parts[0], 4, digest_of(4));
+    let (st, v) = commit(&srv, "t", "four", r4.text().as_bytes());
+    assert_eq!(st, 201, "{v}");
+    let (_, _, body) = get(&srv, "t/files/four");
+    assert!(body == x.repeat(4), "restored byte-identical");
+    // 5 x 25: refused, with the right digest too.
+    let r5 = repeated(&parts[0], 5, digest_of(5));
+    let (st, v) = commit(&srv, "t", "five", r5.text().as_bytes());
+    assert_eq!((st, v["code"].as_str()), (413, Some("too_many_entries")), "{v}");
+    assert_eq!(get(&srv, "t/files/five").0, 404, "nothing committed");
+    // A batch of two 100-entry files: the first commits, the second is over the request's limit.
+    let body = r4.text();
+    let batch = format!(
+        "cutpoint-batch 1\nfile a {n}\n{body}file b {n}\n{body}end 2\n",
+        n = body.len()
+    );
+    let (st, _, b) = http("POST", &format!("{}/v1/ns/t/commits", srv.url), None, &[], Some(batch.as_bytes()));
+    assert_eq!(st, 200, "{}", String::from_utf8_lossy(&b));
+    let res = json(&b)["results"].clone();
+    assert_eq!(res[0]["status"].as_u64(), Some(201), "{res}");
+    assert_eq!((res[1]["status"].as_u64(), res[1]["code"].as_str()), (Some(413), Some("too_many_entries")), "{res}");
+    assert_eq!(get(&srv, "t/files/b").0, 404);
+    srv.check(&["--ns", "t"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `cutpoint push - --name NAME ARGS...` with `input` on standard input.
+fn push_stdin(srv: &Server, name: Option<&str>, input: &[u8], extra: &[&str]) -> std::process::Output {
+    let mut c = bin();
+    c.args(["push", "-", "--json", "--store", &srv.url]).args(extra).env_remove("CUTPOINT_TOKEN");
+    if let Some(n) = name {
+        c.args(["--name", n]);
+    }
+    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut w = child.stdin.take().unwrap();
+    // Written in pieces, as a pipe delivers it; a push that stops reading ends the write.
+    for piece in input.chunks(100_000) {
+        if w.write_all(piece).is_err() {
+            break;
+        }
+    }
+    drop(w);
+    child.wait_with_output().unwrap()
+}
+
+fn pushed(out: &std::process::Output) -> Value {
+    assert!(out.status.success(), "push -: {}", String::from_utf8_lossy(&out.stderr));
+    json(&out.stdout)
+}
+
+/// `cutpoint push -`: standard input without --name is a clear usage error before anything is
+/// sent; a short stream is committed whole (and pushed again changed, as a delta); a stream whose
+/// recipe passes the threshold (--max-recipe 16k) is committed in parts; both pull
+/// byte-identical.
+fn a_stream_from_stdin_is_pushed_whole_or_in_parts_and_pulls_byte_identical(b: Backend) {
+    let dir = tmpdir(&format!("parts-stdin-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let srv = Server::start(&store, &["--max-recipe", MAX_RECIPE], &[]);
+    let big = data(6 << 20, 91);
+    let out = push_stdin(&srv, None, &big, &[]);
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--name"), "{err}");
+    let (_, _, l) = get(&srv, "t/files");
+    assert!(json(&l)["files"].as_array().unwrap().is_empty());
+    assert_eq!(packs_on_disk(&srv.data), 0, "nothing was sent");
+    // '-' with other files: a usage error too.
+    let f = write(&dir, "f", b"x");
+    let out = bin().args(["push", "-", f.to_str().unwrap(), "--store", &srv.url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    // A short stream: committed whole; again with an edit: a delta.
+    let small = data(40_000, 92);
+    let r = pushed(&push_stdin(&srv, Some("small"), &small, &["--ns", "t"]));
+    assert_eq!((r["parts"].as_u64(), r["bytes"].as_u64()), (Some(0), Some(small.len() as u64)), "{r}");
+    assert_eq!(srv.pull("small", None, &["--ns", "t"]), small);
+    let mut small2 = small.clone();
+    small2[20_000..20_010].fill(1);
+    let r = pushed(&push_stdin(&srv, Some("small"), &small2, &["--ns", "t"]));
+    assert_eq!(r["delta_base"].as_u64(), Some(1), "{r}");
+    assert_eq!(srv.pull("small", None, &["--ns", "t"]), small2);
+    // A big one: in parts.
+    let r = pushed(&push_stdin(&srv, Some("big"), &big, &["--ns", "t"]));
+    assert!(r["parts"].as_u64().unwrap() > 1, "{r}");
+    assert_eq!(r["bytes"].as_u64(), Some(big.len() as u64));
+    assert_eq!(srv.pull("big", None, &["--ns", "t"]), big);
+    // The same stream again: nothing novel, no part sent, same digest.
+    let r2 = pushed(&push_stdin(&srv, Some("big"), &big, &["--ns", "t"]));
+    assert_eq!((r2["novel_chunks"].as_u64(), r2["parts_sent"].as_u64()), (Some(0), Some(0)), "{r2}");
+    assert_eq!(r2["digest"], r["digest"]);
+    // An empty stream is a file of 0 bytes.
+    let r = pushed(&push_stdin(&srv, Some("empty"), b"", &["--ns", "t"]));
+    assert_eq!(r["bytes"].as_u64(), Some(0), "{r}");
+    assert_eq!(srv.pull("empty", None, &["--ns", "t"]), b"");
+    srv.check(&["--ns", "t"]);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,6 +15,7 @@
 //! answer was lost is read back before it is sent again.
 
 use crate::index::Version;
+use crate::spool::{tee, StreamSpool};
 use crate::store::{CheckReport, GcReport, PackReport};
 use cutpoint_core::protocol::batch::BatchWriter;
 use cutpoint_core::protocol::delta;
@@ -604,6 +605,11 @@ pub struct PushReport {
     pub profile: String,
     pub hash: &'static str,
     pub backend: &'static str,
+    /// Bytes read from the file (0 for a file the push cache found unchanged).
+    pub read_bytes: u64,
+    /// The push cache found the file unchanged (same size, times, inode): it was not read, and
+    /// its cached version was committed again as this version ([`crate::pushcache`]).
+    pub unchanged: bool,
 }
 
 /// A chunk as the chunk stage hands it on (`file`: its input's index).
@@ -637,12 +643,17 @@ struct Plan {
     hints: Option<(HintTable, Criterion)>,
     /// The store's `max_recipe_bytes` (a commit body and a part are at most this).
     max_recipe: u64,
+    /// The store's `max_commit_entries`: the most chunks a file's commit may have.
+    max_entries: u64,
     /// The store lists `parts` and the push may use them.
     parts: bool,
     /// The store's `max_batch_files` when it lists the feature "batch".
     batch_files: Option<usize>,
     /// The zstd level novel chunks are compressed at (`None`: off, or the store lacks `zstd`).
     level: Option<i32>,
+    /// A push of a stream ([`push_stream`]): its bytes, kept until their chunks are answered
+    /// and packed (`None`: files, read back by offset).
+    stream: Option<StreamSpool>,
 }
 
 /// What the stages share: the first failure (which stops every stage) and the counters.
@@ -655,6 +666,9 @@ struct Flow<'a> {
     /// Chunk data bytes in packs (compressed where that saved), and compressed chunks.
     stored: AtomicU64,
     compressed: AtomicU64,
+    /// The same two per input (the input of the chunk's first occurrence), once the pack stage
+    /// is done.
+    per_input: Mutex<Vec<(u64, u64)>>,
     progress: &'a Progress,
 }
 
@@ -668,6 +682,7 @@ impl<'a> Flow<'a> {
             packs: AtomicU64::new(0),
             stored: AtomicU64::new(0),
             compressed: AtomicU64::new(0),
+            per_input: Mutex::new(Vec::new()),
             progress,
         }
     }
@@ -742,7 +757,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     }
     let flow = Flow::new(progress);
     let hints = plan.hints.take();
-    let (mut qs, offsets) = run_pipeline(client, &[path], vec![file], &plan, hints, known, opts, &flow);
+    let (mut qs, offsets) = run_pipeline(client, &[path], vec![Some(file)], &plan, hints, known, opts, &flow);
     if let Some(e) = flow.take_err() {
         return Err(e);
     }
@@ -756,6 +771,67 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
             path.display()
         )));
     }
+    if q.recipe.bytes != meta.len() {
+        return Err(ClientError::Io(format!(
+            "{}: chunked {} bytes of a {}-byte file; nothing was committed",
+            path.display(),
+            q.recipe.bytes,
+            meta.len()
+        )));
+    }
+    conclude(client, name, path, &plan, q, &offsets, &flow, t0)
+}
+
+/// Pushes a stream (`cutpoint push -`: standard input) as the next version of `name`, through
+/// the same stages as [`push_file`]. A stream is read once: its bytes are kept in a
+/// [`StreamSpool`] (temporary files, not memory) only until their chunks are answered and the
+/// novel ones packed, so the window stays a few batches whatever the stream's length. A recipe
+/// past the parts threshold is committed in parts, like a file's. Chunks that go missing from
+/// the store after they were found present (a gc meanwhile) cannot be read again: the push then
+/// fails and commits nothing.
+pub fn push_stream(client: &Client, input: impl Read + Send, name: &str, opts: &PushOptions, progress: &Progress) -> R<PushReport> {
+    validate_name(name).map_err(|e| ClientError::Usage(e.to_string()))?;
+    let t0 = Instant::now();
+    let label = Path::new("<stdin>");
+    let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", label.display()));
+    let mut plan = prepare(client, Some(name), opts)?;
+    check_limits(&plan, 0)?;
+    plan.stream = Some(StreamSpool::new());
+    let mut known: HashSet<Digest> = HashSet::new();
+    if let Some((_, b)) = &plan.base {
+        known.extend(b.entries.iter().map(|e| e.fp));
+    }
+    let flow = Flow::new(progress);
+    let hints = plan.hints.take();
+    let (pipe_r, pipe_w) = io::pipe().map_err(io_err)?;
+    let reader = std::fs::File::from(std::os::fd::OwnedFd::from(pipe_r));
+    let plan = &plan;
+    let (copied, (mut qs, offsets)) = std::thread::scope(|s| {
+        let spool = plan.stream.as_ref().expect("a stream");
+        let copy = s.spawn(move || tee(input, spool, pipe_w));
+        let out = run_pipeline(client, &[label], vec![Some(reader)], plan, hints, known, opts, &flow);
+        (copy.join().unwrap_or_else(|_| Err(io::Error::other("the copy thread failed"))), out)
+    });
+    if let Some(e) = flow.take_err() {
+        return Err(e);
+    }
+    let len = copied.map_err(io_err)?;
+    let q = qs.pop().expect("one input");
+    if q.recipe.bytes != len {
+        return Err(ClientError::Io(format!(
+            "{}: chunked {} bytes of {} read; nothing was committed",
+            label.display(),
+            q.recipe.bytes,
+            len
+        )));
+    }
+    conclude(client, name, label, plan, q, &offsets, &flow, t0)
+}
+
+/// After the pipeline of one input: the recipe sealed and committed (whole, as a delta, or in
+/// parts) and the report.
+#[allow(clippy::too_many_arguments)]
+fn conclude(client: &Client, name: &str, path: &Path, plan: &Plan, q: Queried, offsets: &Offsets, flow: &Flow, t0: Instant) -> R<PushReport> {
     let Queried {
         recipe: sink,
         novel_chunks,
@@ -763,23 +839,15 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         known_hits,
         hinted,
     } = q;
-    if sink.bytes != meta.len() {
-        return Err(ClientError::Io(format!(
-            "{}: chunked {} bytes of a {}-byte file; nothing was committed",
-            path.display(),
-            sink.bytes,
-            meta.len()
-        )));
-    }
     let (bytes, chunks) = (sink.bytes, sink.count);
     let (digest, c, parts, parts_sent) = match sink.finish()? {
         Sealed::Whole(recipe) => {
             let digest = recipe.digest.ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
-            (digest, stage_commit(client, name, &[path], &plan, &recipe, &offsets, &flow)?, 0, 0)
+            (digest, stage_commit(client, name, &[path], plan, &recipe, offsets, flow)?, 0, 0)
         }
         Sealed::Parts(spool, recipe) => {
             let digest = recipe.digest.ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
-            let (c, sent) = stage_commit_parts(client, name, path, &plan, &spool, &recipe, &flow)?;
+            let (c, sent) = stage_commit_parts(client, name, path, plan, &spool, &recipe, flow)?;
             (digest, c, spool.refs.len() as u64, sent)
         }
     };
@@ -807,7 +875,20 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         profile: plan.engine.profile().to_string(),
         hash: plan.alg.name(),
         backend: plan.engine.backend().name(),
+        read_bytes: bytes,
+        unchanged: false,
     })
+}
+
+/// A file of more chunks than the store's `max_commit_entries` (PROTOCOL.md 4.1).
+fn too_many_entries(max: u64, has: &str) -> ClientError {
+    ClientError::Http {
+        status: 413,
+        code: "too_many_entries".into(),
+        message: format!(
+            "this file {has} more chunks than the store's max_commit_entries of {max} (a bigger profile makes fewer chunks); nothing was committed"
+        ),
+    }
 }
 
 /// Check before sending: a limit of the store this push cannot meet is refused before a byte
@@ -824,7 +905,11 @@ fn check_limits(plan: &Plan, len: u64) -> R<()> {
         }
         return Ok(());
     }
-    let floor = len.div_ceil(plan.engine.profile().max as u64) * cutpoint_core::rapid::recipe::MIN_ENTRY_LINE;
+    let fewest = len.div_ceil(plan.engine.profile().max as u64);
+    if fewest > plan.max_entries {
+        return Err(too_many_entries(plan.max_entries, "would have at least"));
+    }
+    let floor = fewest * cutpoint_core::rapid::recipe::MIN_ENTRY_LINE;
     if floor > max {
         return Err(ClientError::Http {
             status: 413,
@@ -845,6 +930,7 @@ struct RecipeSink {
     profile: String,
     alg: HashAlg,
     max_recipe: u64,
+    max_entries: u64,
     parts_ok: bool,
     entries: Vec<RecipeEntry>,
     text_len: u64,
@@ -909,6 +995,7 @@ impl RecipeSink {
             profile: plan.engine.profile().to_string(),
             alg: plan.alg,
             max_recipe: plan.max_recipe,
+            max_entries: plan.max_entries,
             parts_ok: plan.parts,
             entries: Vec::new(),
             text_len: 0,
@@ -923,6 +1010,9 @@ impl RecipeSink {
 
     fn push(&mut self, e: RecipeEntry) -> R<()> {
         self.count += 1;
+        if self.count > self.max_entries {
+            return Err(too_many_entries(self.max_entries, "has"));
+        }
         self.bytes += e.size as u64;
         self.digest.add(&e.fp, e.size);
         if self.parts_ok {
@@ -1052,6 +1142,9 @@ fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, flow
 /// Where chunks `ids` lie in the file: found by chunking it again (a push in parts keeps no
 /// map of every chunk; this is only needed when chunks went missing after they were queried).
 fn locate(path: &Path, plan: &Plan, ids: &[Digest]) -> R<Offsets> {
+    if plan.stream.is_some() {
+        return Err(stream_lost(ids.len()));
+    }
     let want: HashSet<Digest> = ids.iter().copied().collect();
     let f = std::fs::File::open(path).map_err(|e| ClientError::Io(format!("{}: {e}", path.display())))?;
     let mut out = HashMap::new();
@@ -1083,6 +1176,7 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
     let batch = info.get("features").and_then(|f| f.as_array()).is_some_and(|f| f.iter().any(|x| x == "batch"));
     let batch_files = batch.then(|| info.pointer("/limits/max_batch_files").and_then(|v| v.as_u64()).unwrap_or(1).max(1) as usize);
     let max_recipe = info.pointer("/limits/max_recipe_bytes").and_then(|v| v.as_u64()).unwrap_or(u64::MAX);
+    let max_entries = info.pointer("/limits/max_commit_entries").and_then(|v| v.as_u64()).unwrap_or(u64::MAX);
     let parts = opts.parts
         && info
             .get("features")
@@ -1106,7 +1200,9 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
             hints: None,
             batch_files,
             max_recipe,
+            max_entries,
             parts,
+            stream: None,
         });
     };
     // The base recipe (the latest version of the same name, same profile and fingerprint):
@@ -1140,12 +1236,15 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
         base,
         hints,
         max_recipe,
+        max_entries,
         parts,
         batch_files,
+        stream: None,
     })
 }
 
-/// The stages of a push of `paths` (their files open in `files`), run together: the chunk
+/// The stages of a push of `paths` (their files open in `files`, or opened by the chunk stage
+/// in turn where `None`), run together: the chunk
 /// stage and the pack stage on threads of their own, `opts.uploaders` upload threads, the
 /// query stage on this one. Returns what the query stage learnt of each input and where each
 /// id first occurs; a failure is in `flow`.
@@ -1153,7 +1252,7 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
 fn run_pipeline(
     client: &Client,
     paths: &[&Path],
-    files: Vec<std::fs::File>,
+    files: Vec<Option<std::fs::File>>,
     plan: &Plan,
     hints: Option<(HintTable, Criterion)>,
     known: HashSet<Digest>,
@@ -1178,16 +1277,25 @@ fn run_pipeline(
 
 /// Chunk + fingerprint the inputs in order (SS-CDC, or RapidCDC with the base's hints), in
 /// batches that run on across inputs (many small files share a batch, so a query).
-fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, files: Vec<std::fs::File>, paths: &[&Path], flow: &Flow, chunk_tx: mpsc::SyncSender<Vec<Item>>) {
+fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, files: Vec<Option<std::fs::File>>, paths: &[&Path], flow: &Flow, chunk_tx: mpsc::SyncSender<Vec<Item>>) {
     let mut batch = Vec::with_capacity(BATCH);
     let send = |batch: &mut Vec<Item>| -> bool {
         let b = std::mem::replace(batch, Vec::with_capacity(BATCH));
         !flow.aborted() && chunk_tx.send(b).is_ok()
     };
     let mut hints = hints;
+    let mut buf = Vec::new();
     for (i, rd) in files.into_iter().enumerate() {
         let file = i as u32;
-        let res = chunk_one(engine, hints.take(), rd, file, &mut batch, &send);
+        // Opened in turn (a push of many files holds one open at a time).
+        let rd = match rd {
+            Some(f) => f,
+            None => match std::fs::File::open(paths[i]) {
+                Ok(f) => f,
+                Err(e) => return flow.fail(ClientError::Io(format!("{}: {e}", paths[i].display()))),
+            },
+        };
+        let res = chunk_one(engine, hints.take(), rd, file, &mut buf, &mut batch, &send);
         match res {
             Ok(true) => {}
             Ok(false) => return,
@@ -1204,12 +1312,18 @@ fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, files: Ve
     }
 }
 
+/// Files up to this size are read whole into one reused buffer and chunked there
+/// ([`Engine::chunks`]: the same chunks as streaming): a stream costs a read-ahead thread and
+/// two zeroed block buffers, which dominated a push of many small files.
+const SMALL_FILE: u64 = 1 << 20;
+
 /// One input of the chunk stage; `Ok(false)`: the push stopped.
 fn chunk_one(
     engine: &Engine,
     hints: Option<(HintTable, Criterion)>,
     rd: std::fs::File,
     file: u32,
+    buf: &mut Vec<u8>,
     batch: &mut Vec<Item>,
     send: &impl Fn(&mut Vec<Item>) -> bool,
 ) -> Result<bool, cutpoint_core::Error> {
@@ -1227,6 +1341,26 @@ fn chunk_one(
                         last: Some(c.last),
                         regular: c.regular,
                         hinted: matches!(c.found, cutpoint_core::rapid::Found::Hint(_)),
+                    });
+                    if batch.len() == BATCH && !send(batch) {
+                        return Ok(false);
+                    }
+                }
+            }
+            None if rd.metadata().is_ok_and(|m| m.is_file() && m.len() <= SMALL_FILE) => {
+                // A file that grew meanwhile is cut at SMALL_FILE + 1 bytes: its length then
+                // differs from its metadata's and the push refuses it (sealed).
+                buf.clear();
+                (&rd).take(SMALL_FILE + 1).read_to_end(buf).map_err(cutpoint_core::Error::Io)?;
+                for c in engine.chunks(buf) {
+                    batch.push(Item {
+                        file,
+                        off: c.offset,
+                        len: c.length as u32,
+                        id: c.hash.expect("the engine fingerprints"),
+                        last: None,
+                        regular: true,
+                        hinted: false,
                     });
                     if batch.len() == BATCH && !send(batch) {
                         return Ok(false);
@@ -1290,6 +1424,7 @@ fn stage_query(
         if known.len() > KNOWN_MAX {
             known.clear();
         }
+        let end = batch.last().map_or(0, |it| it.off + it.len as u64);
         for it in &batch {
             let q = &mut qs[it.file as usize];
             if let Err(e) = q.recipe.push(RecipeEntry {
@@ -1317,6 +1452,9 @@ fn stage_query(
             flow.progress.processed.fetch_add(it.len as u64, Ordering::Relaxed);
         }
         if ask.is_empty() {
+            if let Some(s) = &plan.stream {
+                s.batch_done(end, false);
+            }
             continue;
         }
         flow.sent.fetch_add(ask.len() as u64 * 32, Ordering::Relaxed);
@@ -1337,8 +1475,12 @@ fn stage_query(
             flow.progress.novel_bytes.fetch_add(len as u64, Ordering::Relaxed);
             list.push((file, off, len, id));
         }
-        if !list.is_empty() && novel_tx.send(list).is_err() {
+        let listed = !list.is_empty();
+        if listed && novel_tx.send(list).is_err() {
             break;
+        }
+        if let Some(s) = &plan.stream {
+            s.batch_done(end, listed);
         }
     }
     drop(novel_tx);
@@ -1351,6 +1493,13 @@ fn stage_query(
 /// compresses them (where the plan says, in groups of [`COMPRESS_GROUP`] across the cores) and
 /// frames them into packs of the plan's size.
 fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<NovelList>, pack_tx: mpsc::SyncSender<Vec<u8>>) {
+    let mut per = vec![(0u64, 0u64); paths.len()];
+    pack_inputs(paths, plan, flow, novel_rx, pack_tx, &mut per);
+    *flow.per_input.lock().unwrap_or_else(|p| p.into_inner()) = per;
+}
+
+/// [`stage_pack`]'s work; `per`: each input's stored bytes and compressed chunks.
+fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<NovelList>, pack_tx: mpsc::SyncSender<Vec<u8>>, per: &mut [(u64, u64)]) {
     let codec = if plan.level.is_some() { Codec::Zstd } else { Codec::None };
     let mut cur: Option<PackWriter<Vec<u8>>> = None;
     let mut sampler = Sampler::default();
@@ -1364,6 +1513,14 @@ fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receive
             for &(file, off, len, id) in group {
                 let path = paths[file as usize];
                 let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
+                if let Some(s) = &plan.stream {
+                    let mut data = vec![0u8; len as usize];
+                    if let Err(e) = s.read_at(&mut data, off) {
+                        return flow.fail(io_err(e));
+                    }
+                    read.push((id, data));
+                    continue;
+                }
                 if open.as_ref().is_none_or(|(f, _)| *f != file) {
                     match std::fs::File::open(path) {
                         Ok(f) => open = Some((file, f)),
@@ -1381,7 +1538,9 @@ fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receive
                 Some(level) => compress_group(read, level, &mut sampler),
                 None => read.into_iter().map(|(id, d)| (id, d, false)).collect(),
             };
-            for (id, data, compressed) in frames {
+            for (&(file, ..), (id, data, compressed)) in group.iter().zip(frames) {
+                per[file as usize].0 += data.len() as u64;
+                per[file as usize].1 += compressed as u64;
                 let w = match &mut cur {
                     Some(w) => w,
                     None => cur.insert(PackWriter::with_codec(Vec::with_capacity(plan.pack_target + (1 << 20)), plan.alg, codec).expect("alg")),
@@ -1398,6 +1557,9 @@ fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receive
                     }
                 }
             }
+        }
+        if let Some(s) = &plan.stream {
+            s.list_done();
         }
     }
     if let Some(w) = cur.take() {
@@ -1497,8 +1659,24 @@ fn stage_commit(client: &Client, name: &str, paths: &[&Path], plan: &Plan, recip
     }
 }
 
+/// Chunks of a stream that went missing from the store after it was asked about them (a gc
+/// meanwhile) cannot be read again.
+fn stream_lost(n: usize) -> ClientError {
+    ClientError::Http {
+        status: 409,
+        code: "missing_chunks".into(),
+        message: format!(
+            "{n} chunks went missing from the store after it was asked about them (a gc meanwhile?); \
+             a stream cannot be read again: nothing was committed, push it again"
+        ),
+    }
+}
+
 /// Reads the chunks a commit named missing back from the inputs and uploads them in packs.
 fn resend_missing(client: &Client, paths: &[&Path], plan: &Plan, offsets: &Offsets, ids: &[Digest], flow: &Flow) -> R<()> {
+    if plan.stream.is_some() {
+        return Err(stream_lost(ids.len()));
+    }
     let alg = plan.alg;
     let mut w = PackWriter::new(Vec::new(), alg).expect("alg");
     let mut data = Vec::new();
@@ -1533,42 +1711,223 @@ fn resend_missing(client: &Client, paths: &[&Path], plan: &Plan, offsets: &Offse
 /// result; a failure of the pipeline itself (a file unreadable, the store unreachable) is the
 /// `Err`, and nothing is committed then.
 pub fn push_files(client: &Client, inputs: &[(std::path::PathBuf, String)], opts: &PushOptions, progress: &Progress) -> R<Vec<R<PushReport>>> {
+    push_files_cached(client, inputs, opts, progress, None)
+}
+
+/// [`push_files`] with a push cache ([`crate::pushcache`]): a file whose metadata match its
+/// entry is not read; its cached version is committed again (in the same batches), and only if
+/// the store refuses that (the version or its chunks gone: a 4xx) is the file read and pushed.
+/// The files found unchanged are committed before the others are read (a failure of the
+/// pipeline then leaves their new versions standing). The cache is updated with every file
+/// committed (not saved: the caller saves it).
+pub fn push_files_cached(
+    client: &Client,
+    inputs: &[(std::path::PathBuf, String)],
+    opts: &PushOptions,
+    progress: &Progress,
+    mut cache: Option<&mut crate::pushcache::PushCache>,
+) -> R<Vec<R<PushReport>>> {
+    use crate::pushcache::{key_path, Stamp};
     let t0 = Instant::now();
-    let mut files = Vec::with_capacity(inputs.len());
+    let read_at = std::time::SystemTime::now();
     let mut metas = Vec::with_capacity(inputs.len());
     for (path, name) in inputs {
         validate_name(name).map_err(|e| ClientError::Usage(e.to_string()))?;
-        let io_err = |e: io::Error| ClientError::Io(format!("{}: {e}", path.display()));
-        let file = std::fs::File::open(path).map_err(io_err)?;
-        let meta = file.metadata().map_err(io_err)?;
+        // Metadata only: a file is opened when the chunk stage comes to it (never all at once).
+        let meta = std::fs::metadata(path).map_err(|e| ClientError::Io(format!("{}: {e}", path.display())))?;
         if !meta.is_file() {
             return Err(ClientError::Io(format!("{}: not a regular file", path.display())));
         }
-        files.push(file);
         metas.push(meta);
     }
-    progress.total.store(metas.iter().map(|m| m.len()).sum(), Ordering::Relaxed);
     let plan = prepare(client, None, opts)?;
+    let n = inputs.len();
+    let mut out: Vec<Option<R<PushReport>>> = (0..n).map(|_| None).collect();
+    let keys: Vec<Option<String>> = match &cache {
+        Some(_) => inputs.iter().map(|(p, _)| key_path(p)).collect(),
+        None => vec![None; n],
+    };
+    let read: Vec<usize> = match cache.as_deref_mut() {
+        Some(c) => push_unchanged(client, inputs, &metas, &keys, &plan, c, &mut out, t0)?,
+        None => (0..n).collect(),
+    };
+    if !read.is_empty() {
+        let sub: Vec<(std::path::PathBuf, String)> = read.iter().map(|&i| inputs[i].clone()).collect();
+        let sub_metas: Vec<std::fs::Metadata> = read.iter().map(|&i| metas[i].clone()).collect();
+        let (reps, texts) = push_read(client, &plan, opts, &sub, &sub_metas, progress, t0)?;
+        for ((&i, r), text) in read.iter().zip(reps).zip(texts) {
+            if let (Some(c), Some(k)) = (cache.as_deref_mut(), &keys[i]) {
+                let stamp = Stamp::of(&metas[i]);
+                match &r {
+                    Ok(rep) if !stamp.racy(read_at) => c.record(cache_entry(k, rep, stamp, text)),
+                    _ => c.forget(k, &inputs[i].1),
+                }
+            }
+            out[i] = Some(r);
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(ClientError::Protocol("internal: a file without a result".into()))))
+        .collect())
+}
+
+/// A cache entry for a file just committed (`text`: what it was committed with).
+fn cache_entry(path: &str, rep: &PushReport, stamp: crate::pushcache::Stamp, text: Option<String>) -> crate::pushcache::Entry {
+    crate::pushcache::Entry {
+        path: path.to_string(),
+        name: rep.name.clone(),
+        stamp,
+        profile: rep.profile.clone(),
+        hash: rep.hash.to_string(),
+        version: rep.version,
+        digest: rep.digest.clone(),
+        chunks: rep.chunks,
+        bytes: rep.bytes,
+        text: text.filter(|t| t.len() <= crate::pushcache::MAX_TEXT),
+    }
+}
+
+/// Commits again, without reading them, the files the cache finds unchanged (a name pushed
+/// once in this push, the same metadata, profile and hash), in batches; their results go to
+/// `out` and their entries are updated. Returns the files to read: the others, and those whose
+/// cached commit the store refused with a 4xx (a version deleted, chunks collected, another
+/// store at the same URL: the store checks a cached commit as any other).
+#[allow(clippy::too_many_arguments)]
+fn push_unchanged(
+    client: &Client,
+    inputs: &[(std::path::PathBuf, String)],
+    metas: &[std::fs::Metadata],
+    keys: &[Option<String>],
+    plan: &Plan,
+    cache: &mut crate::pushcache::PushCache,
+    out: &mut [Option<R<PushReport>>],
+    t0: Instant,
+) -> R<Vec<usize>> {
+    use crate::pushcache::Stamp;
+    let mut times: HashMap<&str, u32> = HashMap::new();
+    for (_, name) in inputs {
+        *times.entry(name.as_str()).or_default() += 1;
+    }
+    let profile = plan.engine.profile().to_string();
+    let mut read = Vec::new();
+    let mut hits = Vec::new();
+    for (i, (_, name)) in inputs.iter().enumerate() {
+        let hit = keys[i]
+            .as_deref()
+            .filter(|_| times[name.as_str()] == 1)
+            .and_then(|k| cache.lookup(k, name, &Stamp::of(&metas[i]), &profile, plan.alg));
+        match hit {
+            Some(e) => hits.push((i, e.clone())),
+            None => read.push(i),
+        }
+    }
+    if hits.is_empty() {
+        return Ok(read);
+    }
+    let names: Vec<&str> = hits.iter().map(|(i, _)| inputs[*i].1.as_str()).collect();
+    let bodies: Vec<Vec<u8>> = hits.iter().map(|(_, e)| e.body()).collect();
+    let texts: Vec<&[u8]> = bodies.iter().map(|b| &b[..]).collect();
+    let all: Vec<usize> = (0..hits.len()).collect();
+    let answers: Vec<(usize, R<Version>)> = match plan.batch_files {
+        Some(max_files) => commit_batches(client, &names, &texts, &all, max_files, plan.max_recipe, None),
+        None => all
+            .iter()
+            .map(|&j| {
+                let digest = cutpoint_core::rapid::recipe::parse_hex(&hits[j].1.digest);
+                (j, commit_read_back(client, names[j], texts[j], digest, None))
+            })
+            .collect(),
+    };
+    for (j, r) in answers {
+        let (i, e) = &hits[j];
+        match r {
+            Ok(v) if v.digest != e.digest => {
+                out[*i] = Some(Err(ClientError::Protocol(format!(
+                    "the store committed '{}' with digest {}, not the cached {}",
+                    names[j], v.digest, e.digest
+                ))));
+                cache.forget(&e.path, &e.name);
+            }
+            Ok(v) => {
+                let body = texts[j].len() as u64;
+                out[*i] = Some(Ok(PushReport {
+                    name: names[j].to_string(),
+                    bytes: e.bytes,
+                    chunks: e.chunks,
+                    novel_chunks: 0,
+                    novel_bytes: 0,
+                    compressed_bytes: 0,
+                    compressed_chunks: 0,
+                    sent_bytes: body,
+                    pack_bytes: 0,
+                    packs: 0,
+                    recipe_bytes: body,
+                    delta_base: e.is_delta().then_some(e.version),
+                    known_from_base: 0,
+                    hinted_chunks: 0,
+                    parts: 0,
+                    parts_sent: 0,
+                    version: v.version,
+                    digest: v.digest,
+                    dedup_ratio: f64::INFINITY,
+                    seconds: t0.elapsed().as_secs_f64(),
+                    profile: profile.clone(),
+                    hash: plan.alg.name(),
+                    backend: plan.engine.backend().name(),
+                    read_bytes: 0,
+                    unchanged: true,
+                }));
+                cache.record(crate::pushcache::Entry { version: v.version, ..e.clone() });
+            }
+            Err(ClientError::Missing(_) | ClientError::Http { status: 400..=499, .. }) => {
+                cache.forget(&e.path, &e.name);
+                read.push(*i);
+            }
+            Err(err) => out[*i] = Some(Err(err)),
+        }
+    }
+    read.sort_unstable();
+    Ok(read)
+}
+
+/// The files of a push of many files that are read: the pipeline, then their commits. Each
+/// file's result and the text it was committed with (for the push cache).
+#[allow(clippy::type_complexity)]
+fn push_read(
+    client: &Client,
+    plan: &Plan,
+    opts: &PushOptions,
+    inputs: &[(std::path::PathBuf, String)],
+    metas: &[std::fs::Metadata],
+    progress: &Progress,
+    t0: Instant,
+) -> R<(Vec<R<PushReport>>, Vec<Option<String>>)> {
+    progress.total.store(metas.iter().map(|m| m.len()).sum(), Ordering::Relaxed);
     let flow = Flow::new(progress);
     let paths: Vec<&Path> = inputs.iter().map(|(p, _)| p.as_path()).collect();
-    let (qs, offsets) = run_pipeline(client, &paths, files, &plan, None, HashSet::new(), opts, &flow);
+    let files = (0..inputs.len()).map(|_| None).collect();
+    let (qs, offsets) = run_pipeline(client, &paths, files, plan, None, HashSet::new(), opts, &flow);
     if let Some(e) = flow.take_err() {
         return Err(e);
     }
     // Each input's recipe, sealed; one so large that it went to parts is committed on its own
     // (in parts), the others in batches.
     let mut recipes = Vec::with_capacity(inputs.len());
+    let mut texts = Vec::with_capacity(inputs.len());
     let mut in_parts: Vec<Option<R<(Version, u64)>>> = (0..inputs.len()).map(|_| None).collect();
-    for (i, ((q, meta), path)) in qs.into_iter().zip(&metas).zip(&paths).enumerate() {
-        let (sealed, counts) = seal_recipe(&plan, q, meta, path)?;
+    for (i, ((q, meta), path)) in qs.into_iter().zip(metas).zip(&paths).enumerate() {
+        let (sealed, counts) = seal_recipe(plan, q, meta, path)?;
         match sealed {
             Sealed::Whole(recipe) => {
                 let mut text = Vec::new();
                 recipe.write(&mut text).map_err(|e| ClientError::Io(e.to_string()))?;
+                texts.push(String::from_utf8(text.clone()).ok());
                 recipes.push(SealedFile { recipe, counts, text });
             }
             Sealed::Parts(spool, recipe) => {
-                let r = stage_commit_parts(client, &inputs[i].1, path, &plan, &spool, &recipe, &flow).map(|(c, _)| (c.version, 1));
+                texts.push(Some(recipe.text()));
+                let r = stage_commit_parts(client, &inputs[i].1, path, plan, &spool, &recipe, &flow).map(|(c, _)| (c.version, 1));
                 in_parts[i] = Some(r);
                 // A placeholder (never committed as a batch entry): its counts for the report.
                 recipes.push(SealedFile {
@@ -1586,7 +1945,7 @@ pub fn push_files(client: &Client, inputs: &[(std::path::PathBuf, String)], opts
     }
     let names: Vec<&str> = inputs.iter().map(|(_, n)| n.as_str()).collect();
     let whole: Vec<usize> = (0..inputs.len()).filter(|&i| in_parts[i].is_none()).collect();
-    let mut committed = commit_many(client, &names, &paths, &plan, &recipes, &whole, &offsets, &flow)?;
+    let mut committed = commit_many(client, &names, &paths, plan, &recipes, &whole, &offsets, &flow)?;
     for (i, r) in in_parts.into_iter().enumerate() {
         if let Some(r) = r {
             committed[i] = r;
@@ -1594,25 +1953,29 @@ pub fn push_files(client: &Client, inputs: &[(std::path::PathBuf, String)], opts
     }
     let seconds = t0.elapsed().as_secs_f64();
     let packs = flow.packs.load(Ordering::Relaxed);
-    Ok(recipes
+    let per = std::mem::take(&mut *flow.per_input.lock().unwrap_or_else(|p| p.into_inner()));
+    let reps = recipes
         .iter()
         .zip(committed)
         .zip(&names)
-        .map(|((f, r), name)| {
+        .enumerate()
+        .map(|(i, ((f, r), name))| {
             let (version, tries) = r?;
             let c = &f.counts;
-            let frames = c.novel_bytes + FRAME_HEAD * c.novel_chunks;
+            // This file's novel chunks as they travelled (compressed where that saved).
+            let (stored, compressed) = per.get(i).copied().unwrap_or((c.novel_bytes, 0));
+            let frames = stored + FRAME_HEAD * c.novel_chunks;
             Ok(PushReport {
                 name: name.to_string(),
                 bytes: c.bytes,
                 chunks: c.chunks,
                 novel_chunks: c.novel_chunks,
                 novel_bytes: c.novel_bytes,
-                // The whole push's (the pack stage does not track files), like `packs`.
-                compressed_bytes: flow.stored.load(Ordering::Relaxed),
-                compressed_chunks: flow.compressed.load(Ordering::Relaxed),
+                compressed_bytes: stored,
+                compressed_chunks: compressed,
                 sent_bytes: frames + tries * f.text.len() as u64,
                 pack_bytes: frames,
+                // The whole push's (packs are shared by the files).
                 packs,
                 recipe_bytes: tries * f.text.len() as u64,
                 delta_base: None,
@@ -1627,9 +1990,12 @@ pub fn push_files(client: &Client, inputs: &[(std::path::PathBuf, String)], opts
                 profile: plan.engine.profile().to_string(),
                 hash: plan.alg.name(),
                 backend: plan.engine.backend().name(),
+                read_bytes: c.bytes,
+                unchanged: false,
             })
         })
-        .collect())
+        .collect();
+    Ok((reps, texts))
 }
 
 /// A frame head's bytes (length and id) in a pack.
@@ -1698,7 +2064,10 @@ fn commit_many(
     let mut rounds = 0;
     while !pending.is_empty() {
         let answers = match plan.batch_files {
-            Some(max_files) => commit_batches(client, names, recipes, &pending, max_files, plan.max_recipe, flow),
+            Some(max_files) => {
+                let texts: Vec<&[u8]> = recipes.iter().map(|r| &r.text[..]).collect();
+                commit_batches(client, names, &texts, &pending, max_files, plan.max_recipe, Some(flow))
+            }
             None => pending
                 .iter()
                 .map(|&i| {
@@ -1735,22 +2104,24 @@ fn commit_many(
         .collect())
 }
 
-/// Sends the `pending` files' recipes in batch requests; each file's answer.
+/// Sends the `pending` files' commit bodies (`texts`) in batch requests; each file's answer.
 fn commit_batches(
     client: &Client,
     names: &[&str],
-    recipes: &[SealedFile],
+    texts: &[&[u8]],
     pending: &[usize],
     max_files: usize,
     max_bytes: u64,
-    flow: &Flow,
+    flow: Option<&Flow>,
 ) -> Vec<(usize, R<Version>)> {
     let mut out = Vec::with_capacity(pending.len());
     let send = |w: BatchWriter, idx: Vec<usize>, out: &mut Vec<(usize, R<Version>)>| {
         let n = idx.len();
         let body = w.finish();
-        flow.sent.fetch_add(body.len() as u64, Ordering::Relaxed);
-        flow.progress.sent_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        if let Some(flow) = flow {
+            flow.sent.fetch_add(body.len() as u64, Ordering::Relaxed);
+            flow.progress.sent_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        }
         match client.commit_batch(&body, n) {
             Ok(rs) => out.extend(idx.into_iter().zip(rs)),
             Err(e) => out.extend(idx.into_iter().map(|i| (i, Err(e.clone())))),
@@ -1759,7 +2130,7 @@ fn commit_batches(
     let mut w = BatchWriter::new();
     let mut idx = Vec::new();
     for &i in pending {
-        let text = &recipes[i].text;
+        let text = texts[i];
         if !w.is_empty() && (w.count() >= max_files || w.len_with(names[i], text.len()) as u64 > max_bytes) {
             send(std::mem::take(&mut w), std::mem::take(&mut idx), &mut out);
         }

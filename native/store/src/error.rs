@@ -20,6 +20,9 @@ pub enum StoreError {
     MissingParts { message: String, missing: Vec<Digest> },
     /// 413: a body over its limit.
     TooLarge(String),
+    /// 413 `too_many_entries`: a commit whose expanded entries (its part lines' COUNTs and
+    /// its chunk lines) are over `max_commit_entries`.
+    TooManyEntries(String),
     /// 416: a range past the end.
     Range { len: u64 },
     /// 500: the store failed (storage, index). Its message stays in the server's log; the
@@ -48,7 +51,7 @@ impl StoreError {
             StoreError::Forbidden(_) => 403,
             StoreError::NotFound(_) => 404,
             StoreError::Missing { .. } | StoreError::MissingParts { .. } => 409,
-            StoreError::TooLarge(_) => 413,
+            StoreError::TooLarge(_) | StoreError::TooManyEntries(_) => 413,
             StoreError::Range { .. } => 416,
             StoreError::Internal(_) | StoreError::Damaged(_) => 500,
             StoreError::Busy(_) => 503,
@@ -64,6 +67,7 @@ impl StoreError {
             StoreError::Missing { .. } => "missing_chunks",
             StoreError::MissingParts { .. } => "missing_parts",
             StoreError::TooLarge(_) => "too_large",
+            StoreError::TooManyEntries(_) => "too_many_entries",
             StoreError::Range { .. } => "range_not_satisfiable",
             StoreError::Internal(_) => "internal",
             StoreError::Damaged(_) => "damaged",
@@ -102,6 +106,7 @@ impl fmt::Display for StoreError {
             | StoreError::Forbidden(m)
             | StoreError::NotFound(m)
             | StoreError::TooLarge(m)
+            | StoreError::TooManyEntries(m)
             | StoreError::Internal(m)
             | StoreError::Damaged(m)
             | StoreError::Busy(m) => f.write_str(m),

@@ -6,7 +6,8 @@
 //! * [`routes`] — the HTTP API (axum): thin handlers that parse, authorise ([`auth`]; web pages
 //!   and `Host` names by [`access`]), call the
 //!   store on a blocking thread, and map the result to a status;
-//! * [`client`] — the HTTP client and the push / pull pipelines used by `cutpoint push` / `pull`.
+//! * [`client`] — the HTTP client and the push / pull pipelines used by `cutpoint push` / `pull`
+//!   ([`spool`]: the window of a pushed stream, `cutpoint push -`).
 //!
 //! The wire format itself (pack frames, query bodies, names, recipes) lives in
 //! `cutpoint_core::protocol`, shared with the wasm build. `PROTOCOL.md` documents each request.
@@ -18,8 +19,10 @@ pub mod client;
 pub mod error;
 pub mod idset;
 pub mod index;
+pub mod pushcache;
 pub mod range;
 pub mod routes;
+pub mod spool;
 pub mod store;
 
 pub use error::StoreError;

@@ -1,53 +1,13 @@
-//! The HTTP `Range` header of a restore, as a pure function (fuzzed with the other parsers).
+//! The HTTP `Range` header of a restore (the parser lives in the core:
+//! `cutpoint_core::protocol::range`, used by the edge store too).
 
 use crate::error::{Result, StoreError};
 use std::ops::Range;
 
-/// The byte range `header` asks of a file of `len` bytes: `Ok(None)` for the whole file (no
-/// header, a header that is not a single `bytes=` range, which RFC 9110 lets a server ignore),
+/// The byte range `header` asks of a file of `len` bytes: `Ok(None)` for the whole file,
 /// `Ok(Some(a..b))` for a satisfiable single range, `Err(Range)` (416) past the end.
 pub fn parse_range(header: Option<&[u8]>, len: u64) -> Result<Option<Range<u64>>> {
-    let Some(h) = header else { return Ok(None) };
-    let Ok(h) = std::str::from_utf8(h) else { return Ok(None) };
-    let Some(spec) = h.trim().strip_prefix("bytes=") else { return Ok(None) };
-    if spec.contains(',') {
-        return Ok(None);
-    }
-    let Some((a, b)) = spec.trim().split_once('-') else { return Ok(None) };
-    let num = |s: &str| -> Option<u64> {
-        if s.is_empty() || s.len() > 19 || !s.bytes().all(|c| c.is_ascii_digit()) {
-            None
-        } else {
-            s.parse().ok()
-        }
-    };
-    let unsat = Err(StoreError::Range { len });
-    match (a.trim(), b.trim()) {
-        ("", n) => {
-            let Some(n) = num(n) else { return Ok(None) };
-            if n == 0 || len == 0 {
-                return unsat;
-            }
-            Ok(Some(len.saturating_sub(n)..len))
-        }
-        (a, "") => {
-            let Some(a) = num(a) else { return Ok(None) };
-            if a >= len {
-                return unsat;
-            }
-            Ok(Some(a..len))
-        }
-        (a, b) => {
-            let (Some(a), Some(b)) = (num(a), num(b)) else { return Ok(None) };
-            if b < a {
-                return Ok(None);
-            }
-            if a >= len {
-                return unsat;
-            }
-            Ok(Some(a..(b.saturating_add(1)).min(len)))
-        }
-    }
+    cutpoint_core::protocol::range::parse_range(header, len).map_err(|u| StoreError::Range { len: u.len })
 }
 
 #[cfg(test)]

@@ -374,6 +374,7 @@ async fn info(State(st): St) -> Response {
             "max_pack_chunks": st.store.limits.max_pack_chunks,
             "max_uploads_per_token": st.uploads.per_token,
             "max_batch_files": MAX_BATCH_FILES,
+            "max_commit_entries": st.store.limits.max_commit_entries,
         },
     }))
     .into_response()

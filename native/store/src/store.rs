@@ -43,7 +43,15 @@ pub struct Limits {
     /// Most chunks in one pack upload, in either layout (each costs an index row: a pack of
     /// millions of tiny chunks would hold the index for minutes).
     pub max_pack_chunks: u64,
+    /// Most entries a commit may expand to (its part lines' COUNTs and its chunk lines): a
+    /// commit body within `max_recipe` naming a big part many times would otherwise make the
+    /// store read that part once per line.
+    pub max_commit_entries: u64,
 }
+
+/// The default of [`Limits::max_commit_entries`]: 2^25 entries, 256 GiB at the default
+/// profile's 8 KiB average chunk.
+pub const DEFAULT_MAX_COMMIT_ENTRIES: u64 = 1 << 25;
 
 /// The default of [`Limits::max_pack_chunks`]: as many as a heads-first upload may list. A pack
 /// of the default profile's 8 KiB average chunks holds ~32,768 at 256 MiB; the clients cut their
@@ -56,6 +64,7 @@ impl Default for Limits {
             max_pack: 256 << 20,
             max_recipe: 128 << 20,
             max_pack_chunks: DEFAULT_MAX_PACK_CHUNKS,
+            max_commit_entries: DEFAULT_MAX_COMMIT_ENTRIES,
         }
     }
 }
@@ -168,21 +177,8 @@ impl<W: Write> Write for CountingWriter<W> {
     }
 }
 
-/// A pack's name: BLAKE3 over its algorithm and its frames (id, offset, length). Every frame's
-/// data is checked against its id when the pack is read, so this names the content as well as
-/// a hash of every byte would, without a second pass over the data.
-pub fn pack_id(alg: HashAlg, frames: &[Frame]) -> String {
-    let mut h = blake3::Hasher::new();
-    h.update(b"cutpoint pack id v1");
-    h.update(&[cutpoint_core::protocol::pack::alg_code(alg).unwrap_or(0)]);
-    for f in frames {
-        h.update(&f.id);
-        h.update(&f.offset.to_le_bytes());
-        // The head's length as stored: bit 31 for a compressed frame (raw frames as before).
-        h.update(&f.head_len().to_le_bytes());
-    }
-    hex(h.finalize().as_bytes())
-}
+/// A pack's name (moved to the core, where the edge store's wasm uses it too).
+pub use cutpoint_core::protocol::pack::pack_id;
 
 fn random_hex() -> String {
     let mut b = [0u8; 12];
@@ -594,6 +590,12 @@ impl Store {
     /// delta against an earlier version of the same name (`cutpoint_core::protocol::delta`),
     /// which is expanded against the stored base and then committed as the full recipe.
     pub fn commit(&self, ns: &str, name: &str, body: &[u8]) -> Result<Version> {
+        self.commit_within(ns, name, body, &mut self.limits.max_commit_entries.clone())
+    }
+
+    /// [`Store::commit`], a recipe naming parts taking its expanded entries from `budget` (what
+    /// the request may still expand: a batch shares one `max_commit_entries`).
+    fn commit_within(&self, ns: &str, name: &str, body: &[u8], budget: &mut u64) -> Result<Version> {
         check_ns(ns)?;
         validate_name(name).map_err(StoreError::bad)?;
         if body.starts_with(b"cutpoint-delta ") {
@@ -623,7 +625,7 @@ impl Store {
         }
         if has_part_lines(body) {
             let r = PartRecipe::parse(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))?;
-            return self.commit_parts(ns, name, r);
+            return self.commit_parts(ns, name, r, budget);
         }
         let recipe = Recipe::read(body).map_err(|e| StoreError::BadRequest(format!("recipe: {e}")))?;
         self.commit_recipe(ns, name, recipe)
@@ -731,12 +733,16 @@ impl Store {
 
     /// Commits a recipe that names parts: each part must be stored, with the COUNT and BYTES
     /// the line says; the digest is computed by streaming the parts (one in memory at a time);
-    /// the plain chunk lines are checked as a plain recipe's are.
-    fn commit_parts(&self, ns: &str, name: &str, r: PartRecipe) -> Result<Version> {
+    /// the plain chunk lines are checked as a plain recipe's are. The expanded entry count is
+    /// taken from `budget` (at most `max_commit_entries` a request) before any part is read, so
+    /// a short body naming a big part many times costs the store no more than the limit; each
+    /// distinct part is checked for existence once.
+    fn commit_parts(&self, ns: &str, name: &str, r: PartRecipe, budget: &mut u64) -> Result<Version> {
         self.check_alg(ns, r.hash, "recipe")?;
         let digest = r
             .digest
             .ok_or_else(|| StoreError::BadRequest("recipe: a commit needs the file's 'digest' line".into()))?;
+        Self::take_entries(budget, r.count, self.limits.max_commit_entries)?;
         let chunks: Vec<RecipeEntry> = r
             .lines
             .iter()
@@ -748,35 +754,8 @@ impl Store {
         let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
         let epoch = self.commit_prelude(ns)?;
         self.check_chunks(ns, &chunks, "recipe")?;
-        let mut missing = Vec::new();
-        let mut seen = HashSet::new();
-        let mut parts = Vec::new();
-        let mut d = FileDigest::new(r.hash);
-        for l in &r.lines {
-            match l {
-                Line::Chunk(e) => d.add(&e.fp, e.size),
-                Line::Part { id, count, bytes } => {
-                    parts.push(*id);
-                    let Some(p) = self.load_part(ns, id)? else {
-                        if seen.insert(*id) {
-                            missing.push(*id);
-                        }
-                        continue;
-                    };
-                    if p.hash != r.hash || p.entries.len() as u64 != *count || p.bytes() != *bytes {
-                        return Err(StoreError::BadRequest(format!(
-                            "recipe: part {} holds {} chunks of {} bytes, the recipe says {count} chunks of {bytes} bytes",
-                            hex(id),
-                            p.entries.len(),
-                            p.bytes()
-                        )));
-                    }
-                    for e in &p.entries {
-                        d.add(&e.fp, e.size);
-                    }
-                }
-            }
-        }
+        let parts = Self::distinct_parts(&r.lines);
+        let missing = self.query_parts(ns, &parts)?;
         if !missing.is_empty() {
             return Err(StoreError::MissingParts {
                 message: format!(
@@ -786,7 +765,7 @@ impl Store {
                 missing,
             });
         }
-        if d.finish() != Some(digest) {
+        if self.expanded_digest(ns, &r)? != Some(digest) {
             return Err(StoreError::BadRequest(
                 "recipe: its 'digest' line is not the digest of its chunk list (see PROTOCOL.md, 'File digest')".into(),
             ));
@@ -795,6 +774,68 @@ impl Store {
         let stored = Stored::Parts(r);
         let ids: Vec<Digest> = chunks.iter().map(|e| e.fp).collect();
         self.put_version(ns, name, stored, &ids, &parts, epoch)
+    }
+
+    /// Takes a commit's `count` expanded entries from what its request may still expand:
+    /// 413 `too_many_entries` (nothing read yet) when they are more.
+    fn take_entries(budget: &mut u64, count: u64, limit: u64) -> Result<()> {
+        if count > *budget {
+            return Err(StoreError::TooManyEntries(format!(
+                "recipe: it expands to {count} entries, over the store's max_commit_entries of {limit} \
+                 (in this request); nothing was committed"
+            )));
+        }
+        *budget -= count;
+        Ok(())
+    }
+
+    /// The distinct parts a recipe names, in order of first mention.
+    fn distinct_parts(lines: &[Line]) -> Vec<Digest> {
+        let mut seen = HashSet::new();
+        lines
+            .iter()
+            .filter_map(|l| match l {
+                Line::Part { id, .. } if seen.insert(*id) => Some(*id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The file digest of a recipe's expanded chunk list, its parts read one at a time (a part
+    /// named on consecutive lines is read once); 400 where a part's COUNT, BYTES or algorithm
+    /// differ from its line's.
+    fn expanded_digest(&self, ns: &str, r: &PartRecipe) -> Result<Option<Digest>> {
+        let mut d = FileDigest::new(r.hash);
+        let mut last: Option<(Digest, Part)> = None;
+        for l in &r.lines {
+            let (id, count, bytes) = match l {
+                Line::Chunk(e) => {
+                    d.add(&e.fp, e.size);
+                    continue;
+                }
+                Line::Part { id, count, bytes } => (id, *count, *bytes),
+            };
+            if last.as_ref().map(|(l, _)| l) != Some(id) {
+                let p = self.load_part(ns, id)?.ok_or_else(|| StoreError::MissingParts {
+                    message: format!("a part of the recipe is no longer in namespace '{ns}'; nothing was committed"),
+                    missing: vec![*id],
+                })?;
+                last = Some((*id, p));
+            }
+            let p = &last.as_ref().expect("loaded above").1;
+            if p.hash != r.hash || p.entries.len() as u64 != count || p.bytes() != bytes {
+                return Err(StoreError::BadRequest(format!(
+                    "recipe: part {} holds {} chunks of {} bytes, the recipe says {count} chunks of {bytes} bytes",
+                    hex(id),
+                    p.entries.len(),
+                    p.bytes()
+                )));
+            }
+            for e in &p.entries {
+                d.add(&e.fp, e.size);
+            }
+        }
+        Ok(d.finish())
     }
 
     /// The commit point: the recipe's text put create-only under the name's next version, then
@@ -948,8 +989,10 @@ impl Store {
     /// `Err` only when the store itself failed (nothing after the failing group committed).
     pub fn commit_batch(&self, ns: &str, files: &[(String, Range<usize>)], body: &[u8]) -> Result<Vec<Result<Version>>> {
         check_ns(ns)?;
+        // One request, one max_commit_entries: the batch's recipes in parts share it.
+        let mut budget = self.limits.max_commit_entries;
         if self.shared {
-            return Ok(files.iter().map(|(n, r)| self.commit(ns, n, &body[r.clone()])).collect());
+            return Ok(files.iter().map(|(n, r)| self.commit_within(ns, n, &body[r.clone()], &mut budget)).collect());
         }
         let mut out = Vec::with_capacity(files.len());
         let mut i = 0;
@@ -958,7 +1001,7 @@ impl Store {
             // at a time, and a delta is expanded (up to --max-recipe) only when its turn comes,
             // so a batch of short deltas never holds several expanded recipes at once.
             if Self::alone_in_batch(&body[files[i].1.clone()]) {
-                out.push(self.commit(ns, &files[i].0, &body[files[i].1.clone()]));
+                out.push(self.commit_within(ns, &files[i].0, &body[files[i].1.clone()], &mut budget));
                 i += 1;
                 continue;
             }

@@ -11,6 +11,7 @@ import { Http, type RetryEvent } from './http.js'
 import type { PushInput } from './input.js'
 import { pull, type PullInfo, type PullOptions } from './pull.js'
 import { push, COMPRESSIONS, type Compression, type PushOptions, type PushResult } from './push.js'
+import { pushMany, type ManyInput, type PushManyOptions, type PushManyResult } from './many.js'
 import { startCompressionPool } from '../workers.js'
 import type { Pool } from '../pool.js'
 import { wire } from './wire.js'
@@ -80,6 +81,13 @@ export interface FileVersion {
 export interface Client {
   /** Pushes one input as the next version of `opts.name`; only the chunks the store lacks travel. */
   push(input: PushInput, opts: PushOptions): Promise<PushResult>
+  /**
+   * Pushes many inputs, each the next version of its own name, as one pipeline: their chunk ids
+   * share queries, their novel chunks share packs, their recipes are committed in batches where
+   * the store lists `batch`. One result per input, in order (a failure of one does not stop the
+   * others); progress per input.
+   */
+  pushMany(files: ManyInput[], opts?: PushManyOptions): Promise<PushManyResult>
   /** A version's bytes (latest by default), verified chunk by chunk; the stream errors on a mismatch. */
   pull(name: string, opts?: PullOptions): Promise<ReadableStream<Uint8Array>>
   /** As `pull`, with the version's size, chunk count and digest known before the first byte. */
@@ -206,6 +214,15 @@ export function createClient(opts: ClientOptions): Client {
         { http: h, profile: o.profile ?? DEFAULT_PROFILE, hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency, packSize: o.packSize, compression: o.compression ?? 'auto', compressor },
         input,
         popts,
+      )
+    },
+    async pushMany(files, mopts) {
+      live()
+      const h = await ready()
+      return pushMany(
+        { http: h, profile: o.profile ?? DEFAULT_PROFILE, hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency, packSize: o.packSize, compression: o.compression ?? 'auto', compressor },
+        files,
+        mopts,
       )
     },
     async pull(name, popts) {

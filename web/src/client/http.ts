@@ -50,7 +50,11 @@ export interface StoreLimits {
   maxPack?: number
   /** Most chunks in one pack upload. */
   maxPackChunks?: number
-  /** The protocol features it lists (`features`: 'zstd', 'parts', 'batch'). */
+  /** Largest commit body, part or batch body (`max_recipe_bytes`). */
+  maxRecipe?: number
+  /** Most files in one batch commit (`max_batch_files`). */
+  maxBatchFiles?: number
+  /** What the store takes beyond revision 1 (`features`: 'zstd', 'parts', 'batch'). */
   features?: string[]
 }
 
@@ -95,6 +99,8 @@ export class Http {
     const p = (this.limitsP ??= this.requestRead('GET', `${this.base}/v1`, { retry: true }, (r) => r.json()).then((v: any) => ({
       maxPack: num(v?.limits?.max_pack_bytes),
       maxPackChunks: num(v?.limits?.max_pack_chunks),
+      maxRecipe: num(v?.limits?.max_recipe_bytes),
+      maxBatchFiles: num(v?.limits?.max_batch_files),
       features: Array.isArray(v?.features) ? v.features.filter((f: unknown) => typeof f === 'string') : [],
     })))
     const settled = p.catch(() => {
@@ -117,8 +123,9 @@ export class Http {
     return `${this.base}/v1/ns/${this.ns}/${tail}`
   }
 
-  fileUrl(what: 'files' | 'recipes', name: string, version?: number): string {
-    return this.url(`${what}/${wire().encodeSegment(name)}`) + (version !== undefined ? `?version=${version}` : '')
+  fileUrl(what: 'files' | 'recipes', name: string, version?: number, parts?: boolean): string {
+    const q = [version !== undefined ? `version=${version}` : '', parts ? 'parts=1' : ''].filter(Boolean).join('&')
+    return this.url(`${what}/${wire().encodeSegment(name)}`) + (q ? `?${q}` : '')
   }
 
   /** `GET /v1/ns/default/files`: a request as messages name it. */

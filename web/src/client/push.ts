@@ -21,7 +21,7 @@ import { chunk, createChunker, type Chunk, type ChunkOptions, type WorkerPool } 
 import { CRITERIA, type Criterion } from '../rapid.js'
 import { hex, unhex, unhexInto } from '../hex.js'
 import { parseProfile } from '../runtime.js'
-import type { WasmCompressSampler, WasmStoreRecipe } from '../../../common/wasm.js'
+import type { WasmCompressSampler, WasmPartOut, WasmPartSink, WasmStoreRecipe } from '../../../common/wasm.js'
 import type { CompressRes } from '../../../common/protocol.js'
 import type { Pool } from '../pool.js'
 import { pools } from '../workers.js'
@@ -92,6 +92,9 @@ export interface PushResult {
   recipeBytes: number
   /** The version the commit was a delta against (absent: the whole recipe was sent). */
   deltaBase?: number
+  /** Recipe parts the commit named (0: committed whole; PROTOCOL.md 3.7), and of them those uploaded. */
+  parts: number
+  partsSent: number
   /** Chunks known present from the base recipe (not queried). */
   knownFromBase: number
   hintedChunks: number
@@ -195,11 +198,20 @@ interface Base {
 }
 
 /** What the options say, checked before anything is asked. */
-interface Checked {
+export interface Checked {
   name: string
   profile: string
   maxChunk: number
   criterion?: Criterion
+}
+
+/** A closed recipe part on its way: sent once every pack holding its novel chunks is answered. */
+interface PendingPart {
+  part: WasmPartOut
+  /** The push's chunk count when the part closed: its chunks are the ones before. */
+  upto: number
+  /** Packs that must be answered first (`ackedThrough` ≥ this); unset while a query of its chunks is unanswered. */
+  need?: number
 }
 
 function checkOptions(ctx: PushContext, opts: PushOptions): Checked {
@@ -211,15 +223,7 @@ function checkOptions(ctx: PushContext, opts: PushOptions): Checked {
   } catch (e: any) {
     throw usage(e?.message ?? String(e))
   }
-  let profile: string
-  let maxChunk: number
-  try {
-    const pr = parseProfile(ctx.profile)
-    profile = pr.canonical
-    maxChunk = pr.max
-  } catch (e: any) {
-    throw new StoreError(e?.message ?? String(e), { code: 'usage' })
-  }
+  const { profile, maxChunk } = checkProfile(ctx)
   let criterion: Criterion | undefined
   if (opts.rapid === true) criterion = 'ff+rwt'
   else if (typeof opts.rapid === 'string') {
@@ -227,6 +231,16 @@ function checkOptions(ctx: PushContext, opts: PushOptions): Checked {
     criterion = opts.rapid as Criterion
   } else if (opts.rapid !== undefined && opts.rapid !== false) throw usage(`rapid must be a boolean or a criterion (got ${typeof opts.rapid})`)
   return { name, profile, maxChunk, criterion }
+}
+
+/** The client's profile, canonical, and its largest chunk. */
+export function checkProfile(ctx: PushContext): { profile: string; maxChunk: number } {
+  try {
+    const pr = parseProfile(ctx.profile)
+    return { profile: pr.canonical, maxChunk: pr.max }
+  } catch (e: any) {
+    throw new StoreError(e?.message ?? String(e), { code: 'usage' })
+  }
 }
 
 /**
@@ -254,6 +268,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
       run.stage = 'querying'
       run.progress(true)
       await run.finishQueries()
+      run.endInput()
       run.stage = 'uploading'
       run.progress(true)
       await run.finishUploads()
@@ -272,7 +287,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
 }
 
 /** One push's state: the counters (the native report's fields) and what each stage holds. */
-class PushRun {
+export class PushRun {
   readonly http: Http
   readonly hash: 'blake3' | 'sha256'
   readonly name: string
@@ -316,10 +331,28 @@ class PushRun {
   private concurrency = 2
   private packNovel: Novel[] = []
   private packCount = 0
-  private readonly inflight = new Set<Promise<void>>()
-  private failure: unknown
-  // stagePack's compression: the zstd level (undefined: off), the core's sampler over this
-  // input's groups, the client's compression workers (leased), the counters.
+  readonly inflight = new Set<Promise<void>>()
+  failure: unknown
+  // Recipe parts (PROTOCOL.md 3.7): the store's limits and features, the current input's part
+  // sink, the parts closed and not yet sent, and which packs the store has answered (a part is
+  // sent once every pack that may hold its novel chunks is).
+  limits: StoreLimits = {}
+  sink?: WasmPartSink
+  /** The file digest of a recipe in parts (sealed when its input ends). */
+  partsDigest?: string
+  parts = 0
+  partsSent = 0
+  /** Where the input being chunked starts in the push's offsets (pushMany: the inputs end to end). */
+  fileBase = 0
+  /** pushMany: told of each chunk batch (per-file counts) and of each novel chunk's offset. */
+  onBatch?: (chunks: number, bytes: number) => void
+  onNovel?: (off: number, len: number) => void
+  private pendingParts: PendingPart[] = []
+  private packSeq = 0
+  private ackedThrough = 0
+  private readonly acked = new Set<number>()
+  // stagePack's compression: the zstd level (undefined: off), the core's sampler over the
+  // push's groups, the workers that compress (leased), the counters.
   private level?: number
   private sampler?: WasmCompressSampler
   private zpool?: Pool
@@ -327,6 +360,8 @@ class PushRun {
   private zown?: Promise<Pool>
   compressedBytes = 0
   compressedChunks = 0
+  /** pushMany: told of each novel chunk's frame (its offset, the bytes that travel, compressed). */
+  onFrame?: (off: number, stored: number, compressed: boolean) => void
 
   constructor(
     readonly ctx: PushContext,
@@ -373,11 +408,7 @@ class PushRun {
     await this.fetchBase()
     // Heads-first packs (a File/Blob in a browser) or framed ones, aimed within the store's
     // limit; decided before anything is opened or leased (a limit too small is an error here).
-    const source = (this.source = BLOB_BODIES && typeof Blob !== 'undefined' && input instanceof Blob ? input : undefined)
-    const lim = await limits
-    this.packSize = fitPack(this.ctx.packSize ?? (source ? HEADS_FIRST_PACK_SIZE : PACK_SIZE), this.checked.maxChunk, lim)
-    // Chunks per pack within the store's count, in either layout (the core's rule).
-    this.maxCount = wire().fitPackChunks(lim.maxPackChunks)
+    this.setLimits(BLOB_BODIES && typeof Blob !== 'undefined' && input instanceof Blob ? input : undefined, await limits)
     // The journal (browsers, File/Blob): what an earlier attempt had stored is known present.
     this.journal = await PushJournal.open({ store: http.base, namespace: http.ns, name, profile, hash }, input, () => ({
       stage: this.stage,
@@ -393,40 +424,64 @@ class PushRun {
       this.reader = o.reader
       this.total = o.size
     }
+    this.checkLimits(this.total)
     const criterion = this.checked.criterion
     this.recipe = criterion ? undefined : new (wire().StoreRecipe)(profile, hash)
-    const { opts: chunkOpts, release } = await this.ctx.chunkOptions()
-    this.release = release
-    chunkOpts.profile = profile
-    chunkOpts.hash = hash
+    this.sink = this.newSink()
+    const chunkOpts = await this.chunkOptions()
     if (criterion) chunkOpts.rapid = { criterion, base: this.base?.text, recipe: true, hinted: true }
-    await this.prepareCompression(lim, chunkOpts)
-    const header = wire().packHeader(hash, source !== undefined, this.level !== undefined)
-    this.pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, this.packSize)
-    this.concurrency = this.ctx.concurrency ?? (source ? HEADS_FIRST_CONCURRENCY : 2)
     return chunkOpts
   }
 
   /**
-   * Compression where the option asks for it and the store lists `zstd` (an older store: off):
-   * the level, the sampler, and the client's compression workers for this push.
+   * The store's limits and the pack layout within them: heads first from `source` (a File/Blob
+   * in a browser), else framed; `concurrency` uploads in flight.
    */
-  private async prepareCompression(lim: StoreLimits, chunkOpts: ChunkOptions): Promise<void> {
+  setLimits(source: Blob | undefined, lim: StoreLimits): void {
+    this.limits = lim
+    this.source = source
+    this.packSize = fitPack(this.ctx.packSize ?? (source ? HEADS_FIRST_PACK_SIZE : PACK_SIZE), this.checked.maxChunk, lim)
+    // Chunks per pack within the store's count, in either layout (the core's rule).
+    this.maxCount = wire().fitPackChunks(lim.maxPackChunks)
+    this.level = this.compressionLevel(lim)
+    if (this.level !== undefined) this.sampler ??= new (wire().CompressSampler)()
+    const header = wire().packHeader(this.hash, source !== undefined, this.level !== undefined)
+    this.pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, this.packSize)
+    this.concurrency = this.ctx.concurrency ?? (source ? HEADS_FIRST_CONCURRENCY : 2)
+  }
+
+  /** The chunker's options (the client's workers, leased until `close`). */
+  async chunkOptions(): Promise<ChunkOptions> {
+    const { opts: chunkOpts, release } = await this.ctx.chunkOptions()
+    this.release = release
+    chunkOpts.profile = this.profile
+    chunkOpts.hash = this.hash
+    this.compressionPool(chunkOpts)
+    return chunkOpts
+  }
+
+  /**
+   * The zstd level where the option asks for compression and the store lists `zstd` (an older
+   * store: undefined, off).
+   */
+  private compressionLevel(lim: StoreLimits): number | undefined {
     const mode = this.ctx.compression ?? 'off'
-    if (mode === 'off' || !lim.features?.includes('zstd')) return
-    const level = wire().compressionLevel(mode)
-    if (level === undefined) return
-    // The chunker's workers where the push has the client's kept pool (no more workers, and
-    // their memory, than chunking needs); else the client's compression workers.
-    // (RapidCDC may never start them: its own workers then.)
+    if (mode === 'off' || !lim.features?.includes('zstd') || !this.ctx.compressor) return undefined
+    return wire().compressionLevel(mode)
+  }
+
+  /**
+   * The workers that compress (once the chunker's options are known): the chunker's where the
+   * push has the client's kept pool (no more workers, and their memory, than chunking needs);
+   * else the client's compression workers (`ownCompressionPool`, when first needed). RapidCDC
+   * may never start the chunker's workers: its pushes use the client's.
+   */
+  private compressionPool(chunkOpts: ChunkOptions): void {
+    if (this.level === undefined || this.zpool) return
     const kept = chunkOpts.pool && !this.checked.criterion ? pools.get(chunkOpts.pool) : undefined
-    if (kept) {
-      this.zpool = kept
-      this.zrelease = kept.lease()
-    } else if (this.ctx.compressor) await this.ownCompressionPool()
-    else return
-    this.level = level
-    this.sampler = new (wire().CompressSampler)()
+    if (!kept) return
+    this.zpool = kept
+    this.zrelease = kept.lease()
   }
 
   /** The client's compression workers for this push (instead of the chunker's), leased once. */
@@ -439,12 +494,52 @@ class PushRun {
     })())
   }
 
+  /**
+   * Check before sending (PROTOCOL.md 5.1 step 6): a store that takes parts must take a part of
+   * one chunk; a store without parts must take the shortest recipe a `len`-byte input can have.
+   */
+  checkLimits(len: number | undefined): void {
+    const { maxRecipe, features } = this.limits
+    if (maxRecipe === undefined) return
+    if (features?.includes('parts')) {
+      const need = wire().minPartText(this.hash)
+      if (need > maxRecipe / 4) {
+        throw new StoreError(`cutpoint: the store's max_recipe_bytes (${maxRecipe}) is too small for a recipe part of one chunk (${need} bytes, a quarter of the limit); nothing was sent`, { code: 'usage' })
+      }
+      return
+    }
+    if (len === undefined) return
+    const floor = wire().recipeFloor(len, this.checked.maxChunk)
+    if (floor > maxRecipe) {
+      throw new StoreError(
+        `cutpoint: this file's recipe would be at least ${floor} bytes, over the store's max_recipe_bytes of ${maxRecipe}, and the store takes no recipe parts; nothing was sent`,
+        { status: 413, code: 'too_large' },
+      )
+    }
+  }
+
+  /** A commit body over the store's `max_recipe_bytes` is refused here, before it is sent. */
+  checkCommit(text: Uint8Array): void {
+    const max = this.limits.maxRecipe
+    if (max !== undefined && text.length > max) {
+      throw new StoreError(`cutpoint: the commit of '${this.name}' is ${text.length} bytes, over the store's max_recipe_bytes of ${max}; its chunks were sent, nothing was committed`, {
+        status: 413,
+        code: 'too_large',
+      })
+    }
+  }
+
+  /** A part sink for the next input: cuts its recipe into parts where the store takes them. */
+  newSink(): WasmPartSink {
+    return new (wire().PartSink)(this.profile, this.hash, this.limits.maxRecipe, !!this.limits.features?.includes('parts'))
+  }
+
   /** The name's latest recipe: the base if it has this profile and fingerprint. */
   private async fetchBase(): Promise<void> {
     const { http, signal, name } = this
     // A damaged latest recipe (the store's code `damaged`) is no base: the whole recipe is sent.
     const got = await http
-      .requestRead('GET', http.fileUrl('recipes', name), { retry: true, signal, pass: [404] }, async (res) => {
+      .requestRead('GET', http.fileUrl('recipes', name, undefined, true), { retry: true, signal, pass: [404] }, async (res) => {
         if (res.status !== 200) {
           await res.body?.cancel()
           return undefined
@@ -459,6 +554,9 @@ class PushRun {
     const { res, text } = got
     this.latest = Number(res.headers.get('x-cutpoint-version'))
     if (!Number.isSafeInteger(this.latest) || this.latest < 1) throw new StoreError('cutpoint: the recipe came without its version (X-Cutpoint-Version)', { code: 'protocol' })
+    // A version committed in parts is no base (no delta against it, its ids are not held here):
+    // its unchanged parts are found present by `parts/query` instead.
+    if (wire().recipeHasParts(text)) return
     let rec: WasmStoreRecipe
     try {
       rec = wire().StoreRecipe.parse(text)
@@ -522,14 +620,17 @@ class PushRun {
     // Every id decoded once, here: the recipe, the queries and the pack heads use these bytes.
     const ids = new Uint8Array(batch.length * 32)
     batch.forEach((c, i) => unhexInto(c.hash!, ids, i * 32))
-    if (this.recipe) this.recipe.add(ids, Uint32Array.from(batch, (c) => c.length))
+    const sizes = Uint32Array.from(batch, (c) => c.length)
+    if (this.recipe) this.recipe.add(ids, sizes)
+    const inParts = this.sink?.add(ids, sizes)
+    const bytesBefore = this.bytes
     for (let i = 0; i < batch.length; i++) {
       const c = batch[i]
       this.bytes += c.length
       this.chunks++
       if (c.hinted) this.hinted++
       const id = table.add(ids, i * 32)
-      table.place(id, c.offset, c.length)
+      table.place(id, this.fileBase + c.offset, c.length)
       const f = table.flags[id]
       if (f & BASE) this.knownFromBase++
       if (!(f & KNOWN)) {
@@ -544,11 +645,103 @@ class PushRun {
         while (this.queries.length > MAX_QUERIES) await this.answerQuery()
       }
     }
+    this.onBatch?.(batch.length, this.bytes - bytesBefore)
+    if (inParts) this.takeParts()
     if (!this.queries.length && !this.ask) {
       this.emitInfos(this.chunks)
       this.window?.release(this.bytes)
+      this.assignParts(this.chunks)
     }
     this.progress()
+  }
+
+  /** The recipe is in parts: the whole one is not kept; the parts closed so far wait to be sent. */
+  private takeParts(): void {
+    const sink = this.sink!
+    if (this.recipe) {
+      this.recipe.free()
+      this.recipe = undefined
+    }
+    for (let p = sink.takePart(); p; p = sink.takePart()) {
+      this.pendingParts.push({ part: p, upto: this.chunks })
+      this.parts++
+    }
+  }
+
+  /**
+   * The input is chunked: a recipe in parts is sealed (its file digest; its last part closed
+   * and queued). Returns the digest, or undefined for a recipe committed whole.
+   */
+  endInput(): string | undefined {
+    if (!this.sink?.inParts) return undefined
+    const digest = (this.partsDigest = this.sink.seal())
+    this.takeParts()
+    if (!this.queries.length && !this.ask) this.assignParts(this.chunks)
+    return digest
+  }
+
+  /**
+   * The queries of the chunks before `upto` are answered and their novel chunks are in packs:
+   * the parts closed by then need those packs answered (the one being filled too, if it holds
+   * any chunk), then they go (`flushParts`).
+   */
+  private assignParts(upto: number): void {
+    for (const p of this.pendingParts) if (p.need === undefined && p.upto <= upto) p.need = this.packSeq + (this.packCount ? 1 : 0)
+    this.flushParts()
+  }
+
+  /** The parts whose packs are all answered: sent (those the store lacks), among the uploads in flight. */
+  private flushParts(): void {
+    const ready: WasmPartOut[] = []
+    this.pendingParts = this.pendingParts.filter((p) => {
+      const go = p.need !== undefined && this.ackedThrough >= p.need
+      if (go) ready.push(p.part)
+      return !go
+    })
+    if (!ready.length) return
+    const p: Promise<void> = this.sendParts(ready)
+      .catch((e) => {
+        this.failure ??= e
+        throw e
+      })
+      .finally(() => this.inflight.delete(p))
+    p.catch(() => {})
+    this.inflight.add(p)
+  }
+
+  /** `parts/query` for these parts, then `POST parts` of each the store lacks (create-only: safe to retry). */
+  private async sendParts(parts: WasmPartOut[]): Promise<void> {
+    const { http, signal } = this
+    const max = wire().maxQueryIds()
+    try {
+      for (let i = 0; i < parts.length; i += max) {
+        const some = parts.slice(i, i + max)
+        const ids = new Uint8Array(some.length * 32)
+        some.forEach((p, j) => unhexInto(p.id, ids, j * 32))
+        const body = wire().queryEncode(ids)
+        this.sent += ids.length
+        const missing = await http.requestRead('POST', http.url('parts/query'), { body, retry: true, signal }, async (r) => {
+          const b = new Uint8Array(await r.arrayBuffer())
+          try {
+            return wire().queryDecode(b, some.length)
+          } catch (e: any) {
+            throw new StoreError(`cutpoint: the store's parts/query answer: ${e?.message ?? e}`, { code: 'protocol' })
+          }
+        })
+        const lacking = new Set<string>()
+        for (let j = 0; j < missing.length; j += 32) lacking.add(hex(missing.subarray(j, j + 32)))
+        for (const p of some) {
+          if (!lacking.has(p.id)) continue
+          checkAbort(signal)
+          const text = p.text
+          await http.requestRead('POST', http.url('parts'), { body: text, type: 'text/plain; charset=utf-8', retry: true, signal }, (r) => r.json())
+          this.sent += text.length
+          this.partsSent++
+        }
+      }
+    } finally {
+      for (const p of parts) p.free()
+    }
   }
 
   /** The last query sent and every answer taken in. */
@@ -556,6 +749,7 @@ class PushRun {
     this.sendQuery()
     while (this.queries.length) await this.answerQuery()
     this.emitInfos(this.chunks)
+    this.assignParts(this.chunks)
   }
 
   private sendQuery(): void {
@@ -595,10 +789,12 @@ class PushRun {
       if (i < 0 || table.off(i) < 0) throw new StoreError(`cutpoint: the store names chunk ${hex(missing.subarray(j * 32, j * 32 + 32))} as missing, which was not asked`, { code: 'protocol' })
       this.novelChunks++
       this.novelBytes += table.len(i)
+      this.onNovel?.(table.off(i), table.len(i))
       table.flags[i] |= NOVEL
       list.push({ off: table.off(i), len: table.len(i), raw: table.ids, at: i * 32 })
     }
     await this.stagePack(list)
+    this.assignParts(q.upto)
     this.emitInfos(q.upto)
     if (this.window) this.window.release(Math.min(this.queries[0]?.from ?? Infinity, this.askFrom >= 0 ? this.askFrom : Infinity, this.bytes))
     this.progress()
@@ -630,6 +826,7 @@ class PushRun {
       for (const n of list) {
         pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), n.off, n.len)
         this.compressedBytes += n.len
+        this.onFrame?.(n.off, n.len, false)
         if (this.journal) this.packNovel.push(n)
         this.packCount++
         if (pack.len >= this.packSize || this.packCount >= this.maxCount) await this.stageUpload()
@@ -648,6 +845,7 @@ class PushRun {
         const at = n.off - list[i].off
         pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), buf.subarray(at, at + n.len))
         this.compressedBytes += n.len
+        this.onFrame?.(n.off, n.len, false)
         if (this.journal) this.packNovel.push(n) // what the journal records once the store acknowledges the pack
         this.packCount++
         if (pack.len >= this.packSize || this.packCount >= this.maxCount) await this.stageUpload()
@@ -721,7 +919,7 @@ class PushRun {
     const got = raws ?? (await this.readChunks(chunks))
     // The chunker's workers are initialised once chunking starts; should they not be, the
     // client's compression workers.
-    const pool = this.zpool!.ready || !this.ctx.compressor ? this.zpool! : await this.ownCompressionPool()
+    const pool = this.zpool?.ready ? this.zpool : await this.ownCompressionPool()
     const per = Math.ceil(chunks.length / Math.min(pool.size, Math.ceil(chunks.length / MIN_COMPRESS_JOB)))
     const jobs: Promise<{ a: number; out: Uint8Array }>[] = []
     for (let a = 0; a < chunks.length; a += per) {
@@ -779,6 +977,7 @@ class PushRun {
     else pack.add(head, f.data!)
     this.compressedBytes += len
     if (f.compressed) this.compressedChunks++
+    this.onFrame?.(n.off, len, f.compressed)
     if (this.journal) this.packNovel.push(n)
     this.packCount++
     if (pack.len >= this.packSize || this.packCount >= this.maxCount) await this.stageUpload()
@@ -789,6 +988,7 @@ class PushRun {
     const { http, signal, source } = this
     const body = this.pack!.take(wire().packEnd(this.packCount))
     const inPack = this.packNovel
+    const seq = this.packSeq++
     this.packNovel = []
     this.packCount = 0
     while (this.inflight.size >= this.concurrency) await Promise.race(this.inflight)
@@ -801,6 +1001,9 @@ class PushRun {
         this.packBytes += packSizeOf(body)
         this.packs++
         this.journal?.acked(inPack)
+        this.acked.add(seq)
+        while (this.acked.delete(this.ackedThrough)) this.ackedThrough++
+        this.flushParts()
         this.progress()
       })
       .catch(async (e) => {
@@ -824,8 +1027,14 @@ class PushRun {
   /** The last pack sent and every upload answered. */
   async finishUploads(): Promise<void> {
     if (this.packCount) await this.stageUpload()
-    await Promise.allSettled([...this.inflight])
-    if (this.failure) throw this.failure
+    // Parts go as their packs are answered: uploads in flight may start more.
+    for (;;) {
+      while (this.inflight.size) await Promise.allSettled([...this.inflight])
+      if (this.failure) throw this.failure
+      this.flushParts()
+      if (!this.inflight.size) break
+    }
+    if (this.pendingParts.length) throw new StoreError('cutpoint: internal error: recipe parts were left unsent', { code: 'protocol' })
     checkAbort(this.signal)
   }
 
@@ -842,6 +1051,7 @@ class PushRun {
    * recipe is sent. Returns the push's result.
    */
   async stageCommit(): Promise<PushResult> {
+    if (this.sink?.inParts) return this.stageCommitParts()
     const { http, name, signal, base, bytes, total } = this
     const full = this.sealedRecipe()
     try {
@@ -858,6 +1068,7 @@ class PushRun {
       let version: number
       for (;;) {
         checkAbort(signal)
+        this.checkCommit(text)
         this.sent += text.length
         recipeBytes += text.length
         try {
@@ -875,40 +1086,68 @@ class PushRun {
           } else throw e
         }
       }
-      this.stage = 'done'
-      this.succeeded = true
-      await this.journal?.succeeded()
-      this.progress(true)
-      return {
-        name,
-        version,
-        bytes,
-        chunks: this.chunks,
-        novelChunks: this.novelChunks,
-        novelBytes: this.novelBytes,
-        sentBytes: this.sent,
-        packBytes: this.packBytes,
-        compressedBytes: this.compressedBytes,
-        compressedChunks: this.compressedChunks,
-        packs: this.packs,
-        recipeBytes,
-        deltaBase,
-        knownFromBase: this.knownFromBase,
-        hintedChunks: this.hinted,
-        digest,
-        dedupRatio: this.novelBytes ? bytes / this.novelBytes : Infinity,
-        seconds: (performance.now() - this.t0) / 1000,
-        profile: this.profile,
-        hash: this.hash,
-        resumed: this.journal?.resumed,
-      }
+      return await this.done(version, recipeBytes, digest, deltaBase)
     } finally {
       if (full !== this.recipe) full.free()
     }
   }
 
+  /**
+   * Commits a recipe in parts (every part sent or found present by now): the short recipe of
+   * part lines, checked against `max_recipe_bytes` before it is sent.
+   */
+  private async stageCommitParts(): Promise<PushResult> {
+    const { http, name, signal, bytes, total } = this
+    const sink = this.sink!
+    if (sink.bytes !== bytes || (total !== undefined && sink.bytes !== total)) {
+      throw new StoreError(`cutpoint: chunked ${sink.bytes} bytes of a ${total ?? bytes}-byte input; nothing was committed`, { code: 'io' })
+    }
+    const text = sink.recipeText()
+    this.checkCommit(text)
+    this.stage = 'committing'
+    this.progress(true)
+    checkAbort(signal)
+    this.sent += text.length
+    const version = await commit(http, name, text, this.partsDigest!, this.latest, signal)
+    return this.done(version, text.length, this.partsDigest!)
+  }
+
+  /** The push's result, once its commit stands. */
+  private async done(version: number, recipeBytes: number, digest: string, deltaBase?: number): Promise<PushResult> {
+    const { bytes } = this
+    this.stage = 'done'
+    this.succeeded = true
+    await this.journal?.succeeded()
+    this.progress(true)
+    return {
+      name: this.name,
+      version,
+      bytes,
+      chunks: this.chunks,
+      novelChunks: this.novelChunks,
+      novelBytes: this.novelBytes,
+      sentBytes: this.sent,
+      packBytes: this.packBytes,
+      compressedBytes: this.compressedBytes,
+      compressedChunks: this.compressedChunks,
+      packs: this.packs,
+      recipeBytes,
+      deltaBase,
+      parts: this.parts,
+      partsSent: this.partsSent,
+      knownFromBase: this.knownFromBase,
+      hintedChunks: this.hinted,
+      digest,
+      dedupRatio: this.novelBytes ? bytes / this.novelBytes : Infinity,
+      seconds: (performance.now() - this.t0) / 1000,
+      profile: this.profile,
+      hash: this.hash,
+      resumed: this.journal?.resumed,
+    }
+  }
+
   /** The chunks a commit named missing, read back from the input and uploaded again. */
-  private async resendMissing(missing: string[]): Promise<void> {
+  async resendMissing(missing: string[]): Promise<void> {
     const { table } = this
     const list: Novel[] = []
     for (const id of missing) {
@@ -933,6 +1172,11 @@ class PushRun {
     this.sampler?.free()
     this.sampler = undefined
     this.recipe?.free()
+    this.recipe = undefined
+    this.sink?.free()
+    this.sink = undefined
+    for (const p of this.pendingParts) p.part.free()
+    this.pendingParts = []
     this.base?.recipe.free()
     await this.reader?.close()
   }
@@ -944,7 +1188,7 @@ class PushRun {
  * newer than the one seen before the push and has this push's digest, that is the commit;
  * otherwise the commit is sent again (at most `retries` times, with backoff).
  */
-async function commit(http: Http, name: string, text: Uint8Array, digest: string, before: number, signal?: AbortSignal): Promise<number> {
+export async function commit(http: Http, name: string, text: Uint8Array, digest: string, before: number, signal?: AbortSignal): Promise<number> {
   let wait = http.backoff
   for (let n = 0; ; n++) {
     try {

@@ -16,7 +16,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cutpoint"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cutpoint"));
+    // The push cache of the tests' pushes lives under the temporary directory, not the user's.
+    c.env("XDG_CACHE_HOME", std::env::temp_dir().join(format!("cutpoint-test-cache-{}", std::process::id())));
+    c
 }
 
 pub fn data(n: usize, seed: u64) -> Vec<u8> {

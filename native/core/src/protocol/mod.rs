@@ -14,10 +14,12 @@
 pub mod batch;
 pub mod codec;
 pub mod delta;
+pub mod ingest;
 pub mod name;
 pub mod pack;
 pub mod part;
 pub mod query;
+pub mod range;
 
 use std::fmt;
 

@@ -425,6 +425,22 @@ impl<R: Read> PackReader<R> {
     }
 }
 
+/// A pack's name: BLAKE3 over its algorithm and its frames (id, offset, length). Every frame's
+/// data is checked against its id when the pack is read, so this names the content as well as
+/// a hash of every byte would, without a second pass over the data.
+pub fn pack_id(alg: HashAlg, frames: &[Frame]) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(b"cutpoint pack id v1");
+    h.update(&[alg_code(alg).unwrap_or(0)]);
+    for f in frames {
+        h.update(&f.id);
+        h.update(&f.offset.to_le_bytes());
+        // The head's length as stored: bit 31 for a compressed frame (raw frames as before).
+        h.update(&f.head_len().to_le_bytes());
+    }
+    hex(h.finalize().as_bytes())
+}
+
 /// Decodes a whole pack held in memory (tests, fuzzing, small packs).
 pub fn decode_pack(bytes: &[u8], verify: bool) -> Result<(HashAlg, Vec<Frame>), WireError> {
     decode_all(PackReader::new(bytes, MAX_CHUNK, verify)?)

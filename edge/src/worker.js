@@ -1,0 +1,544 @@
+// The cutpoint store as a Cloudflare Worker: protocol v1 (native/store/PROTOCOL.md) over R2
+// (packs, recipes: the S3 backend's key layout) and one Durable Object per namespace (the
+// index, the version numbers; `namespace.js`). This module does the I/O and the HTTP; every
+// body is parsed and checked by cutpoint-core compiled to wasm (`edge/wasm`): pack verification
+// (re-hashing every chunk, bounded decompression), id lists, recipes, deltas, names, ranges.
+import wasmModule from '../pkg/cutpoint_edge_wasm_bg.wasm';
+import * as core from '../pkg/cutpoint_edge_wasm.js';
+import { recipePrefix, versionKey } from './namespace.js';
+
+export { Namespace } from './namespace.js';
+
+core.initSync({ module: wasmModule });
+
+const MiB = 1 << 20;
+// The platform's request body limit is 100 MB (Free and Pro plans): every limit stays below it.
+const LIMITS = {
+  max_pack_bytes: 32 * MiB,
+  max_recipe_bytes: 16 * MiB,
+  max_query_ids: 16384,
+  max_chunk_bytes: 64 * MiB,
+  max_pack_chunks: 65536,
+  max_uploads_per_token: 16,
+};
+const FEATURES = ['zstd'];
+const VERSION = '0.1.0';
+
+// ---- answers -------------------------------------------------------------------------------
+
+class Refusal extends Error {
+  constructor(status, code, message, extra = {}, headers = {}) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.extra = extra;
+    this.headers = headers;
+  }
+}
+
+const CODES = { 400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 409: 'missing_chunks',
+  411: 'bad_request', 413: 'too_large', 416: 'range_not_satisfiable', 500: 'internal', 503: 'busy' };
+
+/** A core error (`"413 message"`) as the refusal it stands for. */
+function fromCore(e) {
+  const m = /^(\d{3}) ([\s\S]*)$/.exec(e?.message ?? '');
+  if (!m) return e;
+  const status = Number(m[1]);
+  return new Refusal(status, CODES[status] ?? 'internal', m[2]);
+}
+
+function core1(f) {
+  try {
+    return f();
+  } catch (e) {
+    throw fromCore(e);
+  }
+}
+
+function json(status, body, headers = {}) {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+let internalSeq = 0;
+function errorResponse(e) {
+  if (e instanceof Refusal) {
+    return json(e.status, { error: e.message, code: e.code, ...e.extra }, e.headers);
+  }
+  const n = ++internalSeq;
+  console.error(`internal error #${n}:`, e?.stack ?? e);
+  return json(500, { error: `internal error #${n}`, code: 'internal' });
+}
+
+// ---- configuration: tokens, origins, hosts --------------------------------------------------
+
+/** The grants of a tokens file (`<blake3 hex of token> <namespace> <r|rw>` a line), by hash. */
+function parseTokens(text) {
+  const grants = new Map();
+  text.split('\n').forEach((line, i) => {
+    const l = line.split('#')[0].trim();
+    if (!l) return;
+    const f = l.split(/\s+/);
+    if (f.length !== 3 || !/^[0-9a-fA-F]{64}$/.test(f[0]) || !['r', 'rw'].includes(f[2])) {
+      throw new Error(`CUTPOINT_TOKENS line ${i + 1}: expected '<token hash> <namespace> <r|rw>'`);
+    }
+    core.validateNamespace(f[1]);
+    grants.set(f[0].toLowerCase(), { ns: f[1], scope: f[2] });
+  });
+  return grants;
+}
+
+let configCache;
+async function config(env) {
+  if (configCache) return configCache;
+  let tokensText = env.CUTPOINT_TOKENS ?? '';
+  if (env.CUTPOINT_TOKENS_KEY) {
+    const o = await env.BUCKET.get(env.CUTPOINT_TOKENS_KEY);
+    tokensText += '\n' + (o ? await o.text() : '');
+  }
+  const grants = parseTokens(tokensText);
+  const open = grants.size === 0;
+  const origins = (env.CUTPOINT_CORS_ORIGINS ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const hosts = (env.CUTPOINT_ALLOWED_HOSTS ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  configCache = {
+    grants,
+    open,
+    // An open store must be asked for (`npm run edge` does): a deploy without tokens refuses.
+    openAllowed: env.CUTPOINT_OPEN === '1',
+    anyOrigin: !open && origins.length === 0,
+    origins,
+    anyHost: !open && hosts.length === 0,
+    hosts,
+  };
+  return configCache;
+}
+
+function hostAllowed(cfg, host) {
+  if (cfg.anyHost) return true;
+  const name = (host ?? '').replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase();
+  if (name === 'localhost' || name.endsWith('.localhost') || name === '::1' || /^127\.\d+\.\d+\.\d+$/.test(name)) return true;
+  return cfg.hosts.includes(name);
+}
+
+const originAllowed = (cfg, o) => cfg.anyOrigin || cfg.origins.includes(o.trim().toLowerCase());
+
+function corsHeaders(cfg, origin) {
+  if (!origin || !originAllowed(cfg, origin)) return {};
+  return {
+    'access-control-allow-origin': cfg.anyOrigin ? '*' : origin,
+    'access-control-expose-headers': 'etag,content-range,content-length,accept-ranges,x-cutpoint-version',
+    ...(cfg.anyOrigin ? {} : { vary: 'origin' }),
+  };
+}
+
+/** 401/403 unless the request's token grants `scope` on `ns`. */
+function authorize(cfg, req, ns, scope) {
+  if (cfg.open) {
+    if (!cfg.openAllowed) {
+      throw new Refusal(401, 'unauthorized', 'this store has no tokens (set CUTPOINT_TOKENS, see edge/README.md)');
+    }
+    return;
+  }
+  const h = req.headers.get('authorization') ?? '';
+  const m = /^bearer +(.*)$/i.exec(h.trim());
+  if (!m || !m[1].trim()) throw new Refusal(401, 'unauthorized', 'a bearer token is needed');
+  const g = cfg.grants.get(core.tokenHash(m[1].trim()));
+  if (!g) throw new Refusal(401, 'unauthorized', 'unknown token');
+  if (g.ns !== ns) throw new Refusal(403, 'forbidden', `this token is not for namespace '${ns}'`);
+  if (scope === 'rw' && g.scope !== 'rw') throw new Refusal(403, 'forbidden', 'this token may only read');
+}
+
+// ---- bodies -------------------------------------------------------------------------------
+
+/** 413 at once when `Content-Length` says the body is over `max`. */
+function checkLength(req, max, what) {
+  const cl = req.headers.get('content-length');
+  if (cl !== null && Number(cl) > max) {
+    throw new Refusal(413, 'too_large', `the ${what} is larger than this store's limit of ${max} bytes`);
+  }
+  return cl === null ? null : Number(cl);
+}
+
+/** The whole body, at most `max` bytes (413 past it, having read no more than that). */
+async function readBody(req, max, what) {
+  checkLength(req, max, what);
+  if (!req.body) return new Uint8Array(0);
+  const parts = [];
+  let n = 0;
+  for await (const p of req.body) {
+    n += p.byteLength;
+    if (n > max) throw new Refusal(413, 'too_large', `the ${what} is larger than this store's limit of ${max} bytes`);
+    parts.push(p);
+  }
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+const stub = (env, ns) => env.NS.get(env.NS.idFromName(ns));
+
+function unwrap(r) {
+  if (r && r.refused) {
+    const { status, code, error, ...extra } = r.refused;
+    throw new Refusal(status, code, error, extra);
+  }
+  return r;
+}
+
+const packKey = (ns, id) => `ns/${ns}/packs/${id.slice(0, 2)}/${id}`;
+
+function randomHex() {
+  return Array.from(crypto.getRandomValues(new Uint8Array(12)), (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+// ---- requests -----------------------------------------------------------------------------
+
+async function query(req, env, ns) {
+  const body = await readBody(req, LIMITS.max_query_ids * 32, 'query');
+  core1(() => core.checkIds(body, LIMITS.max_query_ids));
+  const missing = await stub(env, ns).query(body);
+  return new Response(missing, { headers: { 'content-type': 'application/octet-stream' } });
+}
+
+/**
+ * A pack upload, streamed: each piece of the body goes through the core's `PackIngest` (every
+ * chunk re-hashed, compressed frames decompressed within their bound) and the stored (framed)
+ * pack it writes goes on to R2 as it comes, under a temporary key; the pack's id (its key) is
+ * known at its end, so the object is then copied to `ns/<ns>/packs/..`, and only then indexed.
+ * A refused pack leaves nothing: the temporary object's put fails with the stream, and is
+ * deleted in any case.
+ */
+async function uploadPack(req, env, ns) {
+  const len = checkLength(req, LIMITS.max_pack_bytes, 'pack');
+  if (len === null) {
+    throw new Refusal(411, 'bad_request', 'this store needs a Content-Length on a pack upload (no chunked bodies)');
+  }
+  const ns1 = stub(env, ns);
+  const have = await ns1.alg();
+  const ingest = new core.Ingest(LIMITS.max_chunk_bytes, LIMITS.max_pack_chunks);
+  const tmp = `ns/${ns}/tmp/${randomHex()}`;
+  try {
+    await streamPack(req, env, ingest, tmp, len, have);
+    const id = ingest.packId();
+    const chunks = ingest.frameCount();
+    const report = { pack: null, chunks, stored: 0, duplicates: chunks, stored_bytes: 0 };
+    if (chunks === 0) return json(200, report);
+    const key = packKey(ns, id);
+    const spooled = await env.BUCKET.get(tmp);
+    await env.BUCKET.put(key, spooled.body);
+    const r = unwrap(await ns1.addPack(ns, id, len, ingest.alg(), ingest.frames()));
+    if (r.added === 0 && !r.existed) {
+      await env.BUCKET.delete(key); // every chunk was there already: the pack holds nothing indexed
+    }
+    return json(200, { ...report, pack: r.added > 0 || r.existed ? id : null, stored: r.added,
+      duplicates: chunks - r.added, stored_bytes: r.addedBytes });
+  } finally {
+    ingest.free();
+    await env.BUCKET.delete(tmp);
+  }
+}
+
+async function streamPack(req, env, ingest, tmp, len, have) {
+  const { readable, writable } = new FixedLengthStream(len);
+  const put = env.BUCKET.put(tmp, readable);
+  const w = writable.getWriter();
+  try {
+    let checked = false;
+    for await (const piece of req.body ?? []) {
+      const out = core1(() => ingest.push(piece));
+      if (!checked && ingest.alg()) {
+        checked = true;
+        if (have && ingest.alg() !== have) {
+          throw new Refusal(400, 'bad_request', `namespace uses ${have} fingerprints; this pack uses ${ingest.alg()}`);
+        }
+      }
+      if (out.length) await w.write(out);
+    }
+    const end = core1(() => ingest.finish());
+    if (end.length) await w.write(end);
+    await w.close();
+  } catch (e) {
+    await w.abort(e).catch(() => {});
+    await put.catch(() => {});
+    throw e;
+  }
+  await put;
+}
+
+function nameOf(seg) {
+  let name;
+  try {
+    name = decodeURIComponent(seg);
+  } catch {
+    throw new Refusal(400, 'bad_request', 'the file name is not valid percent-encoded UTF-8');
+  }
+  core1(() => core.validateName(name));
+  return name;
+}
+
+function versionParam(url) {
+  const v = url.searchParams.get('version');
+  if (v === null) return 0;
+  if (!/^[0-9]{1,15}$/.test(v) || Number(v) < 1) throw new Refusal(400, 'bad_request', `bad version '${v}'`);
+  return Number(v);
+}
+
+async function resolve(env, ns, name, version) {
+  const row = await stub(env, ns).resolve(name, version);
+  if (!row) {
+    throw new Refusal(404, 'not_found', version ? `no version ${version} of '${name}'` : `no file '${name}'`);
+  }
+  return row;
+}
+
+async function recipeText(env, ns, name, row) {
+  const o = await env.BUCKET.get(versionKey(ns, core.nameKey(name), row.version));
+  if (!o) throw new Refusal(500, 'damaged', `the recipe of '${name}' version ${row.version} is missing`);
+  return new Uint8Array(await o.arrayBuffer());
+}
+
+async function commit(req, env, ns, name) {
+  const body = await readBody(req, LIMITS.max_recipe_bytes, 'recipe');
+  const base = core1(() => core.deltaBase(body));
+  let c;
+  if (base > 0) {
+    const row = await stub(env, ns).resolve(name, base);
+    if (!row) throw new Refusal(404, 'not_found', `delta: no version ${base} of '${name}' to expand against`);
+    const text = await recipeText(env, ns, name, row);
+    c = core1(() => core.expandDelta(body, text, LIMITS.max_recipe_bytes));
+  } else {
+    c = core1(() => core.parseRecipe(body));
+  }
+  try {
+    const meta = { alg: c.alg, digest: c.digest, bytes: c.bytes, count: c.count };
+    const row = unwrap(await stub(env, ns).commit(ns, name, core.nameKey(name), c.text(), c.entries(), meta));
+    return json(201, row);
+  } finally {
+    c.free();
+  }
+}
+
+async function getRecipe(env, ns, name, url) {
+  const row = await resolve(env, ns, name, versionParam(url));
+  const o = await env.BUCKET.get(versionKey(ns, core.nameKey(name), row.version));
+  if (!o) throw new Refusal(500, 'damaged', `the recipe of '${name}' version ${row.version} is missing`);
+  return new Response(o.body, {
+    headers: { 'content-type': 'text/plain; charset=utf-8', 'x-cutpoint-version': String(row.version),
+      'content-length': String(o.size) },
+  });
+}
+
+/** A restore's body: the entries the core's range plan names, each chunk checked by the core. */
+async function restoreBody(env, ns, entries, start, end, alg) {
+  const [first, skip, last] = core.planRange(entries, start, end);
+  const s = stub(env, ns);
+  let i = first;
+  let sent = 0;
+  const want = end - start;
+  const BATCH = 1024;
+  let locs = [];
+  let locAt = first;
+  return new ReadableStream({
+    async pull(ctl) {
+      try {
+        if (i >= last || sent >= want) {
+          ctl.close();
+          return;
+        }
+        if (i - locAt >= locs.length) {
+          locAt = i;
+          const n = Math.min(BATCH, last - i);
+          const ids = new Uint8Array(n * 32);
+          for (let k = 0; k < n; k++) ids.set(entries.subarray((i + k) * 36, (i + k) * 36 + 32), k * 32);
+          locs = await s.locate(ids);
+        }
+        // One R2 read for the run of entries stored back to back in one pack (at most 8 MiB).
+        const run = [];
+        let span = 0;
+        while (i + run.length < last && i + run.length - locAt < locs.length) {
+          const l = locs[i + run.length - locAt];
+          if (!l) break;
+          const len = l[2] & 0x7fffffff;
+          if (run.length) {
+            const p = run[run.length - 1];
+            if (p[0] !== l[0] || p[1] + (p[2] & 0x7fffffff) !== l[1] || span + len > 8 * MiB) break;
+          }
+          run.push(l);
+          span += len;
+        }
+        if (run.length === 0) throw new Error(`chunk ${i} of the recipe is not in the store`);
+        const o = await env.BUCKET.get(packKey(ns, run[0][0]), { range: { offset: run[0][1], length: span } });
+        if (!o) throw new Error('a pack the index names is gone');
+        const bytes = new Uint8Array(await o.arrayBuffer());
+        let at = 0;
+        for (const l of run) {
+          const len = l[2] & 0x7fffffff;
+          const id = entries.subarray(i * 36, i * 36 + 32);
+          let raw = core.openFrame(alg, id, bytes.subarray(at, at + len), (l[2] & 0x80000000) !== 0);
+          at += len;
+          if (i === first && skip > 0) raw = raw.subarray(skip);
+          if (raw.length > want - sent) raw = raw.subarray(0, want - sent);
+          sent += raw.length;
+          i++;
+          if (raw.length) ctl.enqueue(raw);
+        }
+      } catch (e) {
+        console.error('restore stopped:', e?.message ?? e);
+        ctl.error(e); // the body stops early: the client sees a short body
+      }
+    },
+  });
+}
+
+async function list(env, ns) {
+  return json(200, { files: await stub(env, ns).list() });
+}
+
+async function remove(env, ns, name, url) {
+  const v = versionParam(url);
+  const n = await stub(env, ns).delete(ns, name, core.nameKey(name), v);
+  if (n === 0) throw new Refusal(404, 'not_found', v ? `no version ${v} of '${name}'` : `no file '${name}'`);
+  return json(200, { deleted: n });
+}
+
+function info(cfg) {
+  return json(200, { service: 'cutpoint', protocol: 1, revision: 2, version: VERSION,
+    auth: cfg.open ? 'open' : 'tokens', features: FEATURES, limits: LIMITS });
+}
+
+// ---- routing ------------------------------------------------------------------------------
+
+/** The route of a path: its handler by method, the scope it needs; null: 404. */
+function route(parts) {
+  // parts: the path split at '/', after 'v1'.
+  if (parts.length === 0) return { methods: ['GET'], scope: null, kind: 'info' };
+  if (parts[0] !== 'ns' || parts.length < 3) return null;
+  const [, ns, what, ...rest] = parts;
+  if (what === 'query' && rest.length === 0) return { ns, methods: ['POST'], kind: 'query' };
+  if (what === 'packs' && rest.length === 0) return { ns, methods: ['POST'], kind: 'packs' };
+  if (what === 'files' && rest.length === 0) return { ns, methods: ['GET'], kind: 'list' };
+  if (what === 'files' && rest.length === 1) return { ns, methods: ['GET', 'HEAD', 'PUT', 'DELETE'], kind: 'file', seg: rest[0] };
+  if (what === 'recipes' && rest.length === 1) return { ns, methods: ['GET'], kind: 'recipe', seg: rest[0] };
+  return null;
+}
+
+async function handle(req, env, cfg, url) {
+  if (!url.pathname.startsWith('/v1')) throw new Refusal(404, 'not_found', 'no such route');
+  const tail = url.pathname.slice(3);
+  if (tail !== '' && !tail.startsWith('/')) throw new Refusal(404, 'not_found', 'no such route');
+  const parts = tail.split('/').slice(1);
+  if (parts.length && parts[parts.length - 1] === '' && parts.length === 1) parts.pop();
+  const r = route(parts);
+  if (!r) {
+    throw new Refusal(404, 'not_found', parts[0] === 'ns' && ['gc', 'check', 'parts', 'commits'].includes(parts[2])
+      ? `'${parts[2]}' is not served by this edge store yet (edge/README.md)` : 'no such route');
+  }
+  if (!r.methods.includes(req.method)) return new Response(null, { status: 405, headers: { allow: r.methods.join(', ') } });
+  if (r.kind === 'info') return info(cfg);
+  core1(() => core.validateNamespace(r.ns));
+  const write = req.method !== 'GET' && req.method !== 'HEAD' && r.kind !== 'query';
+  authorize(cfg, req, r.ns, write ? 'rw' : 'r');
+  switch (r.kind) {
+    case 'query':
+      return query(req, env, r.ns);
+    case 'packs':
+      return uploadPack(req, env, r.ns);
+    case 'list':
+      return list(env, r.ns);
+    case 'recipe':
+      return getRecipe(env, r.ns, nameOf(r.seg), url);
+    case 'file': {
+      const name = nameOf(r.seg);
+      if (req.method === 'PUT') return commit(req, env, r.ns, name);
+      if (req.method === 'DELETE') return remove(env, r.ns, name, url);
+      return restoreFile(req, env, r.ns, name, url);
+    }
+  }
+  throw new Refusal(404, 'not_found', 'no such route');
+}
+
+async function restoreFile(req, env, ns, name, url) {
+  const head = await restoreHead(req, env, ns, name, url);
+  if (head.response) return head.response;
+  const text = await recipeText(env, ns, name, head.row);
+  const entries = core1(() => core.recipeEntries(text));
+  const alg = await stub(env, ns).alg();
+  const body = await restoreBody(env, ns, entries, head.start, head.end, alg);
+  return new Response(body, { status: head.status, headers: head.headers });
+}
+
+async function restoreHead(req, env, ns, name, url) {
+  const row = await resolve(env, ns, name, versionParam(url));
+  const etag = `"${row.digest}"`;
+  const base = {
+    etag, 'accept-ranges': 'bytes', 'x-cutpoint-version': String(row.version),
+    'content-type': 'application/octet-stream',
+    'content-disposition': `attachment; filename*=UTF-8''${encodeURIComponent(name.split('/').pop())}`,
+  };
+  const inm = req.headers.get('if-none-match');
+  if (inm && (inm.trim() === '*' || inm.split(',').some((t) => t.trim() === etag))) {
+    return { response: new Response(null, { status: 304, headers: base }) };
+  }
+  let range = null;
+  const rh = req.headers.get('range');
+  const ifRange = req.headers.get('if-range');
+  if (rh !== null && (ifRange === null || ifRange.trim() === etag)) {
+    try {
+      range = core.parseRange(rh, row.bytes) ?? null;
+    } catch (e) {
+      const r = fromCore(e);
+      if (r instanceof Refusal) r.headers = { 'content-range': `bytes */${row.bytes}` };
+      throw r;
+    }
+  }
+  const [start, end] = range ?? [0, row.bytes];
+  const headers = { ...base, 'content-length': String(end - start) };
+  if (range) headers['content-range'] = `bytes ${start}-${end - 1}/${row.bytes}`;
+  const status = range ? 206 : 200;
+  if (req.method === 'HEAD' || end === start) return { response: new Response(null, { status, headers }) };
+  return { row, start, end, status, headers };
+}
+
+export default {
+  async fetch(req, env) {
+    const url = new URL(req.url);
+    let cfg;
+    try {
+      cfg = await config(env);
+    } catch (e) {
+      return errorResponse(e);
+    }
+    const origin = req.headers.get('origin');
+    const cors = corsHeaders(cfg, origin);
+    const withCors = (res) => {
+      if (!Object.keys(cors).length) return res;
+      const h = new Headers(res.headers);
+      for (const [k, v] of Object.entries(cors)) h.set(k, v);
+      return new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
+    };
+    try {
+      if (!hostAllowed(cfg, req.headers.get('host'))) {
+        throw new Refusal(403, 'forbidden', 'this store does not answer to that host name');
+      }
+      if (origin !== null && !originAllowed(cfg, origin)) {
+        throw new Refusal(403, 'forbidden', `web pages of ${origin} may not call this store (set CUTPOINT_CORS_ORIGINS to allow them)`);
+      }
+      if (req.method === 'OPTIONS' && req.headers.get('access-control-request-method')) {
+        const h = {
+          ...cors,
+          'access-control-allow-methods': 'GET, HEAD, POST, PUT, DELETE, OPTIONS',
+          'access-control-allow-headers': 'authorization, content-type, range, if-none-match, if-range',
+          'access-control-max-age': '600',
+        };
+        if (req.headers.get('access-control-request-private-network') === 'true') h['access-control-allow-private-network'] = 'true';
+        return new Response(null, { status: 200, headers: h });
+      }
+      return withCors(await handle(req, env, cfg, url));
+    } catch (e) {
+      return withCors(errorResponse(e));
+    }
+  },
+};

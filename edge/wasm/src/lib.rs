@@ -1,0 +1,272 @@
+//! The edge store's logic, from `cutpoint-core`, for the Worker (`edge/src/worker.ts`): the
+//! Worker does the I/O (R2, the namespace's Durable Object, HTTP) and asks this module every
+//! question about the protocol's bodies. Nothing here is written twice: each function is a thin
+//! call into the core that `cutpoint serve` uses too.
+//!
+//! Errors are thrown as JavaScript `Error`s whose message starts with the HTTP status the store
+//! answers and a space (`"400 pack: frame 3 at byte 1234: ..."`), and then the message body.
+//!
+//! Binary shapes (all little-endian), so that no object per chunk crosses the boundary:
+//! * a frame list: 48 bytes a frame: id [32], offset u64, stored length u32 (bit 31: compressed),
+//!   raw length u32;
+//! * an entry list: 36 bytes an entry: id [32], size u32.
+
+use cutpoint_core::protocol::ingest::{open_frame, IngestError, PackIngest};
+use cutpoint_core::protocol::pack::{Frame, MAX_CHUNK};
+use cutpoint_core::protocol::{delta, name, query, range, FileDigest};
+use cutpoint_core::rapid::{Recipe, RecipeEntry};
+use cutpoint_core::{Digest, HashAlg};
+use wasm_bindgen::prelude::*;
+
+fn fail(status: u16, m: impl std::fmt::Display) -> JsError {
+    JsError::new(&format!("{status} {m}"))
+}
+
+fn alg_of(name: &str) -> Result<HashAlg, JsError> {
+    match name {
+        "blake3" => Ok(HashAlg::Blake3),
+        "sha256" => Ok(HashAlg::Sha256),
+        _ => Err(fail(500, format!("unknown algorithm {name}"))),
+    }
+}
+
+fn frames_bytes(frames: &[Frame]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(frames.len() * 48);
+    for f in frames {
+        out.extend_from_slice(&f.id);
+        out.extend_from_slice(&f.offset.to_le_bytes());
+        out.extend_from_slice(&f.head_len().to_le_bytes());
+        out.extend_from_slice(&f.raw.to_le_bytes());
+    }
+    out
+}
+
+fn entries_bytes<'a>(entries: impl Iterator<Item = &'a RecipeEntry>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in entries {
+        out.extend_from_slice(&e.fp);
+        out.extend_from_slice(&e.size.to_le_bytes());
+    }
+    out
+}
+
+/// A pack upload read as it arrives: `push` each piece of the body, pass on what it returns
+/// (the stored pack's bytes, always framed), then `finish`.
+#[wasm_bindgen]
+pub struct Ingest {
+    g: PackIngest,
+}
+
+#[wasm_bindgen]
+impl Ingest {
+    #[wasm_bindgen(constructor)]
+    pub fn new(max_chunk: u32, max_chunks: u32) -> Ingest {
+        Ingest {
+            g: PackIngest::new((max_chunk as usize).min(MAX_CHUNK), max_chunks as u64),
+        }
+    }
+
+    fn map(e: IngestError) -> JsError {
+        match e {
+            IngestError::Bad(m) => fail(400, m),
+            e @ IngestError::TooManyChunks(_) => fail(413, e),
+        }
+    }
+
+    /// Reads `piece`; returns the stored pack's bytes it completed (often empty).
+    pub fn push(&mut self, piece: &[u8]) -> Result<Vec<u8>, JsError> {
+        self.g.push(piece).map_err(Self::map)?;
+        Ok(self.g.take_output())
+    }
+
+    /// The body ended: its last stored bytes (the end frame).
+    pub fn finish(&mut self) -> Result<Vec<u8>, JsError> {
+        self.g.finish().map_err(Self::map)?;
+        Ok(self.g.take_output())
+    }
+
+    /// The header's algorithm (`blake3`, `sha256`), once read.
+    pub fn alg(&self) -> Option<String> {
+        self.g.alg().map(|a| a.name().to_string())
+    }
+
+    /// The stored pack's frames (48 bytes each).
+    pub fn frames(&self) -> Vec<u8> {
+        frames_bytes(self.g.frames())
+    }
+
+    #[wasm_bindgen(js_name = frameCount)]
+    pub fn frame_count(&self) -> u32 {
+        self.g.frames().len() as u32
+    }
+
+    /// The stored pack's id (its key), once finished.
+    #[wasm_bindgen(js_name = packId)]
+    pub fn pack_id(&self) -> Option<String> {
+        self.g.pack_id()
+    }
+}
+
+/// A stored frame's raw bytes, decompressed when `compressed` and checked against `id`
+/// (a restore sends nothing it has not checked). A mismatch: `500 ...`.
+#[wasm_bindgen(js_name = openFrame)]
+pub fn open_frame_js(alg: &str, id: &[u8], stored: &[u8], compressed: bool) -> Result<Vec<u8>, JsError> {
+    let id: Digest = id.try_into().map_err(|_| fail(500, "an id is 32 bytes"))?;
+    open_frame(alg_of(alg)?, &id, stored, compressed, MAX_CHUNK).map_err(|m| fail(500, m))
+}
+
+/// An existence query's body checked: 413 over `max` ids, 400 not a multiple of 32 bytes.
+#[wasm_bindgen(js_name = checkIds)]
+pub fn check_ids(body: &[u8], max: u32) -> Result<u32, JsError> {
+    if body.len() / 32 > max as usize {
+        return Err(fail(413, format!("{} fingerprints in one request; the limit is {max}", body.len() / 32)));
+    }
+    query::decode_ids(body, max as usize).map(|v| v.len() as u32).map_err(|e| fail(400, e))
+}
+
+#[wasm_bindgen(js_name = validateNamespace)]
+pub fn validate_namespace(ns: &str) -> Result<(), JsError> {
+    name::validate_namespace(ns).map_err(|e| fail(400, e))
+}
+
+#[wasm_bindgen(js_name = validateName)]
+pub fn validate_name(n: &str) -> Result<(), JsError> {
+    name::validate_name(n).map_err(|e| fail(400, e))
+}
+
+/// The name's key in the object layout (PROTOCOL.md §7).
+#[wasm_bindgen(js_name = nameKey)]
+pub fn name_key(n: &str) -> String {
+    name::name_key(n)
+}
+
+/// The name a key stands for (None: not a name key).
+#[wasm_bindgen(js_name = nameFromKey)]
+pub fn name_from_key(k: &str) -> Option<String> {
+    name::name_from_key(k)
+}
+
+/// BLAKE3 of a bearer token, lower-case hex (the tokens file's first column).
+#[wasm_bindgen(js_name = tokenHash)]
+pub fn token_hash(token: &str) -> String {
+    cutpoint_core::hex(&HashAlg::Blake3.digest(token.as_bytes()).expect("blake3"))
+}
+
+/// A commit's recipe, checked as `cutpoint serve` checks it before looking at the index.
+#[wasm_bindgen]
+pub struct Commit {
+    alg: String,
+    digest: String,
+    bytes: u64,
+    count: u64,
+    text: Vec<u8>,
+    entries: Vec<u8>,
+}
+
+#[wasm_bindgen]
+impl Commit {
+    #[wasm_bindgen(getter)]
+    pub fn alg(&self) -> String {
+        self.alg.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn digest(&self) -> String {
+        self.digest.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn bytes(&self) -> f64 {
+        self.bytes as f64
+    }
+    #[wasm_bindgen(getter)]
+    pub fn count(&self) -> f64 {
+        self.count as f64
+    }
+    /// The recipe as stored (lower-case hex; a delta expanded).
+    pub fn text(&self) -> Vec<u8> {
+        self.text.clone()
+    }
+    /// Its entries (36 bytes each).
+    pub fn entries(&self) -> Vec<u8> {
+        self.entries.clone()
+    }
+}
+
+fn checked(recipe: Recipe) -> Result<Commit, JsError> {
+    let digest = recipe
+        .digest
+        .ok_or_else(|| fail(400, "recipe: a commit needs the file's 'digest' line"))?;
+    if FileDigest::of(&recipe) != Some(digest) {
+        return Err(fail(400, "recipe: its 'digest' line is not the digest of its chunk list (see PROTOCOL.md, 'File digest')"));
+    }
+    if let Some(e) = recipe.entries.iter().find(|e| e.size as usize > MAX_CHUNK) {
+        return Err(fail(400, format!("recipe: a chunk of {} bytes is over the store's limit of {MAX_CHUNK}", e.size)));
+    }
+    let mut text = Vec::new();
+    recipe.write(&mut text).map_err(|e| fail(500, e))?;
+    Ok(Commit {
+        alg: recipe.hash.name().to_string(),
+        digest: cutpoint_core::hex(&digest),
+        bytes: recipe.total_bytes(),
+        count: recipe.entries.len() as u64,
+        entries: entries_bytes(recipe.entries.iter()),
+        text,
+    })
+}
+
+/// A full recipe commit body: parsed and checked (400 naming the line; the digest; chunk sizes).
+#[wasm_bindgen(js_name = parseRecipe)]
+pub fn parse_recipe(body: &[u8]) -> Result<Commit, JsError> {
+    if cutpoint_core::protocol::part::has_part_lines(body) {
+        return Err(fail(400, "recipe: part lines need the 'parts' feature, which this store does not list"));
+    }
+    checked(Recipe::read(body).map_err(|e| fail(400, format!("recipe: {e}")))?)
+}
+
+/// A delta commit body's base version (0: the body is not a delta).
+#[wasm_bindgen(js_name = deltaBase)]
+pub fn delta_base(body: &[u8]) -> Result<f64, JsError> {
+    if !body.starts_with(b"cutpoint-delta ") {
+        return Ok(0.0);
+    }
+    Ok(delta::parse(body).map_err(|e| fail(400, format!("delta: {e}")))?.base as f64)
+}
+
+/// A delta expanded against its base's stored recipe, bounded by `max_recipe` bytes of text
+/// before anything is built (413), then checked like a full recipe.
+#[wasm_bindgen(js_name = expandDelta)]
+pub fn expand_delta(body: &[u8], base: &[u8], max_recipe: f64) -> Result<Commit, JsError> {
+    let d = delta::parse(body).map_err(|e| fail(400, format!("delta: {e}")))?;
+    let base = Recipe::read(base).map_err(|e| fail(500, format!("damaged base: {e}")))?;
+    let r = d.expand(&base, max_recipe as u64).map_err(|e| match e {
+        delta::ExpandError::TooLarge(m) => fail(413, format!("delta: {m}")),
+        delta::ExpandError::Malformed(e) => fail(400, format!("delta: {e}")),
+    })?;
+    checked(r)
+}
+
+/// A stored recipe's entries (36 bytes each), for a restore; unreadable: 500.
+#[wasm_bindgen(js_name = recipeEntries)]
+pub fn recipe_entries(text: &[u8]) -> Result<Vec<u8>, JsError> {
+    let r = Recipe::read(text).map_err(|e| fail(500, e))?;
+    Ok(entries_bytes(r.entries.iter()))
+}
+
+/// A `Range` header against a file of `len` bytes: `[start, end)`, or `undefined` for the
+/// whole file; past the end: `416 ...`.
+#[wasm_bindgen(js_name = parseRange)]
+pub fn parse_range(header: &str, len: f64) -> Result<Option<Vec<f64>>, JsError> {
+    match range::parse_range(Some(header.as_bytes()), len as u64) {
+        Ok(Some(r)) => Ok(Some(vec![r.start as f64, r.end as f64])),
+        Ok(None) => Ok(None),
+        Err(u) => Err(fail(416, format!("the range is past the end of the file ({} bytes)", u.len))),
+    }
+}
+
+/// Which entries of an entry list a byte range reads: `[first, skip, end]`
+/// (`cutpoint_core::protocol::range::plan`).
+#[wasm_bindgen(js_name = planRange)]
+pub fn plan_range(entries: &[u8], start: f64, end: f64) -> Vec<f64> {
+    let sizes = entries.chunks_exact(36).map(|e| u32::from_le_bytes(e[32..36].try_into().unwrap()) as u64);
+    let (a, skip, b) = range::plan(sizes, start as u64..end as u64);
+    vec![a as f64, skip as f64, b as f64]
+}

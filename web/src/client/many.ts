@@ -1,0 +1,581 @@
+// `pushMany`: many inputs, each the next version of its own name, as one pipeline (PROTOCOL.md
+// 5.1 "Many files", issue #33; native/store/src/client.rs `push_files` does the same). The
+// inputs are chunked in order into one stream of chunk batches (PushRun's stages, the inputs end
+// to end in its offsets), so the ids of many small files share one existence query and their
+// novel chunks share packs; the recipes are committed in batches (`POST commits`, within the
+// store's `max_batch_files` and `max_recipe_bytes`) where the store lists `batch`, else one
+// `PUT` each. No base recipe is fetched (that would be a request per file): each recipe is
+// committed whole, or in parts when it passes the threshold (3.7), on its own.
+//
+// Each input gets its own result: a name the store cannot take, an input that cannot be opened,
+// changed while it was read, or whose commit the store refused fails alone. A failure of the
+// pipeline itself (the store unreachable, an input unreadable half-way) rejects, and then
+// nothing was committed. Memory: PushRun's (the id table, the packs in flight), each small
+// input's recipe text until the commits, and at most MAX_OPEN inputs open at a time; an input
+// is read, never held whole.
+import { chunk } from '../index.js'
+import { checkAbort, StoreError, usage } from './errors.js'
+import { BLOB_BODIES } from './http.js'
+import { isStream, openReader, type PushInput, type RangeReader } from './input.js'
+import { checkProfile, commit, PushRun, type PushContext, type PushResult } from './push.js'
+import { wire } from './wire.js'
+import type { WasmPartSink } from '../../../common/wasm.js'
+
+export interface ManyInput {
+  input: PushInput
+  name: string
+}
+
+export interface PushManyProgress {
+  /** The input this is about: its index in the list and its name. */
+  index: number
+  name: string
+  /** chunking → queued (chunked; its novel chunks on their way) → committing → done | failed. */
+  stage: 'chunking' | 'queued' | 'committing' | 'done' | 'failed'
+  /** This input's bytes chunked so far, its size (once opened), its novel bytes so far. */
+  bytes: number
+  total?: number
+  novelBytes: number
+  /** With 'done'. */
+  result?: PushResult
+  /** With 'failed'. */
+  error?: StoreError
+  /** The whole push: inputs, of which committed and failed so far; bytes chunked; bytes sent. */
+  files: number
+  filesDone: number
+  filesFailed: number
+  allBytes: number
+  sentBytes: number
+}
+
+export interface PushManyOptions {
+  signal?: AbortSignal
+  /** Per input, as it goes (a page coalesces these per animation frame). */
+  onProgress?: (p: PushManyProgress) => void
+}
+
+/** An input that was not committed, and why. */
+export interface PushManyFailure {
+  name: string
+  error: StoreError
+}
+
+export interface PushManyResult {
+  /** One per input, in input order. */
+  results: (PushResult | PushManyFailure)[]
+  files: number
+  committed: number
+  failed: number
+  /** Bytes of all the inputs chunked, of which novel; every request body sent. */
+  bytes: number
+  novelBytes: number
+  /** The novel chunks' data as it travelled (compressed where that saved), and the chunks sent compressed. */
+  compressedBytes: number
+  compressedChunks: number
+  sentBytes: number
+  packs: number
+  /** Commit requests: batches (`POST commits`), or one `PUT` per input without `batch`. */
+  commitRequests: number
+  seconds: number
+}
+
+/** Inputs whose readers are open at a time (others are opened again if a chunk must be read back). */
+const MAX_OPEN = 16
+/** Rounds of sending missing chunks again after a 409 at commit, as `push`. */
+const MAX_ROUNDS = 3
+
+/** One input of the push and what it came to. */
+class ManyFile {
+  /** Where its bytes start in the push's offsets. */
+  base = 0
+  size?: number
+  bytes = 0
+  chunks = 0
+  novelChunks = 0
+  novelBytes = 0
+  /** Its novel chunks' data as it travelled (compressed where that saved), and how many compressed. */
+  compressedBytes = 0
+  compressedChunks = 0
+  stage: PushManyProgress['stage'] = 'chunking'
+  reader?: RangeReader
+  /** Its `unchanged()` check (a path: size and mtime), kept after its reader is closed. */
+  check?: RangeReader
+  /** Its recipe, sealed: whole (`text`) or in parts (`sink`, sent by the pipeline). */
+  digest?: string
+  text?: Uint8Array
+  sink?: WasmPartSink
+  recipeBytes = 0
+  version?: number
+  error?: StoreError
+  result?: PushResult
+  constructor(
+    readonly index: number,
+    readonly input: PushInput,
+    readonly name: string,
+  ) {}
+}
+
+/** The inputs end to end as one random-access input: a read may span inputs. */
+class ManyReader implements RangeReader {
+  private readonly list: ManyFile[] = []
+  private readonly open: ManyFile[] = []
+
+  add(f: ManyFile): void {
+    if (f.size) this.list.push(f)
+  }
+
+  /** The input holding offset `off`. */
+  find(off: number): ManyFile | undefined {
+    const l = this.list
+    let lo = 0
+    let hi = l.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1
+      if (l[mid].base <= off) lo = mid
+      else hi = mid - 1
+    }
+    const f = l[lo]
+    return f && f.base <= off && off < f.base + f.size! ? f : undefined
+  }
+
+  /** `f`'s reader, opened again if it was closed; at most MAX_OPEN stay open. */
+  async readerOf(f: ManyFile): Promise<RangeReader> {
+    if (f.reader) return f.reader
+    f.reader = (await openReader(f.input as Blob | Uint8Array | string)).reader
+    this.keep(f)
+    return f.reader
+  }
+
+  keep(f: ManyFile): void {
+    this.open.push(f)
+    while (this.open.length > MAX_OPEN) {
+      const old = this.open.shift()!
+      const r = old.reader
+      old.reader = undefined
+      void r?.close()
+    }
+  }
+
+  async read(off: number, len: number): Promise<Uint8Array> {
+    const first = this.find(off)
+    if (!first) throw new StoreError(`cutpoint: internal error: no input holds offset ${off}`, { code: 'protocol' })
+    if (off + len <= first.base + first.size!) return (await this.readerOf(first)).read(off - first.base, len)
+    const out = new Uint8Array(len)
+    let at = 0
+    while (at < len) {
+      const f = this.find(off + at)
+      if (!f) throw new StoreError(`cutpoint: internal error: no input holds offset ${off + at}`, { code: 'protocol' })
+      const n = Math.min(len - at, f.base + f.size! - (off + at))
+      out.set(await (await this.readerOf(f)).read(off + at - f.base, n), at)
+      at += n
+    }
+    return out
+  }
+
+  async unchanged(): Promise<void> {}
+
+  async close(): Promise<void> {
+    for (const f of this.open) await f.reader?.close()
+    for (const f of this.open) f.reader = undefined
+    this.open.length = 0
+  }
+}
+
+/**
+ * Pushes many inputs as one pipeline: stages chunk → query → pack → upload shared by all
+ * (PushRun), then `stageCommitMany` (batches). Per-input results in input order.
+ */
+export async function pushMany(ctx: PushContext, inputs: ManyInput[], opts: PushManyOptions = {}): Promise<PushManyResult> {
+  const t0 = performance.now()
+  if (!Array.isArray(inputs)) throw usage('pushMany needs a list of { input, name }')
+  if (opts === null || typeof opts !== 'object') throw usage('pushMany options must be an object')
+  const { profile, maxChunk } = checkProfile(ctx)
+  const userSignal = opts.signal
+  checkAbort(userSignal)
+  const inner = new AbortController()
+  const onUserAbort = () => inner.abort(userSignal!.reason)
+  userSignal?.addEventListener('abort', onUserAbort, { once: true })
+  const files = inputs.map((x, i) => new ManyFile(i, x?.input, typeof x?.name === 'string' ? x.name : String(x?.name)))
+  const run = new PushRun(ctx, { name: '(many)', signal: inner.signal }, { name: '(many)', profile, maxChunk }, inner.signal, t0)
+  const many = new ManyRun(run, files, opts, t0)
+  try {
+    try {
+      await many.prepare()
+      await many.stageChunkAll()
+      run.stage = 'querying'
+      await run.finishQueries()
+      run.stage = 'uploading'
+      await run.finishUploads()
+      run.succeeded = true
+      await many.stageCommitMany()
+      return many.result()
+    } finally {
+      await run.close()
+      await many.close()
+    }
+  } finally {
+    userSignal?.removeEventListener('abort', onUserAbort)
+    if (!run.succeeded) inner.abort(new StoreError('cutpoint: the push failed', { code: 'aborted' }))
+  }
+}
+
+/** A push of many inputs: its inputs, the shared PushRun, the commits. */
+class ManyRun {
+  private readonly reader = new ManyReader()
+  private cur?: ManyFile
+  private lastReport = 0
+  private commitRequests = 0
+  private done = 0
+  private failed = 0
+
+  constructor(
+    private readonly run: PushRun,
+    private readonly files: ManyFile[],
+    private readonly opts: PushManyOptions,
+    private readonly t0: number,
+  ) {}
+
+  /** Names and inputs checked (a bad one fails alone), the store's limits, the pack layout. */
+  async prepare(): Promise<void> {
+    const { run } = this
+    for (const f of this.files) {
+      try {
+        wire().validateName(f.name)
+      } catch (e: any) {
+        this.fail(f, usage(e?.message ?? String(e)))
+        continue
+      }
+      const ok = f.input instanceof Uint8Array || typeof f.input === 'string' || (typeof Blob !== 'undefined' && f.input instanceof Blob)
+      if (!ok) this.fail(f, usage(isStream(f.input) ? `'${f.name}': pushMany takes Blobs, Uint8Arrays and paths; push a stream with push()` : `'${f.name}': not a File/Blob, Uint8Array or path`))
+    }
+    const lim = await run.http.limits(run.signal)
+    // In a browser, Files go up heads first from one Blob of them all (slices: nothing is read
+    // back here), the inputs end to end as in the push's offsets.
+    const live = this.files.filter((f) => !f.error)
+    const blobs = BLOB_BODIES && live.length > 0 && live.every((f) => f.input instanceof Blob)
+    run.setLimits(blobs ? new Blob(live.map((f) => f.input as Blob)) : undefined, lim)
+    run.reader = this.reader
+    run.onBatch = (n, bytes) => {
+      const f = this.cur!
+      f.chunks += n
+      f.bytes += bytes
+      this.report(f)
+    }
+    run.onFrame = (off, stored, compressed) => {
+      const f = this.reader.find(off)
+      if (!f) return
+      f.compressedBytes += stored
+      if (compressed) f.compressedChunks++
+    }
+    run.onNovel = (off, len) => {
+      const f = this.reader.find(off)
+      if (!f) return
+      f.novelChunks++
+      f.novelBytes += len
+    }
+  }
+
+  /** Each input in turn through the chunker into the shared stages; its recipe sealed at its end. */
+  async stageChunkAll(): Promise<void> {
+    const { run } = this
+    const chunkOpts = await run.chunkOptions()
+    for (const f of this.files) {
+      if (f.error) continue
+      checkAbort(run.signal)
+      try {
+        const o = await openReader(f.input as Blob | Uint8Array | string)
+        f.reader = f.check = o.reader
+        f.size = o.size
+        run.checkLimits(o.size)
+      } catch (e: any) {
+        await f.reader?.close()
+        f.reader = undefined
+        this.fail(f, e instanceof StoreError ? e : new StoreError(`cutpoint: ${f.name}: ${e?.message ?? e}`, { code: 'io', cause: e }))
+        continue
+      }
+      f.base = run.fileBase = run.bytes
+      this.reader.add(f)
+      this.reader.keep(f)
+      this.cur = f
+      run.recipe = new (wire().StoreRecipe)(run.profile, run.hash)
+      run.sink = run.newSink()
+      this.report(f, true)
+      for await (const b of chunk(f.input as Blob | Uint8Array | string, chunkOpts).batches()) await run.stageQuery(b)
+      this.endFile(f)
+    }
+    this.cur = undefined
+  }
+
+  /** An input is chunked: its recipe sealed (whole: its text; in parts: its last part queued). */
+  private endFile(f: ManyFile): void {
+    const { run } = this
+    if (f.bytes !== f.size) throw new StoreError(`cutpoint: ${f.name}: chunked ${f.bytes} bytes of a ${f.size}-byte input; nothing was committed`, { code: 'io' })
+    const sink = run.sink!
+    if (sink.inParts) {
+      f.digest = run.endInput()
+      f.sink = sink
+    } else {
+      const r = run.recipe!
+      f.digest = r.seal()
+      f.text = r.text()
+      r.free()
+      sink.free()
+    }
+    run.recipe = undefined
+    run.sink = undefined
+    f.stage = 'queued'
+    this.report(f, true)
+  }
+
+  /**
+   * The recipes committed: an input that changed while it was read fails alone; recipes in
+   * parts one by one, the others in batches (or a `PUT` each); a 409 sends the missing chunks
+   * again and commits those inputs again.
+   */
+  async stageCommitMany(): Promise<void> {
+    const { run } = this
+    let pending: ManyFile[] = []
+    for (const f of this.files) {
+      if (f.error) continue
+      try {
+        await f.check!.unchanged()
+      } catch (e: any) {
+        this.fail(f, e)
+        continue
+      }
+      f.stage = 'committing'
+      this.report(f, true)
+      if (f.sink) await this.commitParts(f)
+      else pending.push(f)
+    }
+    const batch = run.limits.features?.includes('batch')
+    for (let round = 0; pending.length; round++) {
+      checkAbort(run.signal)
+      const answers = batch ? await this.commitBatches(pending) : await this.commitEach(pending)
+      const again: ManyFile[] = []
+      const missing = new Set<string>()
+      for (const [f, r] of answers) {
+        if (r instanceof StoreError && r.status === 409 && r.missing?.length && round < MAX_ROUNDS) {
+          for (const id of r.missing) missing.add(id)
+          again.push(f)
+        } else if (r instanceof StoreError) this.fail(f, r)
+        else this.commitOk(f, r)
+      }
+      if (missing.size) await run.resendMissing([...missing])
+      pending = again
+    }
+  }
+
+  /** A recipe in parts (its parts sent by the pipeline): the short recipe of part lines. */
+  private async commitParts(f: ManyFile): Promise<void> {
+    const { run } = this
+    try {
+      const text = f.sink!.recipeText()
+      const max = run.limits.maxRecipe
+      if (max !== undefined && text.length > max) {
+        throw new StoreError(`cutpoint: the commit of '${f.name}' is ${text.length} bytes, over the store's max_recipe_bytes of ${max}; its chunks were sent, nothing was committed`, {
+          status: 413,
+          code: 'too_large',
+        })
+      }
+      run.sent += text.length
+      f.recipeBytes += text.length
+      this.commitRequests++
+      this.commitOk(f, await commit(run.http, f.name, text, f.digest!, 0, run.signal))
+    } catch (e: any) {
+      checkAbort(run.signal)
+      this.fail(f, e instanceof StoreError ? e : new StoreError(String(e?.message ?? e), { code: 'protocol' }))
+    }
+  }
+
+  /** Without the store's `batch`: a `PUT` per input (read back after a lost answer, as `push`). */
+  private async commitEach(list: ManyFile[]): Promise<[ManyFile, number | StoreError][]> {
+    const { run } = this
+    const out: [ManyFile, number | StoreError][] = []
+    for (const f of list) {
+      run.sent += f.text!.length
+      f.recipeBytes += f.text!.length
+      this.commitRequests++
+      try {
+        out.push([f, await commit(run.http, f.name, f.text!, f.digest!, 0, run.signal)])
+      } catch (e: any) {
+        checkAbort(run.signal)
+        if (!(e instanceof StoreError)) throw e
+        out.push([f, e])
+      }
+    }
+    return out
+  }
+
+  /**
+   * `POST commits` in batches within `max_batch_files` and `max_recipe_bytes` (the core's batch
+   * body). Not sent again after a lost answer (not idempotent): its inputs fail with that error.
+   */
+  private async commitBatches(list: ManyFile[]): Promise<[ManyFile, number | StoreError][]> {
+    const { run } = this
+    const maxFiles = Math.max(1, run.limits.maxBatchFiles ?? wire().maxBatchFiles())
+    const maxBytes = run.limits.maxRecipe ?? Infinity
+    const out: [ManyFile, number | StoreError][] = []
+    const w = new (wire().StoreBatch)()
+    let idx: ManyFile[] = []
+    const send = async () => {
+      const body = w.finish()
+      const sent = idx
+      idx = []
+      run.sent += body.length
+      this.commitRequests++
+      for (const f of sent) f.recipeBytes += f.text!.length
+      try {
+        out.push(...(await this.postBatch(body, sent)))
+      } catch (e: any) {
+        checkAbort(run.signal)
+        if (!(e instanceof StoreError)) throw e
+        for (const f of sent) out.push([f, e])
+      }
+    }
+    try {
+      for (const f of list) {
+        const text = f.text!
+        if (w.count && (w.count >= maxFiles || w.lenWith(f.name, text.length) > maxBytes)) await send()
+        if (w.lenWith(f.name, text.length) > maxBytes) {
+          out.push([f, new StoreError(`cutpoint: the commit of '${f.name}' is ${text.length} bytes, over the store's max_recipe_bytes of ${maxBytes}; nothing was committed`, { status: 413, code: 'too_large' })])
+          continue
+        }
+        w.add(f.name, text)
+        idx.push(f)
+      }
+      if (w.count) await send()
+    } finally {
+      w.free()
+    }
+    return out
+  }
+
+  /** One batch request; each input's answer (its version, or the store's error for it). */
+  private async postBatch(body: Uint8Array, list: ManyFile[]): Promise<[ManyFile, number | StoreError][]> {
+    const { http, signal } = this.run
+    const res = await http.request('POST', http.url('commits'), { body, type: 'text/plain; charset=utf-8', signal })
+    let v: any
+    try {
+      v = await res.json()
+    } catch (e: any) {
+      if (e instanceof StoreError) throw e
+      throw new StoreError(`cutpoint: the store's batch answer is not JSON: ${e?.message ?? e}`, { code: 'protocol' })
+    }
+    const rs = v?.results
+    if (!Array.isArray(rs) || rs.length !== list.length) {
+      throw new StoreError(`cutpoint: the store's batch answer has ${Array.isArray(rs) ? rs.length : 'no'} results for ${list.length} files`, { code: 'protocol' })
+    }
+    return list.map((f, i): [ManyFile, number | StoreError] => {
+      const r = rs[i]
+      if (r?.status === 201 && Number.isSafeInteger(r.version)) return [f, r.version]
+      const status = typeof r?.status === 'number' ? r.status : undefined
+      const msg = typeof r?.error === 'string' ? r.error : '(no message)'
+      return [
+        f,
+        new StoreError(`cutpoint: the store at ${http.base} answered ${status ?? '?'} for '${f.name}': ${msg}`, {
+          status,
+          code: typeof r?.code === 'string' ? r.code : 'protocol',
+          missing: Array.isArray(r?.missing) ? r.missing.filter((x: unknown) => typeof x === 'string') : undefined,
+        }),
+      ]
+    })
+  }
+
+  private commitOk(f: ManyFile, version: number): void {
+    const { run } = this
+    const frames = f.compressedBytes + 36 * f.novelChunks
+    f.version = version
+    f.stage = 'done'
+    f.result = {
+      name: f.name,
+      version,
+      bytes: f.bytes,
+      chunks: f.chunks,
+      novelChunks: f.novelChunks,
+      novelBytes: f.novelBytes,
+      // The input's own frames and recipe; packs are shared (`packs` is the push's).
+      sentBytes: frames + f.recipeBytes,
+      packBytes: frames,
+      compressedBytes: f.compressedBytes,
+      compressedChunks: f.compressedChunks,
+      packs: run.packs,
+      recipeBytes: f.recipeBytes,
+      parts: f.sink?.parts ?? 0,
+      // Parts are sent by the shared pipeline: the push's count.
+      partsSent: f.sink ? run.partsSent : 0,
+      knownFromBase: 0,
+      hintedChunks: 0,
+      digest: f.digest!,
+      dedupRatio: f.novelBytes ? f.bytes / f.novelBytes : Infinity,
+      seconds: (performance.now() - this.t0) / 1000,
+      profile: run.profile,
+      hash: run.hash,
+    }
+    this.done++
+    this.free(f)
+    this.report(f, true)
+  }
+
+  private fail(f: ManyFile, e: StoreError): void {
+    f.error = e
+    f.stage = 'failed'
+    this.failed++
+    this.free(f)
+    this.report(f, true)
+  }
+
+  private free(f: ManyFile): void {
+    f.text = undefined
+    f.sink?.free()
+    f.sink = undefined
+  }
+
+  /** Progress of `f` (at most every 100 ms while it is being chunked). */
+  private report(f: ManyFile, force = false): void {
+    const on = this.opts.onProgress
+    if (!on) return
+    const now = performance.now()
+    if (!force && now - this.lastReport < 100) return
+    this.lastReport = now
+    on({
+      index: f.index,
+      name: f.name,
+      stage: f.stage,
+      bytes: f.bytes,
+      total: f.size,
+      novelBytes: f.novelBytes,
+      result: f.result,
+      error: f.error,
+      files: this.files.length,
+      filesDone: this.done,
+      filesFailed: this.failed,
+      allBytes: this.run.bytes,
+      sentBytes: this.run.sent,
+    })
+  }
+
+  result(): PushManyResult {
+    const { run } = this
+    return {
+      results: this.files.map((f) => f.result ?? { name: f.name, error: f.error ?? new StoreError('cutpoint: internal error: no result', { code: 'protocol' }) }),
+      files: this.files.length,
+      committed: this.done,
+      failed: this.failed,
+      bytes: run.bytes,
+      novelBytes: run.novelBytes,
+      compressedBytes: run.compressedBytes,
+      compressedChunks: run.compressedChunks,
+      sentBytes: run.sent,
+      packs: run.packs,
+      commitRequests: this.commitRequests,
+      seconds: (performance.now() - this.t0) / 1000,
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const f of this.files) this.free(f)
+    await this.reader.close()
+  }
+}
+
