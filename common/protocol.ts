@@ -62,13 +62,25 @@ export interface ReleaseMsg {
   slice: number
 }
 
+/**
+ * Novel chunks of a push compressed (PROTOCOL.md 3.1; wasm `compressGroup`): `bytes` holds them
+ * one after another, of these `lengths`.
+ */
+export interface CompressMsg {
+  type: 'cutpoint:compress'
+  id: number
+  level: number
+  lengths: Uint32Array
+  bytes: Uint8Array
+}
+
 /** @internal Test hook, not part of the API: the worker dies (uncaught error) while handling this. */
 export interface CrashMsg {
   type: 'cutpoint:crash'
   id: number
 }
 
-export type Request = InitMsg | Stage1Msg | HashMsg | ReleaseMsg | CrashMsg
+export type Request = InitMsg | Stage1Msg | HashMsg | ReleaseMsg | CompressMsg | CrashMsg
 
 /** `Omit` over each member of a union (the plain `Omit` of a union keeps only the common keys). */
 export type OmitEach<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
@@ -112,6 +124,12 @@ export interface HashRes {
   id: number
   digests: Uint8Array
 }
+/** Per chunk a u32 LE stored length (bit 31: compressed), then the compressed frames' data. */
+export interface CompressRes {
+  type: 'cutpoint:compress'
+  id: number
+  out: Uint8Array
+}
 export interface ErrorRes {
   type: 'cutpoint:error'
   id: number
@@ -121,7 +139,7 @@ export interface ReleasedRes {
   type: 'cutpoint:release'
   id: number
 }
-export type Response = ReadyRes | Stage1Res | HashRes | ReleasedRes | ErrorRes
+export type Response = ReadyRes | Stage1Res | HashRes | ReleasedRes | CompressRes | ErrorRes
 
 /** A worker's answer to one request, with the buffers it moves back. */
 export interface Answer {

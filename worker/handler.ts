@@ -1,5 +1,6 @@
 // What a worker does: loads the wasm once, reads its own slices of the source straight into
-// wasm memory, runs the core's stage 1 or fingerprints, and answers with compact typed arrays.
+// wasm memory, runs the core's stage 1 or fingerprints, and answers with compact typed arrays;
+// compresses a push's novel chunks (zstd, the core's per-chunk rule).
 // Also runs in the coordinator's thread when `workers: 0` is asked for.
 import { loadWasm, isDeno, type Wasm, type WasmHasher, type WasmStage1 } from '../common/wasm.js'
 import type { Answer, InitMsg, Request, RequestHandler, SourceDesc } from '../common/protocol.js'
@@ -149,6 +150,10 @@ export class Handler implements RequestHandler {
         this.buffers.give(this.retained.get(msg.slice)?.bytes)
         this.retained.delete(msg.slice)
         return { res: { type: 'cutpoint:release', id: msg.id }, transfer: [] }
+      case 'cutpoint:compress': {
+        const out = this.need(this.wasm).mod.compressGroup(msg.bytes, msg.lengths, msg.level)
+        return { res: { type: 'cutpoint:compress', id: msg.id, out }, transfer: [out.buffer as ArrayBuffer] }
+      }
       case 'cutpoint:crash':
         setTimeout(() => {
           throw new Error('cutpoint: test crash')

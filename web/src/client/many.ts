@@ -68,6 +68,9 @@ export interface PushManyResult {
   /** Bytes of all the inputs chunked, of which novel; every request body sent. */
   bytes: number
   novelBytes: number
+  /** The novel chunks' data as it travelled (compressed where that saved), and the chunks sent compressed. */
+  compressedBytes: number
+  compressedChunks: number
   sentBytes: number
   packs: number
   /** Commit requests: batches (`POST commits`), or one `PUT` per input without `batch`. */
@@ -93,6 +96,9 @@ class ManyFile {
   chunks = 0
   novelChunks = 0
   novelBytes = 0
+  /** Its novel chunks' data as it travelled (compressed where that saved), and how many compressed. */
+  compressedBytes = 0
+  compressedChunks = 0
   stage: PushManyProgress['stage'] = 'chunking'
   reader?: RangeReader
   /** Its `unchanged()` check (a path: size and mtime), kept after its reader is closed. */
@@ -260,6 +266,12 @@ class ManyRun {
       f.chunks += n
       f.bytes += bytes
       this.report(f)
+    }
+    run.onFrame = (off, stored, compressed) => {
+      const f = this.reader.find(off)
+      if (!f) return
+      f.compressedBytes += stored
+      if (compressed) f.compressedChunks++
     }
     run.onNovel = (off, len) => {
       const f = this.reader.find(off)
@@ -517,7 +529,7 @@ class ManyRun {
 
   private commitOk(f: ManyFile, version: number): void {
     const { run } = this
-    const frames = f.novelBytes + 36 * f.novelChunks
+    const frames = f.compressedBytes + 36 * f.novelChunks
     f.version = version
     f.stage = 'done'
     f.result = {
@@ -530,6 +542,8 @@ class ManyRun {
       // The input's own frames and recipe; packs are shared (`packs` is the push's).
       sentBytes: frames + f.recipeBytes,
       packBytes: frames,
+      compressedBytes: f.compressedBytes,
+      compressedChunks: f.compressedChunks,
       packs: run.packs,
       recipeBytes: f.recipeBytes,
       parts: f.sink?.parts ?? 0,
@@ -595,6 +609,8 @@ class ManyRun {
       failed: this.failed,
       bytes: run.bytes,
       novelBytes: run.novelBytes,
+      compressedBytes: run.compressedBytes,
+      compressedChunks: run.compressedChunks,
       sentBytes: run.sent,
       packs: run.packs,
       commitRequests: this.commitRequests,
