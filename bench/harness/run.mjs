@@ -280,11 +280,12 @@ if (only.includes('index-scale')) {
   await jsonRows('index-scale', 'native', ex('index_scale'), ['--json', '--sorted', '--chunks', quick ? '100000' : '10000000', '--batches', quick ? '20' : '200', '--serve', `${root}native/target/release/cutpoint`, '--clients', '4'])
 }
 if (only.includes('big')) {
-  // Opt-in (not in the default list; issue #32): push and pull one generated file of the largest
-  // size the free disk allows up to 32 GiB (CUTPOINT_BIG_SIZE, e.g. 1g, to choose), byte-identical,
-  // peak RSS of client and server, seconds per GiB. --quick: 256 MiB.
-  const size = process.env.CUTPOINT_BIG_SIZE ?? (quick ? '256m' : undefined)
-  await jsonRows('big', 'native', process.execPath, [`${root}bench/harness/big-file.mjs`, ...(size ? [size] : [])])
+  // Opt-in (not in the default list; issue #32): push a generated stream (`cutpoint push -`) of
+  // the largest size the free disk allows up to 32 GiB (--size or CUTPOINT_BIG_SIZE, e.g. 1g, to
+  // choose) and pull it, compared by SHA-256; peak RSS of client and server, seconds per GiB and
+  // its ratio to 1 GiB. --big-file: a file on disk instead (three copies). --quick: 256 MiB.
+  const size = opt('--size', process.env.CUTPOINT_BIG_SIZE ?? (quick ? '256m' : undefined))
+  await jsonRows('big', 'native', process.execPath, [`${root}bench/harness/big-file.mjs`, ...(size ? [size] : []), ...(flag('--big-file') ? ['--file'] : [])])
 }
 if (only.includes('browser-push')) {
   // The web page in Chromium pushing through the library's client (2 workers) vs `cutpoint push`,
