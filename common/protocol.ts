@@ -68,7 +68,18 @@ export interface CrashMsg {
   id: number
 }
 
-export type Request = InitMsg | Stage1Msg | HashMsg | ReleaseMsg | CrashMsg
+/**
+ * Many small inputs chunked whole, each on its own (stage 1, stage 2 and fingerprints in the
+ * worker): one message for many files, their bytes moved to the worker. Each must fit the
+ * worker's stage-1 buffer (`capacity`).
+ */
+export interface ManyMsg {
+  type: 'cutpoint:many'
+  id: number
+  files: Uint8Array[]
+}
+
+export type Request = InitMsg | Stage1Msg | HashMsg | ReleaseMsg | ManyMsg | CrashMsg
 
 /** `Omit` over each member of a union (the plain `Omit` of a union keeps only the common keys). */
 export type OmitEach<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
@@ -121,7 +132,14 @@ export interface ReleasedRes {
   type: 'cutpoint:release'
   id: number
 }
-export type Response = ReadyRes | Stage1Res | HashRes | ReleasedRes | ErrorRes
+/** Per input of a `cutpoint:many`: its cut offsets (chunk ends, from 0) and its chunks' digests end to end. */
+export interface ManyRes {
+  type: 'cutpoint:many'
+  id: number
+  cuts: Float64Array[]
+  digests: Uint8Array[]
+}
+export type Response = ReadyRes | Stage1Res | HashRes | ReleasedRes | ManyRes | ErrorRes
 
 /** A worker's answer to one request, with the buffers it moves back. */
 export interface Answer {

@@ -2,7 +2,7 @@
 // wasm memory, runs the core's stage 1 or fingerprints, and answers with compact typed arrays.
 // Also runs in the coordinator's thread when `workers: 0` is asked for.
 import { loadWasm, isDeno, type Wasm, type WasmHasher, type WasmStage1 } from '../common/wasm.js'
-import type { Answer, InitMsg, Request, RequestHandler, SourceDesc } from '../common/protocol.js'
+import type { Answer, HashRes, InitMsg, ManyMsg, Request, RequestHandler, SourceDesc } from '../common/protocol.js'
 
 type Reader = (start: number, end: number, into: () => Uint8Array) => Promise<void>
 /** Bytes [start, end) in a buffer of `Buffers` (given back with `give` once used). */
@@ -59,6 +59,7 @@ export class Buffers {
 
 export class Handler implements RequestHandler {
   private wasm?: Wasm
+  private profile = ''
   private st1?: WasmStage1
   private hasher?: WasmHasher
   private read?: Reader
@@ -145,6 +146,8 @@ export class Handler implements RequestHandler {
           this.buffers.give(own)
         }
       }
+      case 'cutpoint:many':
+        return this.many(msg)
       case 'cutpoint:release':
         this.buffers.give(this.retained.get(msg.slice)?.bytes)
         this.retained.delete(msg.slice)
@@ -177,8 +180,57 @@ export class Handler implements RequestHandler {
     return x
   }
 
+  /**
+   * Small inputs chunked whole, one after the other: stage 1 over each (one slice), the core's
+   * stage 2 on its candidates, then its chunks' fingerprints. The same cuts and digests as
+   * `chunk()` of each input alone (stage 2 sees one slice instead of several; the candidates do
+   * not depend on how the input is sliced).
+   */
+  private async many(msg: ManyMsg): Promise<Answer> {
+    const st1 = this.need(this.st1)
+    const m = this.wasm!.mod
+    const cuts: Float64Array[] = []
+    const digests: Uint8Array[] = []
+    for (const bytes of msg.files) {
+      const len = bytes.length
+      if (len > st1.capacity) throw new Error(`input of ${len} bytes exceeds the worker buffer (${st1.capacity})`)
+      let c = new Float64Array(0)
+      if (len > 0) {
+        this.wasm!.view(st1.inputPtr(), len).set(bytes)
+        st1.scan(len, 0, len, 0)
+        const st2 = new m.Stage2(this.profile)
+        try {
+          const a = st2.feed(0, len, st1.strictOffsets(), st1.looseOffsets())
+          const b = st2.finish(len)
+          c = new Float64Array(a.length + b.length)
+          c.set(a)
+          c.set(b, a.length)
+        } finally {
+          st2.free()
+        }
+      }
+      const lengths = new Uint32Array(c.length)
+      for (let i = 0, at = 0; i < c.length; i++) {
+        lengths[i] = c[i] - at
+        at = c[i]
+      }
+      let d: Uint8Array = new Uint8Array(0)
+      if (this.subtle) d = ((await this.webcrypto(this.subtle, msg.id, 0, len, lengths, bytes)).res as HashRes).digests
+      else if (this.hasher && lengths.length) {
+        this.hasher.reserve(len)
+        this.wasm!.view(this.hasher.inputPtr(), len).set(bytes)
+        d = this.hasher.digests(lengths)
+      }
+      cuts.push(c)
+      digests.push(d)
+    }
+    const transfer = [...cuts.map((x) => x.buffer as ArrayBuffer), ...digests.map((x) => x.buffer as ArrayBuffer)]
+    return { res: { type: 'cutpoint:many', id: msg.id, cuts, digests }, transfer }
+  }
+
   private async init(msg: InitMsg): Promise<Answer> {
     await this.close()
+    this.profile = msg.profile
     this.wasm = await loadWasm(msg.flavor, msg.module)
     const m = this.wasm.mod
     this.st1 = new m.Stage1(msg.profile, msg.backend, msg.capacity)

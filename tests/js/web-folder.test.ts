@@ -105,10 +105,10 @@ describe('the page pushes a folder as one pipeline', () => {
       return { max: g.max, frames: g.n, long: g.long.slice(0, 20) }
     })
     const folder = page.locator('li.folder')
-    const d = await folder.evaluate((el) => ({ ...(el as HTMLElement).dataset, head: el.querySelector('.job-head')!.textContent }))
+    const d = await folder.evaluate((el) => ({ ...(el as HTMLElement).dataset, head: `${el.querySelector('.job-head')!.textContent} (first row: ${el.querySelector('.row-state')?.textContent})` }))
     expect(d.state, d.head ?? '').toBe('done')
     expect(Number(d.files)).toBe(N)
-    expect(Number(d.done)).toBe(N)
+    expect(Number(d.done), d.head ?? "").toBe(N)
     expect(Number(d.failed)).toBe(0)
     // Batch commits: a few requests, not one per file.
     expect(Number(d.commitRequests)).toBeLessThanOrEqual(Math.ceil(N / 4096))

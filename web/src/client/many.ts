@@ -18,7 +18,12 @@ import { checkAbort, StoreError, usage } from './errors.js'
 import { isStream, openReader, type PushInput, type RangeReader } from './input.js'
 import { checkProfile, commit, PushRun, type PushContext, type PushResult } from './push.js'
 import { wire } from './wire.js'
-import type { WasmPartSink } from '../../../common/wasm.js'
+import { isDeno, isNode, type WasmPartSink } from '../../../common/wasm.js'
+import type { ManyRes } from '../../../common/protocol.js'
+import { hex } from '../hex.js'
+import { resolve } from '../options.js'
+import type { Pool } from '../pool.js'
+import { startPool } from '../workers.js'
 
 export interface ManyInput {
   input: PushInput
@@ -81,6 +86,11 @@ const MAX_OPEN = 16
 const AHEAD = 8
 /** An input up to this size is chunked ahead, in this thread. */
 const AHEAD_BYTES = 256 << 10
+/** In a browser with workers: inputs opened and read ahead (their chunking is batched in the workers). */
+const AHEAD_BROWSER = 64
+/** A worker message of small inputs: at most this many, or about this many bytes. */
+const BATCH_FILES = 32
+const BATCH_BYTES = 1 << 20
 /** Rounds of sending missing chunks again after a 409 at commit, as `push`. */
 const MAX_ROUNDS = 3
 
@@ -216,10 +226,77 @@ export async function pushMany(ctx: PushContext, inputs: ManyInput[], opts: Push
   }
 }
 
+/**
+ * Small inputs chunked in the workers, many to a message (their bytes moved there), so that a
+ * page's thread does not chunk them: in Chromium, chunking each small File on the page's thread
+ * (wasm calls, a stage-1 buffer and promises per File) left frame gaps of 50-170 ms. A batch goes
+ * when it holds BATCH_FILES inputs or BATCH_BYTES, or at the next task (the last few).
+ */
+class SmallBatcher {
+  private files: Uint8Array[] = []
+  private waiting: { resolve(c: Chunk[][]): void; reject(e: unknown): void }[] = []
+  private bytes = 0
+  private timer?: ReturnType<typeof setTimeout>
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly hashed: boolean,
+  ) {}
+
+  /** `bytes` (moved to a worker) chunked whole: its chunks, offsets from 0, one batch. */
+  add(bytes: Uint8Array): Promise<Chunk[][]> {
+    return new Promise((resolve, reject) => {
+      this.files.push(bytes)
+      this.waiting.push({ resolve, reject })
+      this.bytes += bytes.length
+      if (this.files.length >= BATCH_FILES || this.bytes >= BATCH_BYTES) this.flush()
+      else this.timer ??= setTimeout(() => this.flush(), 0)
+    })
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer)
+    this.timer = undefined
+    const files = this.files
+    const waiting = this.waiting
+    if (!files.length) return
+    this.files = []
+    this.waiting = []
+    this.bytes = 0
+    // A Uint8Array that is a view into a larger buffer is copied (its buffer is not ours to move).
+    const own = files.map((b) => (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : b.slice()))
+    this.pool.run<ManyRes>({ type: 'cutpoint:many', files: own }, own.map((b) => b.buffer as ArrayBuffer)).then(
+      (res) => waiting.forEach((w, i) => w.resolve([this.chunks(res.cuts[i], res.digests[i])])),
+      (e) => waiting.forEach((w) => w.reject(e)),
+    )
+  }
+
+  private chunks(cuts: Float64Array, digests: Uint8Array): Chunk[] {
+    const out: Chunk[] = []
+    const d = cuts.length ? digests.length / cuts.length : 0
+    let at = 0
+    for (let i = 0; i < cuts.length; i++) {
+      const c: Chunk = { offset: at, length: cuts[i] - at }
+      if (this.hashed) c.hash = hex(digests.subarray(i * d, (i + 1) * d))
+      out.push(c)
+      at = cuts[i]
+    }
+    return out
+  }
+
+  close(): void {
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.pool.finish()
+  }
+}
+
 /** A push of many inputs: its inputs, the shared PushRun, the commits. */
 class ManyRun {
   private readonly reader = new ManyReader()
   private cur?: ManyFile
+  /** In a browser with workers: the small inputs' chunking (else in this thread). */
+  private small?: SmallBatcher
   private lastReport = 0
   private commitRequests = 0
   private done = 0
@@ -274,6 +351,7 @@ class ManyRun {
     const { run } = this
     const chunkOpts = await run.chunkOptions()
     const live = this.files.filter((f) => !f.error)
+    const depth = await this.startSmall(chunkOpts, live) ? AHEAD_BROWSER : AHEAD
     const ahead: Promise<Chunk[][] | undefined>[] = []
     const next = () => {
       const f = live[ahead.length]
@@ -282,7 +360,7 @@ class ManyRun {
       p.catch(() => {}) // awaited at its turn (a push that failed before never gets there)
       ahead.push(p)
     }
-    for (let i = 0; i < AHEAD; i++) next()
+    for (let i = 0; i < depth; i++) next()
     for (let i = 0; i < live.length; i++) {
       const f = live[i]
       checkAbort(run.signal)
@@ -301,6 +379,20 @@ class ManyRun {
       this.endFile(f)
     }
     this.cur = undefined
+  }
+
+  /**
+   * In a browser (a page: its thread must stay free) with workers, and small inputs among
+   * `live`: a pool of its own for them (the client's may be taken by a larger input's chunk()).
+   * Node and Deno chunk small inputs in this thread (no frames to keep; no worker round trip).
+   */
+  private async startSmall(chunkOpts: Parameters<typeof resolve>[0], live: ManyFile[]): Promise<boolean> {
+    if (isNode || isDeno || !live.length) return false
+    const r = await resolve(chunkOpts)
+    if (r.workers < 1) return false
+    const pool = await startPool({ ...r, pool: undefined, span: AHEAD_BYTES }, { kind: 'message' })
+    this.small = new SmallBatcher(pool, r.hash !== 'none')
+    return true
   }
 
   /**
@@ -331,6 +423,7 @@ class ManyRun {
     // Read once through its reader (no second open) and chunked with a span of its size (the
     // span only splits the work; the chunks are the same at any span).
     const bytes = await f.reader!.read(0, f.size)
+    if (this.small) return this.small.add(bytes)
     const out: Chunk[][] = []
     for await (const b of chunk(bytes, { profile: run.profile, hash: run.hash, workers: 0, span: Math.max(64 << 10, f.size) }).batches()) out.push(b)
     return out
@@ -604,6 +697,8 @@ class ManyRun {
 
   async close(): Promise<void> {
     this.closed = true
+    this.small?.close()
+    this.small = undefined
     for (const f of this.files) this.free(f)
     await this.reader.close()
     // Inputs opened ahead of a turn that never came (the push failed).
