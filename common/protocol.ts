@@ -70,13 +70,15 @@ export interface CrashMsg {
 
 /**
  * Many small inputs chunked whole, each on its own (stage 1, stage 2 and fingerprints in the
- * worker): one message for many files, their bytes moved to the worker. Each must fit the
- * worker's stage-1 buffer (`capacity`).
+ * worker): one message for many files, bytes moved to the worker or Blobs/Files it reads itself
+ * (their size looked up and their bytes read there, not on the page's thread). A Blob over `max`
+ * bytes is only measured; each input chunked must fit the worker's stage-1 buffer (`capacity`).
  */
 export interface ManyMsg {
   type: 'cutpoint:many'
   id: number
-  files: Uint8Array[]
+  files: (Uint8Array | Blob)[]
+  max: number
 }
 
 export type Request = InitMsg | Stage1Msg | HashMsg | ReleaseMsg | ManyMsg | CrashMsg
@@ -132,12 +134,19 @@ export interface ReleasedRes {
   type: 'cutpoint:release'
   id: number
 }
-/** Per input of a `cutpoint:many`: its cut offsets (chunk ends, from 0) and its chunks' digests end to end. */
+/**
+ * Per input of a `cutpoint:many`: its size; its cut offsets (chunk ends, from 0) and its chunks'
+ * digests end to end (absent: a Blob over `max`, or one that could not be read: `errors`); a
+ * Blob's bytes as read (moved back: the caller reads novel chunks from them).
+ */
 export interface ManyRes {
   type: 'cutpoint:many'
   id: number
-  cuts: Float64Array[]
-  digests: Uint8Array[]
+  sizes: number[]
+  cuts: (Float64Array | undefined)[]
+  digests: (Uint8Array | undefined)[]
+  bytes: (Uint8Array | undefined)[]
+  errors: (string | undefined)[]
 }
 export type Response = ReadyRes | Stage1Res | HashRes | ReleasedRes | ManyRes | ErrorRes
 
