@@ -32,7 +32,8 @@ beforeAll(async () => {
   tmp = mkdtempSync(`${tmpdir()}/cutpoint-folder-`)
   // N small files (16 B .. 16 KiB), in two subfolders.
   for (const sub of ['a', 'b']) mkdirSync(`${tmp}/folder/${sub}`, { recursive: true })
-  for (let i = 0; i < N; i++) writeFileSync(`${tmp}/folder/${i % 2 ? 'a' : 'b'}/f${String(i).padStart(5, '0')}.bin`, randomBytes(16 + ((i * 7919) % (16 << 10))))
+  // The first few are larger (200 KiB: several chunks each, still chunked whole by a worker).
+  for (let i = 0; i < N; i++) writeFileSync(`${tmp}/folder/${i % 2 ? 'a' : 'b'}/f${String(i).padStart(5, '0')}.bin`, randomBytes(i < 4 ? 200 << 10 : 16 + ((i * 7919) % (16 << 10))))
   // CUTPOINT_FOLDER_PROFILE=FILE: the page's main thread profiled (CDP) during the push, written to FILE (unminified build).
   execFileSync(`${root}node_modules/.bin/vite`, ['build', '-c', `${APP}/vite.config.ts`, ...(PROFILE ? ['--minify', 'false'] : [])], { cwd: root, stdio: 'pipe' })
   const s = await serve(`${APP}/dist`, true)
@@ -137,6 +138,19 @@ describe('the page pushes a folder as one pipeline', () => {
     const last = folder.locator(`li.folder-row[data-index="${N - 1}"]`)
     expect(await last.getAttribute('data-version')).toBe('1')
     expect(await last.getAttribute('data-name')).toMatch(/^folder\/[ab]\/f\d{5}\.bin$/)
+    // The chunks the page's workers made are the native chunker's (boundaries and ids, in order).
+    for (const i of [0, 1, 2, 3, 17, N - 1]) {
+      const name = `${i % 2 ? 'a' : 'b'}/f${String(i).padStart(5, '0')}.bin`
+      const native = execFileSync(cutpointBin, ['chunk', '--format', 'jsonl', `${tmp}/folder/${name}`], { encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).hash as string)
+      if (i < 4) expect(native.length).toBeGreaterThan(3)
+      const recipe = await (await fetch(`${storeUrl}/v1/ns/default/recipes/${encodeURIComponent(`folder/${name}`)}`)).text()
+      const known = new Set(native)
+      expect([...recipe.matchAll(/\b[0-9a-f]{64}\b/g)].map((m) => m[0]).filter((id) => known.has(id)), name).toEqual(native)
+    }
     // The store lists every file.
     const listed = await (await fetch(`${storeUrl}/v1/ns/default/files`)).json()
     expect(listed.files.length).toBe(N)
