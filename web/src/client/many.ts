@@ -91,6 +91,13 @@ const AHEAD_BROWSER = 64
 /** A worker message of small inputs: at most this many, or about this many bytes. */
 const BATCH_FILES = 16
 const BATCH_BYTES = 1 << 20
+/**
+ * In a browser, loops over every input (commits) give the page's thread back every this many
+ * inputs: a loop over 10,000 inputs in one task was a long task of 200-500 ms.
+ */
+const YIELD_EVERY = 256
+const pause = (i: number): Promise<void> | undefined =>
+  !isNode && !isDeno && i % YIELD_EVERY === YIELD_EVERY - 1 ? new Promise((r) => setTimeout(r, 0)) : undefined
 /** Rounds of sending missing chunks again after a 409 at commit, as `push`. */
 const MAX_ROUNDS = 3
 
@@ -549,7 +556,9 @@ class ManyRun {
         ),
       )
     }
-    for (const f of live) {
+    for (let i = 0; i < live.length; i++) {
+      const f = live[i]
+      await pause(i)
       if (f.error) continue
       f.stage = 'committing'
       this.report(f, true)
@@ -562,7 +571,9 @@ class ManyRun {
       const answers = batch ? await this.commitBatches(pending) : await this.commitEach(pending)
       const again: ManyFile[] = []
       const missing = new Set<string>()
-      for (const [f, r] of answers) {
+      for (let i = 0; i < answers.length; i++) {
+        const [f, r] = answers[i]
+        await pause(i)
         if (r instanceof StoreError && r.status === 409 && r.missing?.length && round < MAX_ROUNDS) {
           for (const id of r.missing) missing.add(id)
           again.push(f)
@@ -642,7 +653,9 @@ class ManyRun {
       }
     }
     try {
-      for (const f of list) {
+      for (let i = 0; i < list.length; i++) {
+        const f = list[i]
+        await pause(i)
         const text = f.text!
         if (w.count && (w.count >= maxFiles || w.lenWith(f.name, text.length) > maxBytes)) await send()
         if (w.lenWith(f.name, text.length) > maxBytes) {
