@@ -80,7 +80,20 @@ export interface CrashMsg {
   id: number
 }
 
-export type Request = InitMsg | Stage1Msg | HashMsg | ReleaseMsg | CompressMsg | CrashMsg
+/**
+ * Many small inputs chunked whole, each on its own (stage 1, stage 2 and fingerprints in the
+ * worker): one message for many files, bytes moved to the worker or Blobs/Files it reads itself
+ * (their size looked up and their bytes read there, not on the page's thread). A Blob over `max`
+ * bytes is only measured; each input chunked must fit the worker's stage-1 buffer (`capacity`).
+ */
+export interface ManyMsg {
+  type: 'cutpoint:many'
+  id: number
+  files: (Uint8Array | Blob)[]
+  max: number
+}
+
+export type Request = InitMsg | Stage1Msg | HashMsg | ReleaseMsg | CompressMsg | ManyMsg | CrashMsg
 
 /** `Omit` over each member of a union (the plain `Omit` of a union keeps only the common keys). */
 export type OmitEach<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
@@ -139,7 +152,21 @@ export interface ReleasedRes {
   type: 'cutpoint:release'
   id: number
 }
-export type Response = ReadyRes | Stage1Res | HashRes | ReleasedRes | CompressRes | ErrorRes
+/**
+ * Per input of a `cutpoint:many`: its size; its cut offsets (chunk ends, from 0) and its chunks'
+ * digests end to end (absent: a Blob over `max`, or one that could not be read: `errors`); a
+ * Blob's bytes as read (moved back: the caller reads novel chunks from them).
+ */
+export interface ManyRes {
+  type: 'cutpoint:many'
+  id: number
+  sizes: number[]
+  cuts: (Float64Array | undefined)[]
+  digests: (Uint8Array | undefined)[]
+  bytes: (Uint8Array | undefined)[]
+  errors: (string | undefined)[]
+}
+export type Response = ReadyRes | Stage1Res | HashRes | ReleasedRes | CompressRes | ManyRes | ErrorRes
 
 /** A worker's answer to one request, with the buffers it moves back. */
 export interface Answer {
