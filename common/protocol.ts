@@ -62,13 +62,38 @@ export interface ReleaseMsg {
   slice: number
 }
 
+/**
+ * Novel chunks of a push compressed (PROTOCOL.md 3.1; wasm `compressGroup`): `bytes` holds them
+ * one after another, of these `lengths`.
+ */
+export interface CompressMsg {
+  type: 'cutpoint:compress'
+  id: number
+  level: number
+  lengths: Uint32Array
+  bytes: Uint8Array
+}
+
 /** @internal Test hook, not part of the API: the worker dies (uncaught error) while handling this. */
 export interface CrashMsg {
   type: 'cutpoint:crash'
   id: number
 }
 
-export type Request = InitMsg | Stage1Msg | HashMsg | ReleaseMsg | CrashMsg
+/**
+ * Many small inputs chunked whole, each on its own (stage 1, stage 2 and fingerprints in the
+ * worker): one message for many files, bytes moved to the worker or Blobs/Files it reads itself
+ * (their size looked up and their bytes read there, not on the page's thread). A Blob over `max`
+ * bytes is only measured; each input chunked must fit the worker's stage-1 buffer (`capacity`).
+ */
+export interface ManyMsg {
+  type: 'cutpoint:many'
+  id: number
+  files: (Uint8Array | Blob)[]
+  max: number
+}
+
+export type Request = InitMsg | Stage1Msg | HashMsg | ReleaseMsg | CompressMsg | ManyMsg | CrashMsg
 
 /** `Omit` over each member of a union (the plain `Omit` of a union keeps only the common keys). */
 export type OmitEach<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
@@ -112,6 +137,12 @@ export interface HashRes {
   id: number
   digests: Uint8Array
 }
+/** Per chunk a u32 LE stored length (bit 31: compressed), then the compressed frames' data. */
+export interface CompressRes {
+  type: 'cutpoint:compress'
+  id: number
+  out: Uint8Array
+}
 export interface ErrorRes {
   type: 'cutpoint:error'
   id: number
@@ -121,7 +152,21 @@ export interface ReleasedRes {
   type: 'cutpoint:release'
   id: number
 }
-export type Response = ReadyRes | Stage1Res | HashRes | ReleasedRes | ErrorRes
+/**
+ * Per input of a `cutpoint:many`: its size; its cut offsets (chunk ends, from 0) and its chunks'
+ * digests end to end (absent: a Blob over `max`, or one that could not be read: `errors`); a
+ * Blob's bytes as read (moved back: the caller reads novel chunks from them).
+ */
+export interface ManyRes {
+  type: 'cutpoint:many'
+  id: number
+  sizes: number[]
+  cuts: (Float64Array | undefined)[]
+  digests: (Uint8Array | undefined)[]
+  bytes: (Uint8Array | undefined)[]
+  errors: (string | undefined)[]
+}
+export type Response = ReadyRes | Stage1Res | HashRes | ReleasedRes | CompressRes | ManyRes | ErrorRes
 
 /** A worker's answer to one request, with the buffers it moves back. */
 export interface Answer {

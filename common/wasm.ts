@@ -39,6 +39,13 @@ export interface WasmModule {
   packFrameHead(len: number, id: Uint8Array, compressed?: boolean): Uint8Array
   /** A compressed frame's data (raw length + zstd frame), or undefined where it saves < 1/16. */
   compressChunk(data: Uint8Array, level: number): Uint8Array | undefined
+  /** The zstd level of a compression setting ('auto', 'max'; undefined for 'off'). */
+  compressionLevel(mode: string): number | undefined
+  /** [chunks compressed together, the sample tried after a group where none compressed]. */
+  compressGroupSizes(): Uint32Array
+  CompressSampler: new () => WasmCompressSampler
+  /** Per chunk a u32 LE stored length (bit 31: compressed), then the compressed frames' data. */
+  compressGroup(data: Uint8Array, lengths: Uint32Array, level: number): Uint8Array
   packEnd(count: number): Uint8Array
   packedLen(lengths: Uint32Array): number
   maxQueryIds(): number
@@ -86,6 +93,13 @@ export interface WasmStoreBatch {
   add(name: string, body: Uint8Array): void
   lenWith(name: string, bodyLen: number): number
   finish(): Uint8Array
+  free(): void
+}
+/** The clients' sampling rule over the compression groups of one input (wasm/src/lib.rs `CompressSampler`). */
+export interface WasmCompressSampler {
+  first(n: number): number
+  tryRest(anyFirst: boolean): boolean
+  record(any: boolean): void
   free(): void
 }
 /** A file recipe (wasm/src/lib.rs `StoreRecipe`: the core's `Recipe`, file digest and delta encoder). */

@@ -1,8 +1,9 @@
 // What a worker does: loads the wasm once, reads its own slices of the source straight into
-// wasm memory, runs the core's stage 1 or fingerprints, and answers with compact typed arrays.
+// wasm memory, runs the core's stage 1 or fingerprints, and answers with compact typed arrays;
+// compresses a push's novel chunks (zstd, the core's per-chunk rule).
 // Also runs in the coordinator's thread when `workers: 0` is asked for.
 import { loadWasm, isDeno, type Wasm, type WasmHasher, type WasmStage1 } from '../common/wasm.js'
-import type { Answer, InitMsg, Request, RequestHandler, SourceDesc } from '../common/protocol.js'
+import type { Answer, HashRes, InitMsg, ManyMsg, ManyRes, Request, RequestHandler, SourceDesc } from '../common/protocol.js'
 
 type Reader = (start: number, end: number, into: () => Uint8Array) => Promise<void>
 /** Bytes [start, end) in a buffer of `Buffers` (given back with `give` once used). */
@@ -59,6 +60,7 @@ export class Buffers {
 
 export class Handler implements RequestHandler {
   private wasm?: Wasm
+  private profile = ''
   private st1?: WasmStage1
   private hasher?: WasmHasher
   private read?: Reader
@@ -145,10 +147,16 @@ export class Handler implements RequestHandler {
           this.buffers.give(own)
         }
       }
+      case 'cutpoint:many':
+        return this.many(msg)
       case 'cutpoint:release':
         this.buffers.give(this.retained.get(msg.slice)?.bytes)
         this.retained.delete(msg.slice)
         return { res: { type: 'cutpoint:release', id: msg.id }, transfer: [] }
+      case 'cutpoint:compress': {
+        const out = this.need(this.wasm).mod.compressGroup(msg.bytes, msg.lengths, msg.level)
+        return { res: { type: 'cutpoint:compress', id: msg.id, out }, transfer: [out.buffer as ArrayBuffer] }
+      }
       case 'cutpoint:crash':
         setTimeout(() => {
           throw new Error('cutpoint: test crash')
@@ -177,8 +185,89 @@ export class Handler implements RequestHandler {
     return x
   }
 
+  /**
+   * Small inputs chunked whole, one after the other: stage 1 over each (one slice), the core's
+   * stage 2 on its candidates, then its chunks' fingerprints. The same cuts and digests as
+   * `chunk()` of each input alone (stage 2 sees one slice instead of several; the candidates do
+   * not depend on how the input is sliced).
+   */
+  private async many(msg: ManyMsg): Promise<Answer> {
+    const res: ManyRes = { type: 'cutpoint:many', id: msg.id, sizes: [], cuts: [], digests: [], bytes: [], errors: [] }
+    const transfer: ArrayBuffer[] = []
+    for (const item of msg.files) {
+      let bytes: Uint8Array | undefined
+      let size = 0
+      let error: string | undefined
+      if (item instanceof Uint8Array) {
+        bytes = item
+        size = item.length
+      } else {
+        try {
+          size = item.size
+          if (size <= msg.max) bytes = new Uint8Array(await item.arrayBuffer())
+        } catch (e: any) {
+          error = String(e?.message ?? e)
+        }
+        if (bytes && bytes.length !== size) error = `read ${bytes.length} bytes of a ${size}-byte file (was it changed?)`
+      }
+      res.sizes.push(size)
+      res.errors.push(error)
+      if (!bytes || error) {
+        res.cuts.push(undefined)
+        res.digests.push(undefined)
+        res.bytes.push(undefined)
+        continue
+      }
+      const { cuts, digests } = await this.chunkWhole(msg.id, bytes)
+      res.cuts.push(cuts)
+      res.digests.push(digests)
+      transfer.push(cuts.buffer as ArrayBuffer, digests.buffer as ArrayBuffer)
+      // A Blob's bytes go back to the caller (it reads novel chunks from them).
+      res.bytes.push(item instanceof Uint8Array ? undefined : bytes)
+      if (!(item instanceof Uint8Array)) transfer.push(bytes.buffer as ArrayBuffer)
+    }
+    return { res, transfer }
+  }
+
+  /** One input chunked whole: its cuts (chunk ends) and its chunks' digests end to end. */
+  private async chunkWhole(id: number, bytes: Uint8Array): Promise<{ cuts: Float64Array; digests: Uint8Array }> {
+    const st1 = this.need(this.st1)
+    const m = this.wasm!.mod
+    const len = bytes.length
+    if (len > st1.capacity) throw new Error(`input of ${len} bytes exceeds the worker buffer (${st1.capacity})`)
+    let c = new Float64Array(0)
+    if (len > 0) {
+      this.wasm!.view(st1.inputPtr(), len).set(bytes)
+      st1.scan(len, 0, len, 0)
+      const st2 = new m.Stage2(this.profile)
+      try {
+        const a = st2.feed(0, len, st1.strictOffsets(), st1.looseOffsets())
+        const b = st2.finish(len)
+        c = new Float64Array(a.length + b.length)
+        c.set(a)
+        c.set(b, a.length)
+      } finally {
+        st2.free()
+      }
+    }
+    const lengths = new Uint32Array(c.length)
+    for (let i = 0, at = 0; i < c.length; i++) {
+      lengths[i] = c[i] - at
+      at = c[i]
+    }
+    let d: Uint8Array = new Uint8Array(0)
+    if (this.subtle) d = ((await this.webcrypto(this.subtle, id, 0, len, lengths, bytes)).res as HashRes).digests
+    else if (this.hasher && lengths.length) {
+      this.hasher.reserve(len)
+      this.wasm!.view(this.hasher.inputPtr(), len).set(bytes)
+      d = this.hasher.digests(lengths)
+    }
+    return { cuts: c, digests: d }
+  }
+
   private async init(msg: InitMsg): Promise<Answer> {
     await this.close()
+    this.profile = msg.profile
     this.wasm = await loadWasm(msg.flavor, msg.module)
     const m = this.wasm.mod
     this.st1 = new m.Stage1(msg.profile, msg.backend, msg.capacity)

@@ -1,12 +1,18 @@
 #!/usr/bin/env node
-// `npm run bench -- --only big` (opt-in, issue #32): push and pull one large generated file
+// `npm run bench -- --only big` (opt-in, issue #32): push and pull one large generated input
 // through a fresh `cutpoint serve --data DIR` on 127.0.0.1 with default settings (a file of any
-// size is committed in recipe parts), checks the pull is byte-identical (cmp), and reports the
-// peak RSS of the client (GNU time) and of the server (VmHWM) for the push and the pull, and the
-// seconds per GiB. Size: SIZE if given (e.g. 1g), else the largest of 32, 16, 8, 4, 2, 1 GiB
-// that the free disk of the temporary directory holds three times over (the file, the store's
-// packs, the pulled copy) with 2 GiB to spare; the size and why are printed.
-// Usage: node bench/harness/big-file.mjs [SIZE]. Prints one JSON row per measure.
+// size is committed in recipe parts), checks the pull is byte-identical, and reports the peak
+// RSS of the client (GNU time) and of the server (VmHWM) for the push and the pull, and the
+// seconds per GiB.
+// * Stream (the default): `cutpoint gen --stream --size N | cutpoint push - --name big`; the
+//   pull goes to standard output and its SHA-256 is compared with the generator's (run again):
+//   no source file nor pulled copy on disk, only the store. A size above 1 GiB also runs 1 GiB
+//   first and reports the push time per GiB of the largest ÷ 1 GiB.
+// * --file: the old way, a file pushed and pulled to a file, compared with cmp (three copies).
+// Size: SIZE if given (e.g. 1g), else the largest of 32, 16, 8, 4, 2, 1 GiB that the free disk
+// of the temporary directory holds (stream: once, the store's packs; --file: three times) with
+// 2 GiB to spare; the size and why are printed.
+// Usage: node bench/harness/big-file.mjs [SIZE] [--file]. Prints one JSON row per measure.
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, statfsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -20,8 +26,12 @@ const GiB = 2 ** 30
 const dir = mkdtempSync(join(tmpdir(), 'cutpoint-bench-big-'))
 const log = (l) => process.stderr.write(`${l}\n`)
 
+const args = process.argv.slice(2)
+const fileMode = args.includes('--file')
+const copies = fileMode ? 3 : 1
+
 function pickSize() {
-  const arg = process.argv[2]
+  const arg = args.find((a) => !a.startsWith('--'))
   if (arg) {
     const m = /^(\d+)([mg])$/i.exec(arg)
     if (!m) throw new Error(`size '${arg}': give e.g. 512m or 4g`)
@@ -30,7 +40,7 @@ function pickSize() {
   const fs = statfsSync(dir)
   const free = fs.bavail * fs.bsize
   for (const g of [32, 16, 8, 4, 2, 1]) {
-    if (3 * g * GiB + 2 * GiB <= free) return { bytes: g * GiB, why: `the largest of 32..1 GiB that ${(free / GiB).toFixed(1)} GiB free holds 3 times` }
+    if (copies * g * GiB + 2 * GiB <= free) return { bytes: g * GiB, why: `the largest of 32..1 GiB that ${(free / GiB).toFixed(1)} GiB free holds ${copies} time(s)` }
   }
   throw new Error(`not enough free disk in ${dir} (${(free / GiB).toFixed(1)} GiB) for a 1 GiB file`)
 }
@@ -43,6 +53,37 @@ function timed(args, opts = {}) {
   return { out: r.stdout, rssMiB: kib / 1024, seconds: secs }
 }
 
+/** Runs a bash pipeline whose `cutpoint` step is timed into a file: [stdout, peak RSS MiB, seconds]. */
+function piped(script, timeFile) {
+  const r = spawnSync('bash', ['-o', 'pipefail', '-c', script], { encoding: 'utf8', maxBuffer: 1 << 26, stdio: ['ignore', 'pipe', 'inherit'] })
+  if (r.status !== 0) throw new Error(`failed: ${script}`)
+  const [kib, secs] = readFileSync(timeFile, 'utf8').trim().split('\n').pop().split(' ').map(Number)
+  return { out: r.stdout, rssMiB: kib / 1024, seconds: secs }
+}
+
+const gen = (bytes) => `"${bin}" gen --stream --size ${bytes} --seed 32`
+const time = (f) => `/usr/bin/time -f "%M %e" -o "${f}" "${bin}"`
+
+/** Stream mode: one size pushed from the generator and pulled to a digest, in a fresh store. */
+async function streamRun(bytes) {
+  const s = await serve()
+  try {
+    const pt = join(dir, 'push.time')
+    const push = piped(`${gen(bytes)} | ${time(pt)} push - --name big --json --store ${s.url}`, pt)
+    const rep = JSON.parse(push.out)
+    const serverPush = s.hwm()
+    const lt = join(dir, 'pull.time')
+    const pull = piped(`${time(lt)} pull big -o - --store ${s.url} | sha256sum`, lt)
+    const want = spawnSync('bash', ['-o', 'pipefail', '-c', `${gen(bytes)} | sha256sum`], { encoding: 'utf8' }).stdout
+    const same = pull.out.split(' ')[0] === want.split(' ')[0] && want.length > 0
+    if (!same) throw new Error('the pulled stream differs from the pushed one (sha256)')
+    return { push, rep, serverPush, pull, serverPull: s.hwm(), same }
+  } finally {
+    await s.stop()
+    rmSync(join(dir, 'store'), { recursive: true, force: true })
+  }
+}
+
 async function serve() {
   const data = join(dir, 'store')
   const child = spawn(bin, ['serve', '--data', data, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] })
@@ -50,13 +91,27 @@ async function serve() {
   child.stdout.resume()
   const url = /listening on (\S+)/.exec(line)[1]
   const hwm = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024
-  return { url, hwm, stop: () => child.kill('SIGKILL') }
+  const exited = new Promise((r) => child.once('exit', r))
+  return { url, hwm, stop: () => (child.kill('SIGKILL'), exited) }
 }
 
 try {
   const { bytes, why } = pickSize()
   const gib = bytes / GiB
-  log(`big-file: ${gib} GiB (${why}) in ${dir}`)
+  log(`big-file: ${gib} GiB (${why}), ${fileMode ? 'a file' : 'a stream'}, in ${dir}`)
+  const row = (name, value, unit, extra = {}) => console.log(JSON.stringify({ section: 'big', runtime: 'native', name: `big/${name}/${gib}g`, value, unit, size_bytes: bytes, size_why: why, input: fileMode ? 'file' : 'stream', ...extra }))
+  if (!fileMode) {
+    const base = gib > 1 ? await streamRun(GiB) : null
+    const r = await streamRun(bytes)
+    row('push-client-peak-rss', r.push.rssMiB, 'MiB', { parts: r.rep.parts, recipe_bytes: r.rep.recipe_bytes, chunks: r.rep.chunks, client_peak_rss_1g: base?.push.rssMiB })
+    row('push-server-peak-rss', r.serverPush, 'MiB', { server_peak_rss_1g: base?.serverPush })
+    row('push-seconds-per-gib', r.push.seconds / gib, 's/GiB', { seconds: r.push.seconds, ratio_to_1g: base ? r.push.seconds / gib / base.push.seconds : 1 })
+    row('pull-client-peak-rss', r.pull.rssMiB, 'MiB', { byte_identical: r.same, compared: 'sha256 of the pull vs of the generator' })
+    row('pull-server-peak-rss', r.serverPull, 'MiB')
+    row('pull-seconds-per-gib', r.pull.seconds / gib, 's/GiB', { seconds: r.pull.seconds })
+    rmSync(dir, { recursive: true, force: true })
+    process.exit(0)
+  }
   const file = join(dir, 'big.bin')
   const g = spawnSync('bash', ['-c', `"${bin}" gen --stream --size ${bytes} --seed 32 > "${file}"`], { stdio: 'inherit' })
   if (g.status !== 0) throw new Error('cutpoint gen failed')
@@ -69,7 +124,6 @@ try {
     const pull = timed(['pull', 'big.bin', '-o', out, '--store', s.url])
     const same = spawnSync('cmp', [file, out]).status === 0
     if (!same) throw new Error('the pulled file differs from the pushed one')
-    const row = (name, value, unit, extra = {}) => console.log(JSON.stringify({ section: 'big', runtime: 'native', name: `big/${name}/${gib}g`, value, unit, size_bytes: bytes, size_why: why, ...extra }))
     row('push-client-peak-rss', push.rssMiB, 'MiB', { parts: rep.parts, recipe_bytes: rep.recipe_bytes, chunks: rep.chunks })
     row('push-server-peak-rss', serverPush, 'MiB')
     row('push-seconds-per-gib', push.seconds / gib, 's/GiB', { seconds: push.seconds })

@@ -3,7 +3,7 @@
 // `cutpoint serve` on 127.0.0.1 through the library's client (2 workers), against the native
 // `cutpoint push` of the same file to another fresh store on 127.0.0.1; then a 1%-modified
 // version of it from the browser (bytes sent ÷ novel bytes).
-//   node bench/harness/browser-push.mjs [--quick] [--size 1g] [--reps 3] [--workers 2] [--gc]
+//   node bench/harness/browser-push.mjs [--quick] [--size 1g] [--reps 3] [--workers 2] [--gc] [--compression auto|off|max]
 // (--gc: Chromium with --expose-gc, the page's garbage collected before each memory sample, so
 // the peak is of what is live rather than of what the collector has not reclaimed yet)
 //
@@ -35,6 +35,8 @@ const size = opt('--size', quick ? '16m' : '1g')
 const reps = Number(opt('--reps', quick ? '1' : '3'))
 const workers = Number(opt('--workers', '2'))
 const gcMode = argv.includes('--gc')
+// Both sides' compression (the page's setting, `cutpoint push --compression`); default auto.
+const compression = opt('--compression', 'auto')
 const cli = `${root}native/target/release/cutpoint`
 const exe = process.env.CUTPOINT_CHROMIUM ?? '/usr/bin/chromium'
 const log = (l) => process.stderr.write(`${l}\n`)
@@ -187,7 +189,7 @@ try {
       for (const k of ['base', 'mod']) {
         const t0 = performance.now()
         const c0 = [cpuOf(process.pid, true), cpuOf(ns.pid)]
-        const j = JSON.parse(execFileSync(cli, ['push', files[k], '--name', 'f.bin', '--store', ns.url, '--json'], { encoding: 'utf8' }).trim().split('\n').pop())
+        const j = JSON.parse(execFileSync(cli, ['push', files[k], '--name', 'f.bin', '--store', ns.url, '--json', '--compression', compression], { encoding: 'utf8' }).trim().split('\n').pop())
         const cpu = { client: cpuOf(process.pid, true) - c0[0], store: cpuOf(ns.pid) - c0[1] }
         run[`native_${k}`] = { s: (performance.now() - t0) / 1000, ...j, cpu }
       }
@@ -203,6 +205,7 @@ try {
       await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 60_000 })
       await page.fill('#workers', String(workers))
       await page.selectOption('#rapid', 'off')
+      await page.selectOption('#compression', compression)
       await page.click('#check-store')
       for (const k of ['base', 'mod']) {
         const t0 = performance.now()
@@ -225,7 +228,7 @@ try {
         clearInterval(timer)
         const row = await page.$eval(sel, (li) => ({ ...li.dataset, text: li.querySelector('.job-state').textContent }))
         if (row.state !== 'done') throw new Error(`the page's push of ${k} ended: ${row.text}`)
-        run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), sent_bytes: Number(row.sentBytes), packs: Number(row.packs), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak, cpu }
+        run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), compressed_bytes: Number(row.compressedBytes), compressed_chunks: Number(row.compressedChunks), sent_bytes: Number(row.sentBytes), packs: Number(row.packs), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak, cpu }
       }
     } finally {
       run.floor = await floors(page, files.base)
@@ -246,7 +249,7 @@ try {
   rmSync(work, { recursive: true, force: true })
 }
 
-const emit = (row) => process.stdout.write(`${JSON.stringify({ section: 'store', runtime: 'chromium', size, reps, workers, ...row })}\n`)
+const emit = (row) => process.stdout.write(`${JSON.stringify({ section: 'store', runtime: 'chromium', size, reps, workers, compression, ...row })}\n`)
 for (const [k, what] of [['base', `browser push (Chromium, web page, ${workers} workers), empty store`], ['mod', `browser 1%-modified re-push (Chromium, web page, ${workers} workers)`]]) {
   const bs = med(runs.map((x) => x[`browser_${k}`].s))
   const ns = med(runs.map((x) => x[`native_${k}`].s))
@@ -261,6 +264,10 @@ for (const [k, what] of [['base', `browser push (Chromium, web page, ${workers} 
     vs_native: ns / bs,
     novel_bytes: last.novel_bytes,
     sent_bytes: last.sent_bytes,
+    // Both sides with their default compression (auto, where the store lists zstd).
+    compressed_bytes: last.compressed_bytes,
+    compressed_chunks: last.compressed_chunks,
+    native_compressed_bytes: runs.at(-1)[`native_${k}`].compressed_bytes,
     sent_over_novel: last.novel_bytes ? last.sent_bytes / last.novel_bytes : null,
     chunks: last.chunks,
     novel_chunks: last.novel_chunks,

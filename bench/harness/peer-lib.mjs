@@ -11,6 +11,9 @@ export const root = new URL('../../', import.meta.url).pathname
 export const cli = `${root}native/target/release/cutpoint`
 export const log = (l) => process.stderr.write(`${l}\n`)
 export const RESTIC_VERSION = '0.18.1'
+// The TypeScript releases of issue #28's comparison (restic.mjs, browser-comp.mjs): patch steps
+// (5.0.2 → 5.0.3 → 5.0.4, 5.9.2 → 5.9.3) and the last patch of each minor release between.
+export const RELEASES = (process.env.CUTPOINT_RESTIC_RELEASES ?? '5.0.2 5.0.3 5.0.4 5.1.3 5.2.2 5.3.3 5.4.5 5.5.4 5.6.3 5.7.3 5.8.3 5.9.2 5.9.3').split(/\s+/).filter(Boolean)
 export const emit = (row) => process.stdout.write(`${JSON.stringify(row)}\n`)
 
 /** The pinned restic (scripts/install.sh builds it with `go install`), or `{ reason }`. */

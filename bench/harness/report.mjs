@@ -151,6 +151,13 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
     out.push('\n### Peak memory: `cutpoint chunk -` over a generated stream (bench/memory.sh); the web page\'s push in Chromium (bench/harness/browser-push.mjs)\n')
     out.push(table(['what', 'input', 'hash', 'peak RSS MiB', 'chunks', 'seconds'], mem.map((r) => [r.what ?? `${r.runtime} cutpoint chunk -`, r.size, r.hash, f2(r.value, 1), r.chunks, f2(r.seconds, 1)])))
   }
+  const bc = R.filter((r) => r.section === 'compression' && !r.skipped)
+  if (bc.length) {
+    out.push('\n### Browser push with compression: the web page in Chromium, TypeScript releases in order (bench/harness/browser-comp.mjs)\n')
+    const ratio = bc.find((r) => r.mode === 'auto/off')
+    if (ratio) out.push(`Bytes sent with compression auto ÷ off, all versions: **${f2(ratio.value, 3)}** (goal ≤ ${ratio.goal}; ${mb(ratio.sent_bytes)} vs ${mb(ratio.off_sent_bytes)} MB).\n`)
+    out.push(table(['compression', 'versions', 'MB pushed', 'novel MB', 'novel MB as sent (compressed)', 'chunks compressed', 'MB sent', 'seconds'], bc.filter((r) => r.mode !== 'auto/off').map((r) => [r.mode, r.versions, mb(r.bytes), mb(r.novel_bytes), mb(r.compressed_bytes), r.compressed_chunks, mb(r.sent_bytes), f2(r.seconds, 1)])))
+  }
 
   resticSections(R, res, out)
 

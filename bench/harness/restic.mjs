@@ -3,7 +3,7 @@
 //   node bench/harness/restic.mjs [--quick] [--syn FILE,FILE,...]
 //
 // Datasets: "real" = TypeScript releases from npm as uncompressed tars (bench/real-data.sh; the
-// 13 releases of RELEASES below, about 400 MiB, or CUTPOINT_RESTIC_RELEASES="5.0.2 5.0.3 ...");
+// 13 releases of RELEASES in peer-lib.mjs, about 400 MiB, or CUTPOINT_RESTIC_RELEASES="5.0.2 5.0.3 ...");
 // "synthetic" = the bench's `cutpoint gen` versions (--syn, from run.mjs). --quick: the first
 // 4 MiB of up to three releases already cached in bench/data/real (none cached: real skipped)
 // and the quick synthetic versions; its numbers mean nothing.
@@ -24,11 +24,8 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readSync, c
 import { spawnSync } from 'node:child_process'
 import { basename } from 'node:path'
 import os from 'node:os'
-import { cli, countingProxy, dirBytes, storeBytes, emit, findRestic, gzipSize, log, pushHelp, resticRepo, root, run, sameBytes, startStore } from './peer-lib.mjs'
+import { RELEASES, cli, countingProxy, dirBytes, storeBytes, emit, findRestic, gzipSize, log, pushHelp, resticRepo, root, run, sameBytes, startStore } from './peer-lib.mjs'
 
-// The releases of issue #28's comparison: patch steps (5.0.2 → 5.0.3 → 5.0.4, 5.9.2 → 5.9.3)
-// and the last patch of each minor release between.
-const RELEASES = (process.env.CUTPOINT_RESTIC_RELEASES ?? '5.0.2 5.0.3 5.0.4 5.1.3 5.2.2 5.3.3 5.4.5 5.5.4 5.6.3 5.7.3 5.8.3 5.9.2 5.9.3').split(/\s+/).filter(Boolean)
 const argv = process.argv.slice(2)
 const quick = argv.includes('--quick')
 const opt = (f, d) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : d)

@@ -5,7 +5,7 @@
 //   <out>/<host>-<date>-*.svg  the plots (vega-lite, rendered headless in Node)
 // and, for a full run into bench/results, the performance section of docs/performance.md (readme.mjs).
 //
-//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,browser-push,restic,folder,page-folder]
+//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,browser-push,browser-comp,restic,folder,page-folder]
 //   (opt-in, not in the default list: --only index-scale, the store's index at 10^7 chunks;
 //   --only big, a file of up to 32 GiB pushed and pulled, bench/harness/big-file.mjs)
 //
@@ -28,7 +28,7 @@ const flag = (f) => argv.includes(f)
 const opt = (f, d) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : d)
 const quick = flag('--quick')
 const outDir = opt('--out', `${root}bench/results`)
-const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid,store,browser-push,restic,folder,page-folder').split(',')
+const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid,store,browser-push,browser-comp,restic,folder,page-folder').split(',')
 const cli = `${root}native/target/release/cutpoint`
 const ex = (name) => `${root}native/target/release/examples/${name}`
 const cores = os.availableParallelism?.() ?? os.cpus().length
@@ -280,17 +280,24 @@ if (only.includes('index-scale')) {
   await jsonRows('index-scale', 'native', ex('index_scale'), ['--json', '--sorted', '--chunks', quick ? '100000' : '10000000', '--batches', quick ? '20' : '200', '--serve', `${root}native/target/release/cutpoint`, '--clients', '4'])
 }
 if (only.includes('big')) {
-  // Opt-in (not in the default list; issue #32): push and pull one generated file of the largest
-  // size the free disk allows up to 32 GiB (CUTPOINT_BIG_SIZE, e.g. 1g, to choose), byte-identical,
-  // peak RSS of client and server, seconds per GiB. --quick: 256 MiB.
-  const size = process.env.CUTPOINT_BIG_SIZE ?? (quick ? '256m' : undefined)
-  await jsonRows('big', 'native', process.execPath, [`${root}bench/harness/big-file.mjs`, ...(size ? [size] : [])])
+  // Opt-in (not in the default list; issue #32): push a generated stream (`cutpoint push -`) of
+  // the largest size the free disk allows up to 32 GiB (--size or CUTPOINT_BIG_SIZE, e.g. 1g, to
+  // choose) and pull it, compared by SHA-256; peak RSS of client and server, seconds per GiB and
+  // its ratio to 1 GiB. --big-file: a file on disk instead (three copies). --quick: 256 MiB.
+  const size = opt('--size', process.env.CUTPOINT_BIG_SIZE ?? (quick ? '256m' : undefined))
+  await jsonRows('big', 'native', process.execPath, [`${root}bench/harness/big-file.mjs`, ...(size ? [size] : []), ...(flag('--big-file') ? ['--file'] : [])])
 }
 if (only.includes('browser-push')) {
   // The web page in Chromium pushing through the library's client (2 workers) vs `cutpoint push`,
   // and its 1%-modified re-push (sent ÷ novel).
   if (!existsSync(chromiumExe)) skip('store/browser-push', 'store', 'chromium', `no browser at ${chromiumExe}`)
   else await jsonRows('browser-push', 'chromium', process.execPath, [`${root}bench/harness/browser-push.mjs`, ...(quick ? ['--quick'] : [])], { CUTPOINT_CHROMIUM: chromiumExe })
+}
+if (only.includes('browser-comp')) {
+  // The web page in Chromium pushing the TypeScript releases in order with Compression off and
+  // auto: bytes sent auto ÷ off (bench/harness/browser-comp.mjs). --quick: the first 3 releases.
+  if (!existsSync(chromiumExe)) skip('compression/browser-comp', 'compression', 'chromium', `no browser at ${chromiumExe}`)
+  else await jsonRows('browser-comp', 'chromium', process.execPath, [`${root}bench/harness/browser-comp.mjs`, ...(quick ? ['--versions', '3'] : [])], { CUTPOINT_CHROMIUM: chromiumExe })
 }
 
 if (only.includes('restic')) {

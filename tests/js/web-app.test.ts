@@ -9,10 +9,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromium, type BrowserContext, type Page, type Route } from 'playwright-core'
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import type { Server } from 'node:http'
 import { root } from './helpers'
+import { textData } from './text-data'
 import { serve } from './server'
 import { startFaultProxy } from './fault-proxy'
 
@@ -90,7 +91,7 @@ async function openPage(url: string, settings: Record<string, string>, storeUrl 
   await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30_000 })
   expect(await page.evaluate(() => document.body.dataset.ready), `page errors: ${errors.join('; ')}`).toBe('1')
   for (const [k, v] of Object.entries(settings)) {
-    if (k === 'rapid') await page.selectOption(`#${k}`, v)
+    if (k === 'rapid' || k === 'compression') await page.selectOption(`#${k}`, v)
     else await page.fill(`#${k}`, v)
   }
   await page.click('#check-store')
@@ -403,6 +404,29 @@ describe('web page (Vite build) against cutpoint serve', () => {
     expect(await p.inputValue('#token')).toBe('not-a-token')
     expect(await p.inputValue('#workers')).toBe('2')
     expect(await p.inputValue('#store')).toBe(store.url)
+    await p.close()
+  })
+
+  it('Compression (a setting): auto sends the compressed frames of `cutpoint push`, off none; the row says how many bytes travelled compressed', async () => {
+    mkdirSync(`${tmp}/text`)
+    const data = textData(4 << 20, 25)
+    writeFileSync(`${tmp}/text/text.txt`, data)
+    writeFileSync(`${tmp}/text/text-off.txt`, textData(4 << 20, 26)) // like it, not a copy (nothing to dedup)
+    const p = await openPage(pageUrl, { namespace: 'comp', workers: '2', rapid: 'off', compression: 'auto' })
+    const row = await pushOnPage(p, `${tmp}/text/text.txt`, 'text.txt')
+    const want: any = nativePush(`${tmp}/text/text.txt`, 'text.txt', '--ns', 'comp')
+    expect(want.compressed_chunks).toBeGreaterThan(0)
+    expect([num(row, 'compressedBytes'), num(row, 'compressedChunks'), num(row, 'sentBytes')]).toEqual([want.compressed_bytes, want.compressed_chunks, want.sent_bytes])
+    expect(await p.textContent(`li.job[data-name="text.txt"] .stats`)).toMatch(/compressed/)
+    await p.selectOption('#compression', 'off')
+    await p.click('#check-store')
+    await p.waitForFunction(() => /connected/.test(document.getElementById('store-status')!.textContent!))
+    const off = await pushOnPage(p, `${tmp}/text/text-off.txt`, 'text-off.txt')
+    expect(num(off, 'compressedChunks')).toBe(0)
+    expect(num(off, 'compressedBytes')).toBe(num(off, 'novelBytes'))
+    expect(num(off, 'sentBytes')).toBeGreaterThan(2 * num(row, 'sentBytes'))
+    await p.selectOption('#compression', 'auto')
+    await p.click('#check-store')
     await p.close()
   })
 })

@@ -783,7 +783,7 @@ impl Drop for RapidRun {
 // TypeScript client (`web/src/client/`), which only does the networking. No format is written
 // a second time in TypeScript.
 
-use cutpoint_core::protocol::codec::{Codec, Compressor};
+use cutpoint_core::protocol::codec::{Codec, Compressor, Sampler, AUTO_LEVEL, COMPRESSED, COMPRESS_GROUP, MAX_LEVEL, SAMPLE};
 use cutpoint_core::protocol::pack::{encode_frame_head, encode_pack_header, FrameHead, Layout, MAX_CHUNK, MAX_HEADS_FIRST};
 use cutpoint_core::protocol::{delta, name as wire_name, query as wire_query, FileDigest};
 
@@ -811,6 +811,14 @@ thread_local! {
 /// `packFrameHead(result.length, id, true)`.
 #[wasm_bindgen(js_name = compressChunk)]
 pub fn compress_chunk(data: &[u8], level: i32) -> Option<Vec<u8>> {
+    with_compressor(level, |cx| {
+        let mut out = Vec::new();
+        cx.compress(data, &mut out).then_some(out)
+    })
+}
+
+/// `f` with this thread's compressor at `level` (made once, its context kept).
+fn with_compressor<T>(level: i32, f: impl FnOnce(&mut Compressor) -> T) -> T {
     COMPRESSORS.with(|c| {
         let mut list = c.borrow_mut();
         let i = match list.iter().position(|(l, _)| *l == level) {
@@ -820,9 +828,84 @@ pub fn compress_chunk(data: &[u8], level: i32) -> Option<Vec<u8>> {
                 list.len() - 1
             }
         };
-        let mut out = Vec::new();
-        list[i].1.compress(data, &mut out).then_some(out)
+        f(&mut list[i].1)
     })
+}
+
+/// The zstd level of a `compression` setting ('auto', 'max'; `undefined` for 'off'), as the
+/// native client's `--compression`.
+#[wasm_bindgen(js_name = compressionLevel)]
+pub fn compression_level(mode: &str) -> Result<Option<i32>, JsError> {
+    match mode {
+        "off" => Ok(None),
+        "auto" => Ok(Some(AUTO_LEVEL)),
+        "max" => Ok(Some(MAX_LEVEL)),
+        _ => Err(err(format!("compression must be 'auto', 'off' or 'max' (got '{mode}')"))),
+    }
+}
+
+/// `[group, sample]`: the chunks compressed together and the sample tried after a group where
+/// none compressed (`cutpoint_core::protocol::codec`).
+#[wasm_bindgen(js_name = compressGroupSizes)]
+pub fn compress_group_sizes() -> Vec<u32> {
+    vec![COMPRESS_GROUP as u32, SAMPLE as u32]
+}
+
+/// The clients' rule over the groups of one input (`cutpoint_core::protocol::codec::Sampler`):
+/// after a group where no chunk compressed, the next one tries a sample first.
+#[wasm_bindgen(js_name = CompressSampler)]
+#[derive(Default)]
+pub struct CompressSampler(Sampler);
+
+#[wasm_bindgen(js_class = CompressSampler)]
+impl CompressSampler {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> CompressSampler {
+        CompressSampler::default()
+    }
+    /// How many of a group's `n` chunks are tried first.
+    pub fn first(&self, n: usize) -> usize {
+        self.0.first(n)
+    }
+    /// Whether the rest of the group is tried, given whether any of its first chunks compressed.
+    #[wasm_bindgen(js_name = tryRest)]
+    pub fn try_rest(&self, any_first: bool) -> bool {
+        self.0.try_rest(any_first)
+    }
+    /// Records a group's outcome: whether any of its chunks compressed.
+    pub fn record(&mut self, any: bool) {
+        self.0.record(any)
+    }
+}
+
+/// Compresses consecutive chunks (`data`, the chunks one after another, of these `lengths`) at
+/// zstd `level`, each kept compressed only where that saves at least 1/16 of it (the rule of
+/// `compressChunk`). Returns one u32 LE per chunk, its frame's stored length with bit 31 set
+/// where it is compressed (else its raw length: it travels raw), then the compressed frames'
+/// data one after another (raw chunks are not copied back). What the library's workers run.
+#[wasm_bindgen(js_name = compressGroup)]
+pub fn compress_group(data: &[u8], lengths: &[u32], level: i32) -> Result<Vec<u8>, JsError> {
+    let total: u64 = lengths.iter().map(|&l| l as u64).sum();
+    if total != data.len() as u64 {
+        return Err(err(format!("compressGroup: {} bytes for chunks of {total}", data.len())));
+    }
+    let mut out = vec![0u8; 4 * lengths.len()];
+    with_compressor(level, |cx| {
+        let mut z = Vec::new();
+        let mut at = 0usize;
+        for (k, &len) in lengths.iter().enumerate() {
+            let raw = &data[at..at + len as usize];
+            at += len as usize;
+            let head = if cx.compress(raw, &mut z) {
+                out.extend_from_slice(&z);
+                z.len() as u32 | COMPRESSED
+            } else {
+                len
+            };
+            out[4 * k..4 * k + 4].copy_from_slice(&head.to_le_bytes());
+        }
+    });
+    Ok(out)
 }
 
 /// The pack size to aim at within a store's limit (`cutpoint_core::protocol::pack::fit_pack_target`).

@@ -74,7 +74,7 @@ function answered(): void {
 
 // ---- settings --------------------------------------------------------------------------------
 
-const fields = ['store', 'namespace', 'token', 'profile', 'workers', 'rapid'] as const
+const fields = ['store', 'namespace', 'token', 'profile', 'workers', 'rapid', 'compression'] as const
 function showSettings(): void {
   for (const k of fields) ($(k) as HTMLInputElement).value = settings[k]
 }
@@ -101,6 +101,7 @@ async function getClient(): Promise<Client> {
     token: s.token || undefined,
     profile: s.profile || undefined,
     workers,
+    compression: (s.compression || 'auto') as 'auto' | 'off' | 'max',
     timeout: TIMEOUT_S * 1000,
     onRetry,
   })
@@ -220,6 +221,7 @@ function render(job: Job): void {
     ['processed', `${fmt.bytes(bytes)} of ${fmt.bytes(job.file.size)}`],
     ['novel', fmt.bytes(novel)],
     ['sent', fmt.bytes(sent)],
+    ...(r ? [['compressed', `${fmt.bytes(r.compressedBytes)} (${fmt.count(r.compressedChunks)} chunks compressed)`] as [string, string]] : []),
     ['chunks', `${fmt.count(chunks)} (${fmt.count(novelChunks)} novel, ${fmt.count(job.map.hintedChunks)} hinted)`],
     ['dedup ratio', fmt.ratio(ratio)],
     ['throughput', fmt.rate(thr)],
@@ -233,6 +235,8 @@ function render(job: Job): void {
     bytes: String(bytes),
     novelBytes: String(novel),
     sentBytes: String(sent),
+    compressedBytes: r ? String(r.compressedBytes) : '',
+    compressedChunks: r ? String(r.compressedChunks) : '',
     chunks: String(chunks),
     novelChunks: String(novelChunks),
     mapChunks: String(job.map.chunks),

@@ -9,6 +9,8 @@ export interface Settings {
   workers: string
   /** 'off' or a RapidCDC criterion. */
   rapid: string
+  /** 'auto', 'off' or 'max' (`createClient({ compression })`). */
+  compression: string
 }
 
 const KEY = 'cutpoint.settings.v1'
@@ -23,6 +25,7 @@ export const DEFAULTS: Settings = {
   profile: 'gear:2k:8k:64k',
   workers: '',
   rapid: 'off',
+  compression: 'auto',
 }
 
 function saved(): Partial<Settings> {

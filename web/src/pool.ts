@@ -150,11 +150,29 @@ export class Pool {
     if (!this.kept) return this.terminate()
     // Jobs of an abandoned call (a consumer that stopped early) that no worker has yet are
     // dropped, so that they never run against the next call's source; those already sent
-    // finish first (a worker answers in order), unheard.
-    this.queue.length = 0
+    // finish first (a worker answers in order), unheard. Compression jobs stay: they carry
+    // their bytes, and the push that sent them holds the pool (`lease`) until it ends.
+    this.queue = this.queue.filter((j) => j.msg.type === 'cutpoint:compress')
     for (const s of this.slots) s.own.length = 0
     this.busy = false
-    this.hold(false)
+    if (!this.users) this.hold(false)
+  }
+
+  private users = 0
+
+  /**
+   * A kept pool used by calls that only `run` jobs (a push's compression, on its chunker's
+   * workers or a client's compression workers): held while any such call uses it (Node: it
+   * keeps the process running then), idle again after the last one's release.
+   */
+  lease(): () => void {
+    if (this.users++ === 0) this.hold(true)
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      if (--this.users === 0 && !this.busy) this.hold(false)
+    }
   }
 
   private hold(on: boolean) {
@@ -164,7 +182,11 @@ export class Pool {
   private async init(init: InitOptions) {
     const ready: ReadyRes[] = await Promise.all(this.slots.map((slot) => this.runOn<ReadyRes>(slot, { type: 'cutpoint:init', id: 0, ...init }, [])))
     Object.assign(this.info, { buildId: ready[0].buildId, backend: ready[0].backend })
+    this.ready = true
   }
+
+  /** Every worker has been initialised once (its wasm loaded): jobs that carry their bytes can run. */
+  ready = false
 
   private static async spawn(n: number, inThread: InThread): Promise<Pool> {
     const pool = new Pool(Math.max(1, n))

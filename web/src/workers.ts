@@ -75,3 +75,25 @@ export async function startPool(r: Resolved, source: SourceDesc): Promise<Pool> 
   }
   return r.pool ? r.pool.take(init) : Pool.create(r.workers, init, inThread)
 }
+
+/**
+ * Workers that compress pushes' novel chunks (a client keeps one such pool for its pushes; the
+ * chunker's workers are busy chunking meanwhile): `workers` of them (default one per core; 0:
+ * this thread), each with the wasm loaded and no source of its own (each job carries its bytes).
+ * Kept: idle, they do not keep Node running (`Pool.lease` holds them while a push uses them).
+ */
+export async function startCompressionPool(workers?: number): Promise<Pool> {
+  const w = need()
+  const n = workers ?? (await defaultWorkers())
+  const module = isDeno ? undefined : (await loadWasm(w.flavor)).module
+  const pool = await Pool.keep(n, inThread)
+  try {
+    // The smallest stage-1 buffer of any profile: a compression worker never chunks.
+    return await pool.take({ flavor: w.flavor, module, profile: 'gear:2k:8k:64k', backend: '', hash: 'none', hashImpl: 'wasm', capacity: 1 << 16, source: { kind: 'message' } })
+  } catch (e) {
+    pool.terminate()
+    throw e
+  } finally {
+    if (pool.usable) pool.finish()
+  }
+}

@@ -22,7 +22,7 @@ use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::part::{needs_parts, Line, Part, PartCutter, PartRecipe};
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{encode_segment, validate_name, validate_namespace};
-use cutpoint_core::protocol::codec::{Codec, Compressor, AUTO_LEVEL, MAX_LEVEL};
+use cutpoint_core::protocol::codec::{Codec, Compressor, Sampler, AUTO_LEVEL, COMPRESS_GROUP, MAX_LEVEL};
 use cutpoint_core::protocol::pack::{fit_pack_chunks, fit_pack_target, PackWriter};
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
 use cutpoint_core::rapid::{Criterion, HintTable, Rapid, RapidOptions, Recipe, RecipeEntry};
@@ -1590,26 +1590,12 @@ fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiv
     }
 }
 
-/// Novel chunks compressed together, across the cores (rayon); at most this many chunks'
-/// data (each at most the profile's MAX) are held at once.
-const COMPRESS_GROUP: usize = 256;
-/// Chunks tried first in a group after a group where none compressed.
-const SAMPLE: usize = 16;
-
-/// The per-file rule that keeps incompressible data cheap: after a group of chunks none of
-/// which compressed (saving 1/16), the next group tries its first [`SAMPLE`] chunks only, and
-/// the rest of it only if one of those compressed. Compressible data is tried chunk by chunk.
-#[derive(Default)]
-struct Sampler {
-    incompressible: bool,
-}
-
 /// `(id, stored data, compressed)` for each chunk of a group: the compressed frame where it
 /// saves at least 1/16, else the raw chunk.
 fn compress_group(read: Vec<(Digest, Vec<u8>)>, level: i32, sampler: &mut Sampler) -> Vec<(Digest, Vec<u8>, bool)> {
     use rayon::prelude::*;
     let n = read.len();
-    let try_n = if sampler.incompressible { SAMPLE.min(n) } else { n };
+    let try_n = sampler.first(n);
     let run = |items: Vec<(Digest, Vec<u8>)>| -> Vec<(Digest, Vec<u8>, bool)> {
         items
             .into_par_iter()
@@ -1629,12 +1615,12 @@ fn compress_group(read: Vec<(Digest, Vec<u8>)>, level: i32, sampler: &mut Sample
     let rest = read.split_off(try_n);
     let mut out = run(read);
     let any = out.iter().any(|f| f.2);
-    if any || !sampler.incompressible {
+    if sampler.try_rest(any) {
         out.extend(run(rest));
     } else {
         out.extend(rest.into_iter().map(|(id, d)| (id, d, false)));
     }
-    sampler.incompressible = !out.iter().any(|f| f.2);
+    sampler.record(out.iter().any(|f| f.2));
     out
 }
 

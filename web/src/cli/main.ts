@@ -16,7 +16,8 @@ import { chunkFlags, runChunk, runStats, statsFlags } from './chunk.js'
 
 const SYNOPSES: Record<string, string> = {
   push: `  push FILE... [--name N] [--rapid CRITERION] [--profile P] [--threads N] [--hash blake3|sha256]
-               [--pack-size 8m] [--uploads 2] [--json]      push files (or - with --name): only novel chunks travel
+               [--pack-size 8m] [--uploads 2] [--compression auto|off|max] [--json]
+                                                            push files (or - with --name): only novel chunks travel
 `,
   pull: `  pull NAME [-o OUT|-] [--version V] [--force] [--json]       restore a version, verified
 `,

@@ -4,7 +4,7 @@ import { basename, join } from 'node:path'
 import { readdir, stat } from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import { createClient } from '../client/client.js'
-import type { PushResult } from '../client/push.js'
+import { COMPRESSIONS, type PushResult } from '../client/push.js'
 import type { PushManyResult } from '../client/many.js'
 import { engineFlags, engineOf, Fail, failOf, human, parseSize, progressBar, storeFlags, storeOf, usageFail } from './common.js'
 
@@ -15,6 +15,7 @@ export const flags = {
   rapid: { type: 'string' },
   'pack-size': { type: 'string' },
   uploads: { type: 'string' },
+  compression: { type: 'string' },
   json: { type: 'boolean' },
 } as const
 
@@ -26,6 +27,8 @@ export function jsonOf(r: PushResult) {
     chunks: r.chunks,
     novel_chunks: r.novelChunks,
     novel_bytes: r.novelBytes,
+    compressed_bytes: r.compressedBytes,
+    compressed_chunks: r.compressedChunks,
     sent_bytes: r.sentBytes,
     pack_bytes: r.packBytes,
     packs: r.packs,
@@ -49,7 +52,7 @@ export function summary(r: PushResult): string {
   const rate = r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0
   return (
     `${r.name} -> version ${r.version}: ${human(r.bytes)} processed, ${r.chunks} chunks, ${r.novelChunks} novel (${human(r.novelBytes)}), ` +
-    `${human(r.sentBytes)} sent, dedup ${dedup}, ${rate.toFixed(0)} MB/s` +
+    `${human(r.compressedBytes)} compressed, ${human(r.sentBytes)} sent, dedup ${dedup}, ${rate.toFixed(0)} MB/s` +
     (r.hintedChunks > 0 ? `, ${r.hintedChunks} chunks cut at RapidCDC hints` : '')
   )
 }
@@ -57,7 +60,7 @@ export function summary(r: PushResult): string {
 /** The totals line of a push of many files. */
 export function totals(m: PushManyResult): string {
   return (
-    `${m.files} files: ${m.committed} committed${m.failed ? `, ${m.failed} failed` : ''}, ${human(m.bytes)} processed, ${human(m.novelBytes)} novel, ` +
+    `${m.files} files: ${m.committed} committed${m.failed ? `, ${m.failed} failed` : ''}, ${human(m.bytes)} processed, ${human(m.novelBytes)} novel (${human(m.compressedBytes)} compressed), ` +
     `${human(m.sentBytes)} sent in ${m.packs} packs and ${m.commitRequests} commit requests, ${m.seconds.toFixed(2)} s`
   )
 }
@@ -146,7 +149,9 @@ function clientOptions(v: Record<string, any>) {
   if (packSize === undefined || packSize < 64 << 10 || packSize > 256 << 20) throw usageFail(`--pack-size '${v['pack-size']}' is not a size from 64k to 256m`)
   const uploads = Number(v.uploads ?? 2)
   if (!Number.isInteger(uploads) || uploads < 1 || uploads > 64) throw usageFail('--uploads must be 1 to 64')
-  return { ...storeOf(v), profile: eng.profile, workers: eng.workers, hash: eng.hash as 'blake3' | 'sha256', concurrency: uploads, packSize }
+  const compression = v.compression ?? 'auto'
+  if (!COMPRESSIONS.includes(compression)) throw usageFail(`--compression '${compression}' is not auto, off or max`)
+  return { ...storeOf(v), profile: eng.profile, workers: eng.workers, hash: eng.hash as 'blake3' | 'sha256', concurrency: uploads, packSize, compression: compression as 'auto' | 'off' | 'max' }
 }
 
 /**

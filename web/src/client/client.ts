@@ -10,8 +10,10 @@ import { StoreError, usage } from './errors.js'
 import { Http, type RetryEvent } from './http.js'
 import type { PushInput } from './input.js'
 import { pull, type PullInfo, type PullOptions } from './pull.js'
-import { push, type PushOptions, type PushResult } from './push.js'
+import { push, COMPRESSIONS, type Compression, type PushOptions, type PushResult } from './push.js'
 import { pushMany, type ManyInput, type PushManyOptions, type PushManyResult } from './many.js'
+import { startCompressionPool } from '../workers.js'
+import type { Pool } from '../pool.js'
 import { wire } from './wire.js'
 import { forgetPush, pendingPushes, type PendingPush } from './journal.js'
 
@@ -53,6 +55,14 @@ export interface ClientOptions {
    * body's time at 64 KiB/s (`fetch` does not report an upload's progress).
    */
   timeout?: number
+  /**
+   * Compression of the novel chunks (PROTOCOL.md 3.1, as `cutpoint push --compression`): 'auto'
+   * (the default: zstd level 3, each chunk kept compressed only where that saves at least 1/16
+   * of it), 'max' (zstd level 19: slow, for data pushed once) or 'off'. Used only where the
+   * store lists `zstd` in `GET /v1` (an older store: off). The client's workers compress (as
+   * many as `workers`), never the calling thread unless `workers` is 0.
+   */
+  compression?: Compression
   /** Told of each retry before its backoff (a page can say "the store has not answered for 30 s — retrying"). */
   onRetry?: (e: RetryEvent) => void
 }
@@ -125,6 +135,7 @@ export function createClient(opts: ClientOptions): Client {
   optInt('timeout', o.timeout, 1, 86_400_000, '1..86400000 ms')
   optFunction('onRetry', o.onRetry)
   if (o.hash !== undefined && o.hash !== 'blake3' && o.hash !== 'sha256') throw usage(`hash must be 'blake3' or 'sha256' (got ${String(o.hash)})`)
+  if (o.compression !== undefined && !COMPRESSIONS.includes(o.compression)) throw usage(`compression must be 'auto', 'off' or 'max' (got ${typeof o.compression === 'string' ? `'${o.compression}'` : String(o.compression)})`)
   const namespace = o.namespace ?? 'default'
   let http: Http | undefined
   const ready = async () => {
@@ -164,6 +175,26 @@ export function createClient(opts: ClientOptions): Client {
     }
   }
   const usable = (p: WorkerPool) => pools.get(p)?.usable ?? false
+  // The workers that compress the pushes' novel chunks, started at the first push that
+  // compresses and shared by the client's pushes (each job carries its bytes).
+  let zpool: Promise<Pool> | undefined
+  const compressor = async (): Promise<{ pool: Pool; release(): void }> => {
+    if (zpool && !(await zpool.then((p) => p.usable, () => false))) zpool = undefined
+    const made = (zpool ??= startCompressionPool(o.workers))
+    let p: Pool
+    try {
+      p = await made
+    } catch (e) {
+      if (zpool === made) zpool = undefined
+      throw e
+    }
+    if (closed) {
+      if (zpool === made) zpool = undefined
+      p.terminate()
+      throw new StoreError('cutpoint: the client is closed', { code: 'usage' })
+    }
+    return { pool: p, release: p.lease() }
+  }
   /** Drops the kept pool after a failure of its workers (the next push starts new ones). */
   const dropPool = async () => {
     const p = pool
@@ -180,7 +211,7 @@ export function createClient(opts: ClientOptions): Client {
       live()
       const h = await ready()
       return push(
-        { http: h, profile: o.profile ?? DEFAULT_PROFILE, hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency, packSize: o.packSize },
+        { http: h, profile: o.profile ?? DEFAULT_PROFILE, hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency, packSize: o.packSize, compression: o.compression ?? 'auto', compressor },
         input,
         popts,
       )
@@ -189,7 +220,7 @@ export function createClient(opts: ClientOptions): Client {
       live()
       const h = await ready()
       return pushMany(
-        { http: h, profile: o.profile ?? DEFAULT_PROFILE, hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency, packSize: o.packSize },
+        { http: h, profile: o.profile ?? DEFAULT_PROFILE, hash: o.hash ?? 'blake3', chunkOptions, concurrency: o.concurrency, packSize: o.packSize, compression: o.compression ?? 'auto', compressor },
         files,
         mopts,
       )
@@ -279,6 +310,9 @@ export function createClient(opts: ClientOptions): Client {
       const p = pool
       pool = undefined
       if (p) (await p.catch(() => undefined))?.close()
+      const z = zpool
+      zpool = undefined
+      if (z) (await z.catch(() => undefined))?.terminate()
     },
   }
 }

@@ -21,7 +21,10 @@ import { chunk, createChunker, type Chunk, type ChunkOptions, type WorkerPool } 
 import { CRITERIA, type Criterion } from '../rapid.js'
 import { hex, unhex, unhexInto } from '../hex.js'
 import { parseProfile } from '../runtime.js'
-import type { WasmPartOut, WasmPartSink, WasmStoreRecipe } from '../../../common/wasm.js'
+import type { WasmCompressSampler, WasmPartOut, WasmPartSink, WasmStoreRecipe } from '../../../common/wasm.js'
+import type { CompressRes } from '../../../common/protocol.js'
+import type { Pool } from '../pool.js'
+import { pools } from '../workers.js'
 import { checkAbort, StoreError, usage } from './errors.js'
 import { BLOB_BODIES, Http, sleep, type StoreLimits } from './http.js'
 import { isStream, openReader, StreamWindow, type PushInput, type RangeReader } from './input.js'
@@ -76,6 +79,14 @@ export interface PushResult {
   sentBytes: number
   /** Of which pack bodies (chunk data and framing). */
   packBytes: number
+  /**
+   * The novel chunks' data as it travelled in packs (without the framing): compressed where that
+   * saved, raw otherwise (as `cutpoint push --json`'s `compressed_bytes`; with compression off,
+   * the novel bytes).
+   */
+  compressedBytes: number
+  /** Novel chunks sent compressed (`compressed_chunks`). */
+  compressedChunks: number
   packs: number
   /** Commit body bytes (every attempt). */
   recipeBytes: number
@@ -111,7 +122,15 @@ export interface PushContext {
   concurrency?: number
   /** Pack size to aim at; default PACK_SIZE, or HEADS_FIRST_PACK_SIZE for a heads-first push. */
   packSize?: number
+  /** Compression of the novel chunks where the store lists `zstd` (default 'off'). */
+  compression?: Compression
+  /** The workers that compress (a client's pool, leased for one push); needed unless 'off'. */
+  compressor?(): Promise<{ pool: Pool; release(): void }>
 }
+
+/** `createClient({ compression })`, as `cutpoint push --compression`. */
+export type Compression = 'auto' | 'off' | 'max'
+export const COMPRESSIONS: readonly string[] = ['auto', 'off', 'max']
 
 const BATCH = 2048
 const MAX_QUERIES = 2
@@ -144,6 +163,24 @@ const HEADS_FIRST_CONCURRENCY = 4
 // their size; a pack cut off by a dropped connection is sent again whole.
 const HEADS_FIRST_PACK_SIZE = 32 << 20
 const PACK_SIZE = 8 << 20
+
+/** Chunks a compression job takes at least (fewer jobs than workers for a small group). */
+const MIN_COMPRESS_JOB = 32
+/** Compression groups read and compressed ahead of the one being framed (each at most COMPRESS_GROUP chunks). */
+const GROUPS_AHEAD = 4
+
+/** A group tried ahead: its bytes where read (framed packs), and the frames of its first `n` chunks. */
+interface Tried {
+  raws?: Uint8Array[]
+  n: number
+  frames: Frame[]
+}
+
+/** A novel chunk's frame data: compressed, or its raw bytes (undefined: not read, a slice of a heads-first input). */
+interface Frame {
+  data?: Uint8Array
+  compressed: boolean
+}
 
 interface Novel {
   off: number
@@ -314,6 +351,17 @@ export class PushRun {
   private packSeq = 0
   private ackedThrough = 0
   private readonly acked = new Set<number>()
+  // stagePack's compression: the zstd level (undefined: off), the core's sampler over the
+  // push's groups, the workers that compress (leased), the counters.
+  private level?: number
+  private sampler?: WasmCompressSampler
+  private zpool?: Pool
+  private zrelease?: () => void
+  private zown?: Promise<Pool>
+  compressedBytes = 0
+  compressedChunks = 0
+  /** pushMany: told of each novel chunk's frame (its offset, the bytes that travel, compressed). */
+  onFrame?: (off: number, stored: number, compressed: boolean) => void
 
   constructor(
     readonly ctx: PushContext,
@@ -395,7 +443,9 @@ export class PushRun {
     this.packSize = fitPack(this.ctx.packSize ?? (source ? HEADS_FIRST_PACK_SIZE : PACK_SIZE), this.checked.maxChunk, lim)
     // Chunks per pack within the store's count, in either layout (the core's rule).
     this.maxCount = wire().fitPackChunks(lim.maxPackChunks)
-    const header = wire().packHeader(this.hash, source !== undefined)
+    this.level = this.compressionLevel(lim)
+    if (this.level !== undefined) this.sampler ??= new (wire().CompressSampler)()
+    const header = wire().packHeader(this.hash, source !== undefined, this.level !== undefined)
     this.pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, this.packSize)
     this.concurrency = this.ctx.concurrency ?? (source ? HEADS_FIRST_CONCURRENCY : 2)
   }
@@ -406,7 +456,42 @@ export class PushRun {
     this.release = release
     chunkOpts.profile = this.profile
     chunkOpts.hash = this.hash
+    this.compressionPool(chunkOpts)
     return chunkOpts
+  }
+
+  /**
+   * The zstd level where the option asks for compression and the store lists `zstd` (an older
+   * store: undefined, off).
+   */
+  private compressionLevel(lim: StoreLimits): number | undefined {
+    const mode = this.ctx.compression ?? 'off'
+    if (mode === 'off' || !lim.features?.includes('zstd') || !this.ctx.compressor) return undefined
+    return wire().compressionLevel(mode)
+  }
+
+  /**
+   * The workers that compress (once the chunker's options are known): the chunker's where the
+   * push has the client's kept pool (no more workers, and their memory, than chunking needs);
+   * else the client's compression workers (`ownCompressionPool`, when first needed). RapidCDC
+   * may never start the chunker's workers: its pushes use the client's.
+   */
+  private compressionPool(chunkOpts: ChunkOptions): void {
+    if (this.level === undefined || this.zpool) return
+    const kept = chunkOpts.pool && !this.checked.criterion ? pools.get(chunkOpts.pool) : undefined
+    if (!kept) return
+    this.zpool = kept
+    this.zrelease = kept.lease()
+  }
+
+  /** The client's compression workers for this push (instead of the chunker's), leased once. */
+  private ownCompressionPool(): Promise<Pool> {
+    return (this.zown ??= (async () => {
+      const z = await this.ctx.compressor!()
+      this.zrelease?.()
+      this.zrelease = z.release
+      return (this.zpool = z.pool)
+    })())
   }
 
   /**
@@ -735,10 +820,13 @@ export class PushRun {
    * stageUpload.
    */
   async stagePack(list: Novel[]): Promise<void> {
+    if (this.level !== undefined) return this.packCompressed(list)
     const pack = this.pack!
     if (pack instanceof HeadsFirstPack) {
       for (const n of list) {
         pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), n.off, n.len)
+        this.compressedBytes += n.len
+        this.onFrame?.(n.off, n.len, false)
         if (this.journal) this.packNovel.push(n)
         this.packCount++
         if (pack.len >= this.packSize || this.packCount >= this.maxCount) await this.stageUpload()
@@ -756,12 +844,143 @@ export class PushRun {
         const n = list[k]
         const at = n.off - list[i].off
         pack.add(wire().packFrameHead(n.len, n.raw.subarray(n.at, n.at + 32)), buf.subarray(at, at + n.len))
+        this.compressedBytes += n.len
+        this.onFrame?.(n.off, n.len, false)
         if (this.journal) this.packNovel.push(n) // what the journal records once the store acknowledges the pack
         this.packCount++
         if (pack.len >= this.packSize || this.packCount >= this.maxCount) await this.stageUpload()
       }
       i = j + 1
     }
+  }
+
+  /**
+   * stagePack with compression: the novel chunks in groups (the core's COMPRESS_GROUP), each
+   * compressed across the workers under the core's sampler (as the native `compress_group`),
+   * then framed: compressed where that saves at least 1/16, raw otherwise. Up to GROUPS_AHEAD
+   * groups are read and compressed ahead (`tryGroup`, the sampler's decision guessed from its
+   * state then), and settled in order (`settleGroup`: the sampler's exact decision), so that
+   * reads and worker round trips overlap and the frames are still the native client's. Heads
+   * first (a File/Blob in a browser) only the chunks tried are read, and a raw one is a slice
+   * of the input; framed, every chunk is read back.
+   */
+  private async packCompressed(list: Novel[]): Promise<void> {
+    const size = wire().compressGroupSizes()[0]
+    const groups: Novel[][] = []
+    for (let g = 0; g < list.length; g += size) groups.push(list.slice(g, g + size))
+    const tried: Promise<Tried>[] = []
+    const start = (i: number) => {
+      if (i >= groups.length) return
+      tried[i] = this.tryGroup(groups[i])
+      tried[i].catch(() => {}) // awaited in order below
+    }
+    for (let i = 0; i < GROUPS_AHEAD; i++) start(i)
+    for (let i = 0; i < groups.length; i++) {
+      const frames = await this.settleGroup(groups[i], await tried[i])
+      start(i + GROUPS_AHEAD)
+      for (let k = 0; k < groups[i].length; k++) await this.addFrame(groups[i][k], frames[k])
+    }
+  }
+
+  /** A group read and its first chunks compressed, as many as the sampler's state now says. */
+  private async tryGroup(chunks: Novel[]): Promise<Tried> {
+    const n = this.sampler!.first(chunks.length)
+    const raws = this.pack instanceof HeadsFirstPack ? undefined : await this.readChunks(chunks)
+    return { raws, n, frames: await this.compressChunks(chunks.slice(0, n), raws?.slice(0, n)) }
+  }
+
+  /**
+   * A group's frames under the sampler's exact rule (its state after the group before): the
+   * first chunks tried (all of them, or a sample after a group where none compressed), the rest
+   * only if the sampler says so (raw otherwise, whatever was tried ahead). What `tryGroup` did
+   * not try and the rule wants is compressed here.
+   */
+  private async settleGroup(chunks: Novel[], t: Tried): Promise<Frame[]> {
+    const sampler = this.sampler!
+    const n = chunks.length
+    const first = sampler.first(n)
+    const frames = t.frames.slice(0, first)
+    if (t.n < first) frames.push(...(await this.compressChunks(chunks.slice(t.n, first), t.raws?.slice(t.n, first))))
+    if (sampler.tryRest(frames.some((f) => f.compressed))) {
+      frames.push(...t.frames.slice(first))
+      const have = Math.max(first, t.n)
+      if (have < n) frames.push(...(await this.compressChunks(chunks.slice(have), t.raws?.slice(have))))
+    } else for (let k = first; k < n; k++) frames.push({ data: t.raws?.[k], compressed: false })
+    sampler.record(frames.some((f) => f.compressed))
+    return frames
+  }
+
+  /**
+   * Chunks compressed in the workers (`compressGroup` of the wasm, about equal shares, each job
+   * a copy of its chunks' bytes): each chunk's frame, its compressed data or its raw bytes.
+   */
+  private async compressChunks(chunks: Novel[], raws?: Uint8Array[]): Promise<Frame[]> {
+    if (!chunks.length) return []
+    const got = raws ?? (await this.readChunks(chunks))
+    // The chunker's workers are initialised once chunking starts; should they not be, the
+    // client's compression workers.
+    const pool = this.zpool?.ready ? this.zpool : await this.ownCompressionPool()
+    const per = Math.ceil(chunks.length / Math.min(pool.size, Math.ceil(chunks.length / MIN_COMPRESS_JOB)))
+    const jobs: Promise<{ a: number; out: Uint8Array }>[] = []
+    for (let a = 0; a < chunks.length; a += per) {
+      const b = Math.min(chunks.length, a + per)
+      const lengths = new Uint32Array(b - a)
+      let total = 0
+      for (let k = a; k < b; k++) total += lengths[k - a] = got[k].length
+      const bytes = new Uint8Array(total)
+      for (let k = a, at = 0; k < b; at += got[k].length, k++) bytes.set(got[k], at)
+      const job = pool.run<CompressRes>({ type: 'cutpoint:compress', level: this.level!, lengths, bytes }, [bytes.buffer])
+      jobs.push(job.then((r) => ({ a, out: r.out })))
+    }
+    const frames: Frame[] = new Array(chunks.length)
+    for (const { a, out } of await Promise.all(jobs)) {
+      const b = Math.min(chunks.length, a + per)
+      const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
+      let at = 4 * (b - a)
+      for (let k = a; k < b; k++) {
+        const h = view.getUint32(4 * (k - a), true)
+        const len = h & 0x7fffffff
+        if (h >>> 31 && len < got[k].length && at + len <= out.length) {
+          frames[k] = { data: out.subarray(at, at + len), compressed: true }
+          at += len
+        } else if (h === got[k].length) frames[k] = { data: got[k], compressed: false }
+        else throw new StoreError('cutpoint: internal error: a compression worker answered out of order', { code: 'protocol' })
+      }
+      if (at !== out.length) throw new StoreError('cutpoint: internal error: a compression worker answered out of order', { code: 'protocol' })
+    }
+    checkAbort(this.signal)
+    return frames
+  }
+
+  /** The chunks' bytes, read back from the input (contiguous ones in one read of up to MAX_READ). */
+  private async readChunks(list: Novel[]): Promise<Uint8Array[]> {
+    const out: Uint8Array[] = []
+    let i = 0
+    while (i < list.length) {
+      let j = i
+      let end = list[i].off + list[i].len
+      while (j + 1 < list.length && list[j + 1].off === end && end - list[i].off < MAX_READ) end += list[++j].len
+      const buf = await this.reader!.read(list[i].off, end - list[i].off)
+      checkAbort(this.signal)
+      for (let k = i; k <= j; k++) out.push(buf.subarray(list[k].off - list[i].off, list[k].off - list[i].off + list[k].len))
+      i = j + 1
+    }
+    return out
+  }
+
+  /** One chunk's frame into the pack; a full pack goes to stageUpload. */
+  private async addFrame(n: Novel, f: Frame): Promise<void> {
+    const pack = this.pack!
+    const len = f.compressed ? f.data!.length : n.len
+    const head = wire().packFrameHead(len, n.raw.subarray(n.at, n.at + 32), f.compressed)
+    if (pack instanceof HeadsFirstPack) pack.add(head, n.off, f.compressed ? len : n.len, f.data, f.compressed)
+    else pack.add(head, f.data!)
+    this.compressedBytes += len
+    if (f.compressed) this.compressedChunks++
+    this.onFrame?.(n.off, len, f.compressed)
+    if (this.journal) this.packNovel.push(n)
+    this.packCount++
+    if (pack.len >= this.packSize || this.packCount >= this.maxCount) await this.stageUpload()
   }
 
   /** Sends the pack being filled, once fewer than `concurrency` uploads are in flight. */
@@ -909,6 +1128,8 @@ export class PushRun {
       novelBytes: this.novelBytes,
       sentBytes: this.sent,
       packBytes: this.packBytes,
+      compressedBytes: this.compressedBytes,
+      compressedChunks: this.compressedChunks,
       packs: this.packs,
       recipeBytes,
       deltaBase,
@@ -947,6 +1168,9 @@ export class PushRun {
     this.failure ??= new Error('push ended')
     for (const p of this.inflight) p.catch(() => {})
     this.release?.()
+    this.zrelease?.()
+    this.sampler?.free()
+    this.sampler = undefined
     this.recipe?.free()
     this.recipe = undefined
     this.sink?.free()
@@ -1011,12 +1235,17 @@ const packSizeOf = (b: Uint8Array | Blob) => (b instanceof Uint8Array ? b.length
 /**
  * A heads-first pack being filled from a Blob input: the heads in one buffer, the data as runs
  * of the input (adjacent chunks merged). Its body is a Blob of the header, the heads, the end
- * frame and slices of the input: nothing of the input is read here.
+ * frame and slices of the input: nothing of the input is read here. With compression a
+ * compressed frame's data is memory, and so is a raw chunk that was read (tried) and follows
+ * memory: runs of memory alternate with slices at most twice a compression group.
  */
 class HeadsFirstPack {
   private heads: Uint8Array
   private count = 0
-  private runs: number[] = [] // start, end, start, end, ...
+  private runs: number[] = [] // kind (SLICE: of the input, MEM: of `mem`), start, end, ...
+  /** Frame data held in memory (compressed frames, raw chunks read), reused pack after pack. */
+  private mem = new Uint8Array(0)
+  private memLen = 0
   len = 0
 
   constructor(
@@ -1027,7 +1256,12 @@ class HeadsFirstPack {
     this.len = header.length
   }
 
-  add(head: Uint8Array, off: number, len: number): void {
+  /**
+   * A frame: its head and its data, bytes `[off, off + len)` of the input, or `data` (a
+   * compressed frame's, or the chunk's bytes read) kept in memory where it is compressed or
+   * follows memory.
+   */
+  add(head: Uint8Array, off: number, len: number, data?: Uint8Array, compressed = false): void {
     const at = this.count * head.length
     if (at + head.length > this.heads.length) {
       const grown = new Uint8Array(2 * this.heads.length)
@@ -1037,23 +1271,45 @@ class HeadsFirstPack {
     this.heads.set(head, at)
     this.count++
     const r = this.runs
-    if (r.length && r[r.length - 1] === off) r[r.length - 1] = off + len
-    else r.push(off, off + len)
+    const last = r.length - 3
+    if (data && (compressed || (last >= 0 && r[last] === MEM))) {
+      if (this.memLen + data.length > this.mem.length) {
+        const grown = new Uint8Array(Math.max(this.memLen + data.length, 2 * this.mem.length, 1 << 20))
+        grown.set(this.mem.subarray(0, this.memLen))
+        this.mem = grown
+      }
+      this.mem.set(data, this.memLen)
+      if (last >= 0 && r[last] === MEM && r[last + 2] === this.memLen) r[last + 2] += data.length
+      else r.push(MEM, this.memLen, this.memLen + data.length)
+      this.memLen += data.length
+      this.len += head.length + data.length
+      return
+    }
+    if (last >= 0 && r[last] === SLICE && r[last + 2] === off) r[last + 2] = off + len
+    else r.push(SLICE, off, off + len)
     this.len += head.length + len
   }
 
   take(end: Uint8Array): Blob {
     const parts: BlobPart[] = [this.header as Uint8Array<ArrayBuffer>, this.heads.slice(0, this.count * end.length), end as Uint8Array<ArrayBuffer>]
-    for (let i = 0; i < this.runs.length; i += 2) parts.push(this.source.slice(this.runs[i], this.runs[i + 1]))
+    for (let i = 0; i < this.runs.length; i += 3) {
+      const [kind, a, b] = [this.runs[i], this.runs[i + 1], this.runs[i + 2]]
+      parts.push(kind === SLICE ? this.source.slice(a, b) : (this.mem.subarray(a, b) as Uint8Array<ArrayBuffer>))
+    }
+    // The Blob copies the memory runs: `mem` is filled again for the next pack.
     const body = new Blob(parts, { type: 'application/octet-stream' })
     const want = this.len + end.length
     if (body.size !== want) throw new StoreError(`cutpoint: internal error: a pack of ${body.size} bytes, ${want} expected`, { code: 'protocol' })
     this.count = 0
     this.runs = []
+    this.memLen = 0
     this.len = this.header.length
     return body
   }
 }
+
+const SLICE = 0
+const MEM = 1
 
 /** The pack being filled: its header, then frames, in one buffer reused pack after pack. */
 class PackBuffer {

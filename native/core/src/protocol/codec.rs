@@ -42,6 +42,43 @@ pub fn saves_enough(raw: usize, stored: usize) -> bool {
     stored < raw && stored + raw / 16 <= raw
 }
 
+/// Novel chunks a client compresses together (natively across its cores, in the library across
+/// its workers); at most this many chunks' data (each at most the profile's MAX) are held at once.
+pub const COMPRESS_GROUP: usize = 256;
+/// Chunks tried first in a group after a group where none compressed.
+pub const SAMPLE: usize = 16;
+
+/// The clients' per-input rule that keeps incompressible data cheap: after a group of
+/// [`COMPRESS_GROUP`] chunks none of which compressed (saving 1/16), the next group tries its
+/// first [`SAMPLE`] chunks only, and the rest of it only if one of those compressed.
+/// Compressible data is tried chunk by chunk. The native client and the library (through wasm)
+/// both follow it, so that they send the same frames.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sampler {
+    incompressible: bool,
+}
+
+impl Sampler {
+    /// How many of a group's `n` chunks are tried first.
+    pub fn first(&self, n: usize) -> usize {
+        if self.incompressible {
+            SAMPLE.min(n)
+        } else {
+            n
+        }
+    }
+
+    /// Whether the rest of the group is tried, given whether any of its first chunks compressed.
+    pub fn try_rest(&self, any_first: bool) -> bool {
+        any_first || !self.incompressible
+    }
+
+    /// Records a group's outcome: whether any of its chunks compressed.
+    pub fn record(&mut self, any: bool) {
+        self.incompressible = !any;
+    }
+}
+
 /// A zstd compressor at one level, reused across chunks (its context is kept).
 pub struct Compressor {
     cx: zstd::bulk::Compressor<'static>,
@@ -185,6 +222,19 @@ mod tests {
         assert!(!c.compress(b"", &mut z));
         assert!(!c.compress(b"abcd", &mut z));
         assert!(saves_enough(16, 15) && !saves_enough(16, 16) && !saves_enough(32, 31) && saves_enough(32, 30));
+    }
+
+    #[test]
+    fn the_sampler_tries_a_sample_after_a_group_that_did_not_compress() {
+        let mut s = Sampler::default();
+        assert_eq!(s.first(COMPRESS_GROUP), COMPRESS_GROUP);
+        assert!(s.try_rest(false));
+        s.record(false);
+        assert_eq!(s.first(COMPRESS_GROUP), SAMPLE);
+        assert_eq!(s.first(3), 3);
+        assert!(!s.try_rest(false) && s.try_rest(true));
+        s.record(true);
+        assert_eq!(s.first(COMPRESS_GROUP), COMPRESS_GROUP);
     }
 
     #[test]
