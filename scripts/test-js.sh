@@ -38,5 +38,9 @@ fi
 bash scripts/link-bins.sh
 
 step "vitest: Node, Chromium, Deno"
+# `cutpoint push` of several files keeps a push cache under $XDG_CACHE_HOME: a temporary one, not the user's.
+XDG_CACHE_HOME=$(mktemp -d "${TMPDIR:-/tmp}/cutpoint-test-cache.XXXXXX")
+export XDG_CACHE_HOME
+trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
 export DENO_NO_UPDATE_CHECK=1
 npx vitest run
