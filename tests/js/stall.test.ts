@@ -37,7 +37,7 @@ async function bytesOf(s: ReadableStream<Uint8Array>): Promise<Buffer> {
   return Buffer.concat(parts)
 }
 
-const client = (ns: string, extra: Partial<cp.ClientOptions> = {}) => cp.createClient({ store: proxy.url, namespace: ns, timeout: 1000, retries: 2, ...extra })
+const client = (ns: string, extra: Partial<cp.ClientOptions> = {}) => cp.createClient({ store: proxy.url, namespace: ns, timeout: 1000, retries: 2, compression: 'off', ...extra })
 const direct = (ns: string) => cp.createClient({ store: store.url, namespace: ns })
 
 async function failure(p: Promise<unknown>): Promise<{ e: any; ms: number }> {
