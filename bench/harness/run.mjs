@@ -285,7 +285,9 @@ if (only.includes('big')) {
   // choose) and pull it, compared by SHA-256; peak RSS of client and server, seconds per GiB and
   // its ratio to 1 GiB. --big-file: a file on disk instead (three copies). --quick: 256 MiB.
   const size = opt('--size', process.env.CUTPOINT_BIG_SIZE ?? (quick ? '256m' : undefined))
-  await jsonRows('big', 'native', process.execPath, [`${root}bench/harness/big-file.mjs`, ...(size ? [size] : []), ...(flag('--big-file') ? ['--file'] : [])])
+  // --big-sizes 1g,2g,4g,8g (or CUTPOINT_BIG_SIZES): each of those sizes, for the slopes per GiB.
+  const sizes = opt('--big-sizes', process.env.CUTPOINT_BIG_SIZES)
+  await jsonRows('big', 'native', process.execPath, [`${root}bench/harness/big-file.mjs`, ...(size ? [size] : []), ...(sizes ? ['--sizes', sizes] : []), ...(flag('--big-file') ? ['--file'] : [])])
 }
 if (only.includes('browser-push')) {
   // The web page in Chromium pushing through the library's client (2 workers) vs `cutpoint push`,
