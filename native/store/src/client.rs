@@ -536,7 +536,7 @@ pub struct PushOptions {
     pub new_versions: bool,
 }
 
-/// `--compression`: off (codec 0), auto (zstd level 3, a chunk kept compressed only where that
+/// `--compression`: off (codec 0), auto (zstd level 4, a chunk kept compressed only where that
 /// saves at least 1/16 of it), max (zstd level 19: slow, for data pushed once).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
