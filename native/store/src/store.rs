@@ -1437,6 +1437,25 @@ impl Store {
         }
     }
 
+    /// Several [`Store::restore_next`] pieces, joined, until at least `at_least` bytes or the
+    /// range's end (`None`: nothing was left). One step of the server's restore stream: fewer
+    /// hand-offs between the async runtime and the blocking pool than one step per run of
+    /// chunks (a file restored from many packs has runs of a few chunks).
+    pub fn restore_step(&self, c: &mut RestoreCursor, at_least: usize) -> Result<Option<Bytes>> {
+        let mut pieces = Vec::new();
+        let mut n = 0;
+        while n < at_least {
+            match self.restore_next(c)? {
+                Some(b) => {
+                    n += b.len();
+                    pieces.push(b);
+                }
+                None => break,
+            }
+        }
+        Ok((!pieces.is_empty()).then(|| join(pieces)))
+    }
+
     /// Step 5: removes chunks that no recipe of the namespace references, from packs older
     /// than `grace_secs` (younger packs may hold the chunks of a commit in flight). A pack with
     /// no referenced chunk is deleted; one with less than half its bytes referenced is
