@@ -260,53 +260,6 @@ impl Objects {
         }
     }
 
-    /// A local directory: writes `bytes` to a new file `staged` (in a spool directory on the
-    /// same file system), not synced: [`Objects::sync_local`] makes many of them durable at once
-    /// before [`Objects::link_new`] publishes them.
-    pub fn stage_local(&self, staged: &Path, bytes: &[u8]) -> Result<()> {
-        std::fs::write(staged, bytes)?;
-        Ok(())
-    }
-
-    /// A local directory: one pass that makes every write to its file system durable (`syncfs`
-    /// on Linux, `sync` elsewhere) — the grouped fsync of a batch commit.
-    pub fn sync_local(&self) -> Result<()> {
-        let root = self.local_root.as_ref().ok_or_else(|| StoreError::Internal("sync_local on a bucket".into()))?;
-        let dir = std::fs::File::open(root)?;
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::fd::AsRawFd;
-            // SAFETY: a valid open descriptor; syncfs has no other precondition.
-            if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
-                return Err(std::io::Error::last_os_error().into());
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            drop(dir);
-            // SAFETY: sync(2) takes no arguments and cannot fail.
-            unsafe { libc::sync() };
-        }
-        Ok(())
-    }
-
-    /// A local directory: publishes the staged file under `key` only if nothing is there (a
-    /// hard link: create-only, atomic, its bytes complete once staged and synced); `false` if
-    /// something was. Durable after the next [`Objects::sync_local`]. On another file system
-    /// than the spool (EXDEV) it falls back to [`Objects::put_new`] (fsync'd on its own).
-    pub fn link_new(&self, staged: &Path, key: &str) -> Result<bool> {
-        let root = self.local_root.as_ref().ok_or_else(|| StoreError::Internal("link_new on a bucket".into()))?;
-        let dest = root.join(Self::path(key)?.as_ref());
-        let dir = dest.parent().ok_or_else(|| StoreError::Internal(format!("object key {key} has no directory")))?;
-        std::fs::create_dir_all(dir)?;
-        match std::fs::hard_link(staged, &dest) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) if e.raw_os_error() == Some(18) => self.put_new(key, std::fs::read(staged)?),
-            Err(e) => Err(e.into()),
-        }
-    }
-
     pub fn get(&self, key: &str) -> Result<Option<Bytes>> {
         if let Some(rows) = self.rows_for(key) {
             if let Some(b) = rows.get(key)? {

@@ -220,6 +220,8 @@ fn parse_key(k: &str) -> Key {
 /// SIGKILL would stop it: no cleanup, no flush) when it reaches that point of the durability
 /// order: `before-pack-put` (the spooled pack is fsync'd, not yet stored), `after-pack-put`
 /// (stored, not yet indexed), `after-recipe-put` (the commit point passed, not yet indexed),
+/// `mid-batch-rows` (half a batch group's recipe rows written, the transaction open),
+/// `after-batch-link` (the group's rows committed, not yet indexed),
 /// `gc-locked` (a gc in a shared bucket took its lock object).
 pub(crate) fn failpoint(name: &str) {
     static AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
