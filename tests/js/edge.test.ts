@@ -239,6 +239,59 @@ describe.each(targets)('%s', (_label, start) => {
     expect(ck.chunks).toBeGreaterThan(0)
   })
 
+  it('batch commits (POST commits): pushMany sends one batch; each file stands alone; a framing error commits nothing', async () => {
+    const v = await (await fetch(`${store.url}/v1`)).json()
+    expect(v.features).toContain('batch')
+    expect(v.limits.max_batch_files).toBe(4096)
+    const files = Array.from({ length: 40 }, (_, i) => ({ name: `m/f${i}`, data: i % 10 === 9 ? Buffer.from('same') : randomBytes(1 + i * 397) }))
+    const log: string[] = []
+    const fetchLog: typeof fetch = (url, init) => {
+      log.push(`${init?.method ?? 'GET'} ${new URL(String(url)).pathname.replace(/^\/v1\/ns\/[^/]+\//, '')}`)
+      return fetch(url, init)
+    }
+    const client = cp.createClient({ store: store.url, namespace: 'many', fetch: fetchLog })
+    try {
+      const m = await client.pushMany(files.map((f) => ({ input: new Uint8Array(f.data), name: f.name })))
+      expect(m.committed).toBe(40)
+      expect(log.filter((l) => l === 'POST commits').length).toBe(1)
+      expect(log.filter((l) => l.startsWith('PUT ')).length).toBe(0)
+      for (const i of [0, 9, 39]) expect((await bytesOf(await client.pull(files[i].name))).equals(files[i].data)).toBe(true)
+    } finally {
+      await client.close()
+    }
+    // By hand: a good recipe (twice: two versions), a bad name, a damaged recipe, a delta
+    // against a version that is not there; each answered on its own, in order.
+    const recipe = Buffer.from(await (await fetch(`${ns(store, 'many')}/recipes/${encodeURIComponent('m/f3')}`)).arrayBuffer())
+    const damaged = Buffer.from(recipe.toString('latin1').replace(/digest [0-9a-f]{4}/, 'digest 0000'), 'latin1')
+    const line = (k: string) => recipe.toString('latin1').split('\n').find((l) => l.startsWith(`${k} `))
+    const delta = Buffer.from(`cutpoint-delta 1\nbase 7\n${line('profile')}\n${line('hash')}\n${line('digest')}\n= 0 1\n${line('end')}\n`)
+    const entry = (name: string, body: Buffer) => Buffer.concat([Buffer.from(`file ${name} ${body.length}\n`), body])
+    const batch = Buffer.concat([Buffer.from('cutpoint-batch 1\n'), entry('x%2Fa', recipe), entry('bad%2F%2Fname', recipe),
+      entry('x%2Fb', damaged), entry('x%2Fa', recipe), entry('x%2Fc', delta), Buffer.from('end 5\n')])
+    const r = await fetch(`${ns(store, 'many')}/commits`, { method: 'POST', body: batch })
+    expect(r.status).toBe(200)
+    const res = (await r.json()).results
+    expect(res.map((x: any) => [x.name, x.status])).toEqual([['x/a', 201], ['bad//name', 400], ['x/b', 400], ['x/a', 201], ['x/c', 404]])
+    expect([res[0].version, res[3].version]).toEqual([1, 2])
+    const listed = await (await fetch(`${ns(store, 'many')}/files`)).json()
+    expect(listed.files.filter((f: any) => f.name.startsWith('x/')).map((f: any) => [f.name, f.version])).toEqual([['x/a', 1], ['x/a', 2]])
+    // A framing error (a length past the end): 400, nothing committed.
+    const bad = Buffer.concat([Buffer.from('cutpoint-batch 1\n'), entry('y%2Fa', recipe), Buffer.from(`file y%2Fb 99999\n`), recipe, Buffer.from('end 2\n')])
+    const rb = await fetch(`${ns(store, 'many')}/commits`, { method: 'POST', body: bad })
+    expect(rb.status).toBe(400)
+    const after = await (await fetch(`${ns(store, 'many')}/files`)).json()
+    expect(after.files.some((f: any) => f.name.startsWith('y/'))).toBe(false)
+    // The native CLI pushes a directory through batches and restores it.
+    const d = mkdtempSync(join(dir, 'tree-'))
+    for (let i = 0; i < 12; i++) writeFileSync(join(d, `t${i}.bin`), randomBytes(100 + i * 1000))
+    const p = cutpoint(['push', '--no-cache', '--store', store.url, '--ns', 'many', '--name', 'tree', d])
+    expect(p.status, p.stderr).toBe(0)
+    const out = join(dir, 'tree-out.bin')
+    const g = cutpoint(['pull', 'tree/t7.bin', '-o', out, '--store', store.url, '--ns', 'many'])
+    expect(g.status, g.stderr).toBe(0)
+    expect(readFileSync(out).equals(readFileSync(join(d, 't7.bin')))).toBe(true)
+  })
+
   it('tokens and namespaces stay apart', async () => {
     const f = file('t', randomBytes(100_000))
     const a = cutpoint(['push', f, '--name', 'secret', '--ns', 'ns-a', '--token', auth.tokens.a], auth)

@@ -270,3 +270,29 @@ pub fn plan_range(entries: &[u8], start: f64, end: f64) -> Vec<f64> {
     let (a, skip, b) = range::plan(sizes, start as u64..end as u64);
     vec![a as f64, skip as f64, b as f64]
 }
+
+/// A batch commit body (`POST commits`, feature `batch`): its files, in order, as a flat array
+/// `[name, start, end, name, start, end, ...]` (each body is `body[start..end]`, exactly a
+/// `PUT files/{name}` body); a framing error: `400 ...`, over `max_files`: `413 ...`
+/// (`cutpoint_core::protocol::batch::parse`, the store's parser).
+#[wasm_bindgen(js_name = parseBatch)]
+pub fn parse_batch(body: &[u8], max_files: u32) -> Result<Vec<JsValue>, JsError> {
+    use cutpoint_core::protocol::batch;
+    let files = batch::parse(body, max_files as usize).map_err(|e| match e {
+        batch::BatchError::TooMany(_) => fail(413, e),
+        batch::BatchError::Malformed(_) => fail(400, e),
+    })?;
+    let mut out = Vec::with_capacity(files.len() * 3);
+    for (name, r) in files {
+        out.push(JsValue::from_str(&name));
+        out.push(JsValue::from_f64(r.start as f64));
+        out.push(JsValue::from_f64(r.end as f64));
+    }
+    Ok(out)
+}
+
+/// The most files one batch may hold (`max_batch_files`, as `cutpoint serve` announces).
+#[wasm_bindgen(js_name = maxBatchFiles)]
+pub fn max_batch_files() -> u32 {
+    cutpoint_core::protocol::batch::MAX_BATCH_FILES as u32
+}
