@@ -311,6 +311,52 @@ describe.each(targets)('%s', (_label, start) => {
   })
 })
 
+// Two Workers (separate isolates, as the platform runs many of one Worker) bound to one R2
+// bucket and one Durable Object namespace: what one stored, the other finds, restores and builds
+// on; commits of one name through both never share a version number.
+describe('two edge Worker instances over one bucket', () => {
+  it('see each other\'s chunks and versions', async () => {
+    const two = await startEdge({ instances: 2 })
+    try {
+      expect(two.others.length).toBe(1)
+      const [a, b] = [two, { ...two, url: two.others[0] }]
+      const data = randomBytes(2 << 20)
+      const f = file('two.bin', data)
+      const first = nativePush(a, f, 'two')
+      expect(first.novel_bytes).toBe(data.length)
+      // B's existence query finds every chunk A stored; its push sends none.
+      const again = nativePush(b, f, 'two', ['--no-cache'])
+      expect(again.novel_bytes).toBe(0)
+      expect(again.pack_bytes).toBe(0)
+      expect(again.version).toBe(2)
+      // A's library pull of B's version, B's native pull of A's: byte-identical.
+      const client = cp.createClient({ store: b.url })
+      try {
+        expect((await bytesOf(await client.pull('two', { version: 1 }))).equals(data)).toBe(true)
+      } finally {
+        await client.close()
+      }
+      const out = join(dir, 'two-out.bin')
+      expect(cutpoint(['pull', 'two', '--version', '2', '-o', out], a).status).toBe(0)
+      expect(readFileSync(out).equals(data)).toBe(true)
+      // Commits of one name through both at once: distinct numbers, every one listed by each.
+      const pushes = await Promise.all([a, b, a, b].map((s, i) => new Promise<number>((resolve, reject) => {
+        const p = spawn(cutpointBin, ['push', f, '--name', 'race', '--json', '--no-cache', '--store', s.url])
+        let o = ''
+        p.stdout.on('data', (d) => (o += d))
+        p.on('close', (code) => (code === 0 ? resolve(JSON.parse(o.trim().split('\n').pop()!).version) : reject(new Error(`push ${i}: ${code}`))))
+      })))
+      expect([...pushes].sort()).toEqual([1, 2, 3, 4])
+      for (const s of [a, b]) {
+        const l = await (await fetch(`${s.url}/v1/ns/default/files`)).json()
+        expect(l.files.filter((x: any) => x.name === 'race').map((x: any) => x.version)).toEqual([1, 2, 3, 4])
+      }
+    } finally {
+      await two.stop()
+    }
+  })
+})
+
 // The runtime killed (SIGKILL of node and workerd) at random points during pushes, restarted
 // over the same persisted state: every reported version restores byte-identical, every listed
 // version restores to one of the inputs, a re-push of everything then makes the store whole, and
