@@ -54,7 +54,7 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
     expect(res.rows.length).toBeGreaterThan(50)
     for (const row of res.rows) {
       expect(typeof row.name).toBe('string')
-      expect(['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory', 'store', 'restic', 'folder', 'compression', 'big', 'page']).toContain(row.section)
+      expect(['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory', 'store', 'restic', 'folder', 'compression', 'big', 'page', 'edge']).toContain(row.section)
       expect(['native', 'node', 'deno', 'chromium']).toContain(row.runtime)
       expect(['GB/s', 'ratio', 'MiB', 'bytes', 's', 'ms']).toContain(row.unit)
       expect(Number.isFinite(row.value), row.name).toBe(true)
@@ -65,6 +65,10 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
     // The store rows: pushes, a pull and the plain-upload baseline, with what they sent.
     for (const n of ['store/chunk+hash', 'store/push/first', 'store/push/again', 'store/push/mod', 'store/pull', 'store/plain-upload']) expect(has((r) => r.name === n), n).toBe(true)
     expect(has((r) => r.name === 'store/push/again' && r.novel_bytes === 0 && r.sent_bytes > 0)).toBe(true)
+    // The edge store beside cutpoint serve (bench/harness/edge.mjs), or the reason it was skipped.
+    for (const n of ['edge/push/first-vs-serve', 'edge/push/r2-floor-vs-serve', 'edge/push/mod', 'edge/cpu/query-1000', 'edge/cpu/ingest-wasm', 'edge/memory/4x32MiB']) {
+      expect(has((r) => r.name === n) || res.skipped.some((s: any) => s.name === 'edge'), n).toBe(true)
+    }
     // The library's client (cutpoint-js) under Node and Deno: the same bytes sent as the native push.
     for (const rt of ['node', 'deno']) {
       for (const k of ['first', 'mod']) {
