@@ -29,6 +29,7 @@ function args(argv) {
     else if (a === '--dir') o.dir = resolve(v());
     else if (a === '--tokens') o.tokens = readFileSync(v(), 'utf8');
     else if (a === '--cors-origin') o.origins.push(v());
+    else if (a === '--test-fault') o.fault = v();
     else if (a === '--instances') {
       o.instances = Number(v());
       if (!Number.isInteger(o.instances) || o.instances < 1 || o.instances > 8) throw new Error('--instances takes 1 to 8');
@@ -46,13 +47,16 @@ function args(argv) {
  * that many Workers `edge-1`.. (the first on `port`, the others on direct sockets of free ports),
  * one R2 bucket, the Durable Object class of `edge-1` bound in each.
  */
-export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instances = 1 }) {
+export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instances = 1, fault = null }) {
   const wasm = join(here, 'pkg', 'cutpoint_edge_wasm_bg.wasm');
   if (!existsSync(wasm)) throw new Error('edge/pkg is missing: run `bash scripts/build-edge.sh` (or npm run setup)');
   mkdirSync(dir, { recursive: true });
   const bindings = { CUTPOINT_CORS_ORIGINS: origins.join(',') };
   if (tokens) bindings.CUTPOINT_TOKENS = tokens;
   else bindings.CUTPOINT_OPEN = '1';
+  // Tests only (--test-fault): 'pack-unindexed' or 'recipe-unrowed' stops a request between its
+  // R2 put and its index row, as a crash there would (tests/js/edge.test.ts, the reconcile).
+  if (fault) bindings.CUTPOINT_TEST_FAULT = fault;
   const worker = {
     modules: true,
     scriptPath: join(here, 'src', 'worker.js'),

@@ -5,7 +5,7 @@
 // (re-hashing every chunk, bounded decompression), id lists, recipes, deltas, names, ranges.
 import wasmModule from '../pkg/cutpoint_edge_wasm_bg.wasm';
 import * as core from '../pkg/cutpoint_edge_wasm.js';
-import { recipePrefix, versionKey } from './namespace.js';
+import { packKey, recipePrefix, versionKey } from './namespace.js';
 
 export { Namespace } from './namespace.js';
 
@@ -189,7 +189,6 @@ function unwrap(r) {
   return r;
 }
 
-const packKey = (ns, id) => `ns/${ns}/packs/${id.slice(0, 2)}/${id}`;
 
 function randomHex() {
   return Array.from(crypto.getRandomValues(new Uint8Array(12)), (x) => x.toString(16).padStart(2, '0')).join('');
@@ -234,6 +233,7 @@ async function uploadPack(req, env, ns) {
     const report = { pack: null, chunks, stored: 0, duplicates: chunks, stored_bytes: 0 };
     if (chunks === 0) return json(200, report);
     const key = packKey(ns, id);
+    await ns1.intend(ns, key); // a crash before its index rows: the namespace's next start indexes it
     if (inMemory) {
       await env.BUCKET.put(key, sink.buf);
     } else {

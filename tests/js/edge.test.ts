@@ -357,6 +357,50 @@ describe('two edge Worker instances over one bucket', () => {
   })
 })
 
+// A crash between an object's R2 put and its index row (made by a test-only fault, which stops
+// the request right there), then the runtime restarted over the same state without the fault:
+// the namespace's start indexes the pack (a re-push sends no chunk) and lists the version whose
+// recipe was put (it restores byte-identical; the next push gets the next number).
+describe('edge store start-up reconcile', () => {
+  it('indexes a pack and lists a version a crash left between the put and the index', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'cutpoint-edge-reconcile-'))
+    const bytes = randomBytes(1 << 20)
+    const f = file('reconcile.bin', bytes)
+    const push = (s: Store, name: string) => cutpoint(['push', f, '--name', name, '--json', '--no-cache', '--retries', '0'], s)
+    try {
+      let s = await startEdge({ data, fault: 'pack-unindexed' })
+      expect(push(s, 'p').status).not.toBe(0)
+      await s.stop(true)
+      s = await startEdge({ data })
+      const again = nativePush(s, f, 'p', ['--no-cache'])
+      expect(again.novel_bytes).toBe(0)
+      expect(again.pack_bytes).toBe(0)
+      await s.stop(true)
+      // The recipe put (the commit point), its row not written.
+      const other = randomBytes(1 << 20)
+      const g = file('reconcile2.bin', other)
+      s = await startEdge({ data, fault: 'recipe-unrowed' })
+      expect(cutpoint(['push', g, '--name', 'r', '--json', '--no-cache', '--retries', '0'], s).status).not.toBe(0)
+      await s.stop(true)
+      s = await startEdge({ data })
+      try {
+        const l = await (await fetch(`${s.url}/v1/ns/default/files`)).json()
+        expect(l.files.filter((x: any) => x.name === 'r').map((x: any) => x.version)).toEqual([1])
+        const out = join(dir, 'reconcile-out.bin')
+        expect(cutpoint(['pull', 'r', '-o', out], s).status).toBe(0)
+        expect(readFileSync(out).equals(other)).toBe(true)
+        expect(nativePush(s, g, 'r', ['--no-cache']).version).toBe(2)
+        const c = await (await fetch(`${s.url}/v1/ns/default/check`)).json()
+        expect(c.problems).toEqual([])
+      } finally {
+        await s.stop(true)
+      }
+    } finally {
+      rmSync(data, { recursive: true, force: true })
+    }
+  })
+})
+
 // The runtime killed (SIGKILL of node and workerd) at random points during pushes, restarted
 // over the same persisted state: every reported version restores byte-identical, every listed
 // version restores to one of the inputs, a re-push of everything then makes the store whole, and
