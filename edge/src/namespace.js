@@ -206,7 +206,7 @@ export class Namespace extends DurableObject {
    * statement (in frame order: a repeated id keeps its first frame); RETURNING names the rows
    * written, not those an indexed id ignored.
    */
-  #index(key, pack, size, frames) {
+  #index(key, pack, size, frames, prelude = () => {}) {
     const existed = this.sql.exec('SELECT 1 FROM packs WHERE id = ?', pack).toArray().length > 0;
     const f = new Uint8Array(frames);
     const dv = new DataView(f.buffer, f.byteOffset, f.byteLength);
@@ -220,6 +220,7 @@ export class Namespace extends DurableObject {
     let added = 0;
     let addedBytes = 0;
     this.ctx.storage.transactionSync(() => {
+      prelude();
       if (!existed) this.sql.exec('INSERT INTO packs (id, size, created) VALUES (?, ?, ?)', pack, size, now());
       // One statement for the pack's rows (in frame order: a repeated id keeps its first frame);
       // RETURNING names the rows written, not those an indexed id ignored.
@@ -383,8 +384,12 @@ export class Namespace extends DurableObject {
             rep.packs_in_grace++;
             continue;
           }
-          const used = this.sql.exec('SELECT count(*) AS n FROM chunks c JOIN live l ON l.id = c.id WHERE c.pack = ?', p.id).one().n;
-          if (used > 0) continue;
+          const used = this.sql.exec('SELECT count(*) AS n, coalesce(sum(c.len & 2147483647), 0) AS b FROM chunks c JOIN live l ON l.id = c.id WHERE c.pack = ?', p.id).one();
+          if (used.n > 0) {
+            // As cutpoint serve's gc: a pack whose live frames are under half its bytes is rewritten.
+            if (used.b * 2 < p.size) await this.#rewrite(ns, p, rep);
+            continue;
+          }
           await this.env.BUCKET.delete(`ns/${ns}/packs/${p.id.slice(0, 2)}/${p.id}`);
           this.ctx.storage.transactionSync(() => {
             rep.chunks_removed += this.sql.exec('DELETE FROM chunks WHERE pack = ?', p.id).rowsWritten;
@@ -402,6 +407,52 @@ export class Namespace extends DurableObject {
         this.sql.exec('DROP TABLE IF EXISTS live');
       }
     });
+  }
+
+  /**
+   * gc's rewrite of pack `p` to its live frames (the core's `PackRewrite`: each checked against
+   * its id, copied as stored): the new pack is put (noted first, as an upload's is), the index
+   * rows moved to it and the dead ones dropped in one transaction, then the old object deleted.
+   * A frame that does not verify stops this pack's rewrite (a warning; the pack is kept).
+   */
+  async #rewrite(ns, p, rep) {
+    const rows = this.sql.exec('SELECT c.id, c.off, c.len, c.raw FROM chunks c JOIN live l ON l.id = c.id WHERE c.pack = ? ORDER BY c.off', p.id)
+      .toArray().map((r) => ({ id: new Uint8Array(r.id), off: r.off, len: r.len, raw: r.raw }));
+    const o = await this.env.BUCKET.get(packKey(ns, p.id));
+    if (!o) {
+      rep.warnings.push(`pack ${p.id} is indexed but not stored: not rewritten`);
+      return;
+    }
+    const bytes = new Uint8Array(await o.arrayBuffer());
+    const w = new core.PackRewrite(this.alg(), rows.some((r) => (r.len & 0x80000000) !== 0));
+    let body;
+    try {
+      for (const r of rows) {
+        const len = r.len & 0x7fffffff;
+        w.add(r.id, bytes.subarray(r.off, r.off + len), (r.len & 0x80000000) !== 0, r.raw);
+      }
+      body = w.finish();
+    } catch (e) {
+      rep.warnings.push(`pack ${p.id}: a live chunk does not verify (${e?.message ?? e}): not rewritten`);
+      w.free();
+      return;
+    }
+    const id = w.packId();
+    const frames = w.frames();
+    w.free();
+    const key = packKey(ns, id);
+    this.intend(ns, key);
+    await this.env.BUCKET.put(key, body);
+    const before = this.sql.exec('SELECT count(*) AS n FROM chunks WHERE pack = ?', p.id).one().n;
+    // One transaction: the old pack's rows out, the new one's in.
+    this.#index(key, id, body.length, frames, () => {
+      this.sql.exec('DELETE FROM chunks WHERE pack = ?', p.id);
+      this.sql.exec('DELETE FROM packs WHERE id = ?', p.id);
+    });
+    if (id !== p.id) await this.env.BUCKET.delete(packKey(ns, p.id));
+    rep.packs_rewritten++;
+    rep.chunks_removed += before - rows.length;
+    rep.bytes_freed += Math.max(0, p.size - body.length);
   }
 
   /** Deletes the objects under `prefix` past `cutoff` that are no indexed pack. */

@@ -239,6 +239,30 @@ describe.each(targets)('%s', (_label, start) => {
     expect(ck.chunks).toBeGreaterThan(0)
   })
 
+  it('gc rewrites a pack whose live chunks are under half of it: the dead go, the live restore', async () => {
+    // Two files pushed together share one pack; the bigger one deleted leaves it mostly dead.
+    const a = file('rw-a', randomBytes(3 << 20))
+    const b = file('rw-b', randomBytes(700_000))
+    const p = cutpoint(['push', a, b, '--ns', 'rw', '--no-cache', '--json'], store)
+    expect(p.status, p.stderr).toBe(0)
+    const packs = p.stdout.trim().split('\n').map((l) => JSON.parse(l).packs).filter((n) => n !== undefined)
+    expect(Math.max(...packs)).toBe(1)
+    const text = await (await fetch(`${ns(store, 'rw')}/recipes/rw-a`)).text()
+    const ids = Buffer.concat(text.split('\n').filter((l) => /^[0-9a-f]{64} /.test(l)).map((l) => Buffer.from(l.slice(0, 64), 'hex')))
+    expect((await fetch(`${ns(store, 'rw')}/files/rw-a`, { method: 'DELETE' })).status).toBe(200)
+    const rep = await (await fetch(`${ns(store, 'rw')}/gc?grace=0`, { method: 'POST' })).json()
+    expect(rep).toMatchObject({ packs_deleted: 0, packs_rewritten: 1, chunks_removed: ids.length / 32 })
+    expect(rep.bytes_freed).toBeGreaterThan(3 << 20)
+    const q = await fetch(`${ns(store, 'rw')}/query`, { method: 'POST', body: ids })
+    expect(Buffer.from(await q.arrayBuffer()).equals(ids)).toBe(true) // all gone
+    const out = join(dir, 'rw-out')
+    expect(cutpoint(['pull', 'rw-b', '--ns', 'rw', '-o', out], store).status).toBe(0)
+    expect(readFileSync(out).equals(readFileSync(b))).toBe(true)
+    expect((await (await fetch(`${ns(store, 'rw')}/check`)).json()).problems).toEqual([])
+    // Nothing left to rewrite.
+    expect(await (await fetch(`${ns(store, 'rw')}/gc?grace=0`, { method: 'POST' })).json()).toMatchObject({ packs_rewritten: 0, chunks_removed: 0 })
+  })
+
   it('batch commits (POST commits): pushMany sends one batch; each file stands alone; a framing error commits nothing', async () => {
     const v = await (await fetch(`${store.url}/v1`)).json()
     expect(v.features).toContain('batch')
