@@ -15,7 +15,7 @@
 //   uploads of ~32 MiB packs (max_pack_bytes), in a fresh runtime; goal < 128 MB for the isolate.
 // Usage: node bench/harness/edge.mjs [--quick] [--size 1g] [--only pushes,wasm,memory]. Prints one JSON row per measure.
 import { spawn, spawnSync, execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -158,21 +158,25 @@ async function r2Floor(file) {
     const url = await mf.ready
     const ps = spawnSync('ps', ['-o', 'pid=,comm=', '--ppid', String(process.pid)], { encoding: 'utf8' }).stdout
     const workerd = Number(ps.split('\n').map((l) => l.trim().split(/\s+/)).find((f) => f[1] === 'workerd')?.[0])
-    const body = readFileSync(file)
+    const fd = openSync(file, 'r')
+    const total = statSync(file).size
     const piece = 8 * MiB
     let next = 0
     const c0 = cpu(workerd)
     const t0 = performance.now()
     const lane = async () => {
-      while (next < body.length) {
+      while (next < total) {
         const at = next
         next += piece
-        const r = await fetch(url, { method: 'POST', body: body.subarray(at, Math.min(body.length, at + piece)) })
+        const buf = Buffer.alloc(Math.min(piece, total - at))
+        readSync(fd, buf, 0, buf.length, at)
+        const r = await fetch(url, { method: 'POST', body: buf })
         if (r.status !== 200) throw new Error(`bare put: ${r.status}`)
         await r.text()
       }
     }
     await Promise.all([lane(), lane()])
+    closeSync(fd)
     return { s: (performance.now() - t0) / 1000, cpu: cpu(workerd) - c0 }
   } finally {
     await mf.dispose()
