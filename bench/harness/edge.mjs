@@ -43,6 +43,21 @@ function cpu(pid) {
 }
 const status = (pid, k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024
 
+/**
+ * A POST whose connection failed (seen now and then on this loaded machine: EPIPE while the
+ * body was still being sent) is tried again, at most twice, and said so; HTTP answers are not.
+ */
+async function post(url, body) {
+  for (let t = 0; ; t++) {
+    try {
+      return await fetch(url, { method: 'POST', body })
+    } catch (e) {
+      if (t >= 2) throw e
+      log(`POST ${new URL(url).pathname}: ${e?.cause?.code ?? e}; trying again`)
+    }
+  }
+}
+
 function timedPush(file, name, url) {
   const t0 = performance.now()
   const out = execFileSync(bin, ['push', file, '--name', name, '--json', '--no-cache', '--store', url], { encoding: 'utf8', maxBuffer: 1 << 26 })
@@ -131,7 +146,7 @@ async function pushes() {
     const q0 = cpu(e.workerd)
     const t0 = performance.now()
     for (const b of bodies) {
-      const r = await fetch(`${e.url}/v1/ns/default/query`, { method: 'POST', body: b })
+      const r = await post(`${e.url}/v1/ns/default/query`, b)
       if (r.status !== 200) throw new Error(`query: ${r.status}`)
       await r.arrayBuffer()
     }
@@ -170,7 +185,7 @@ async function r2Floor(file) {
         next += piece
         const buf = Buffer.alloc(Math.min(piece, total - at))
         readSync(fd, buf, 0, buf.length, at)
-        const r = await fetch(url, { method: 'POST', body: buf })
+        const r = await post(url, buf)
         if (r.status !== 200) throw new Error(`bare put: ${r.status}`)
         await r.text()
       }
@@ -198,7 +213,7 @@ async function memory() {
     const packs = []
     for (let i = 0; i < 4; i++) packs.push(await pack(v.limits.max_pack_bytes))
     const before = status(m2.workerd, 'VmRSS')
-    const rs = await Promise.all(packs.map((p) => fetch(`${m2.url}/v1/ns/mem/packs`, { method: 'POST', body: p })
+    const rs = await Promise.all(packs.map((p) => post(`${m2.url}/v1/ns/mem/packs`, p)
       .then(async (r) => [r.status, await r.text()], (e) => [0, String(e?.cause?.code ?? e)])))
     for (const [st, t] of rs) if (st !== 200) throw new Error(`pack upload: ${st} ${t}`)
     emit({ name: 'edge/memory/4x32MiB', what: 'workerd peak RSS (whole process: runtime, local R2 and storage) during 4 concurrent ~32 MiB pack uploads', value: status(m2.workerd, 'VmHWM'), unit: 'MiB',

@@ -301,6 +301,45 @@ function memorySink(len) {
   };
 }
 
+const READ_BYTES = 256 << 10;
+
+/**
+ * A request body in pieces of at least 256 KiB (the last may be shorter): the runtime hands a
+ * body over in pieces of a few KiB, and each piece cost a promise, a call into the wasm and a
+ * copy each way; workerd's `readAtLeast` (a BYOB read) gathers them first. A piece is valid
+ * until the next is asked for (its buffer is reused). Elsewhere: the body's own pieces.
+ */
+async function* bodyPieces(body) {
+  if (!body) return;
+  let reader;
+  try {
+    reader = body.getReader({ mode: 'byob' });
+  } catch {
+    reader = null;
+  }
+  if (!reader || typeof reader.readAtLeast !== 'function') {
+    if (reader) reader.releaseLock();
+    yield* body;
+    return;
+  }
+  let buf = new ArrayBuffer(READ_BYTES);
+  for (;;) {
+    const { value, done } = await reader.readAtLeast(READ_BYTES, new Uint8Array(buf));
+    if (value && value.byteLength) {
+      yield value;
+      buf = value.buffer;
+    }
+    if (done || !value || value.byteLength < READ_BYTES) {
+      if (done) return;
+      // The stream ended inside this read: the next one says so.
+      const end = await reader.read(new Uint8Array(buf));
+      if (end.done) return;
+      if (end.value.byteLength) yield end.value;
+      buf = end.value.buffer;
+    }
+  }
+}
+
 /** Reads the upload through `ingest` into `sink` (writes of ~1 MiB: one a frame would cost a round trip each). */
 async function streamPack(req, ingest, sink, have) {
   let held = [];
@@ -319,7 +358,7 @@ async function streamPack(req, ingest, sink, have) {
   };
   try {
     let checked = false;
-    for await (const piece of req.body ?? []) {
+    for await (const piece of bodyPieces(req.body)) {
       const out = core1(() => ingest.push(piece));
       if (!checked && ingest.alg()) {
         checked = true;

@@ -391,8 +391,9 @@ describe('edge store start-up reconcile', () => {
     const bytes = randomBytes(1 << 20)
     const f = file('reconcile.bin', bytes)
     const push = (s: Store, name: string) => cutpoint(['push', f, '--name', name, '--json', '--no-cache', '--retries', '0'], s)
+    let s: Store | undefined
     try {
-      let s = await startEdge({ data, fault: 'pack-unindexed' })
+      s = await startEdge({ data, fault: 'pack-unindexed' })
       expect(push(s, 'p').status).not.toBe(0)
       await s.stop(true)
       s = await startEdge({ data })
@@ -407,19 +408,16 @@ describe('edge store start-up reconcile', () => {
       expect(cutpoint(['push', g, '--name', 'r', '--json', '--no-cache', '--retries', '0'], s).status).not.toBe(0)
       await s.stop(true)
       s = await startEdge({ data })
-      try {
-        const l = await (await fetch(`${s.url}/v1/ns/default/files`)).json()
-        expect(l.files.filter((x: any) => x.name === 'r').map((x: any) => x.version)).toEqual([1])
-        const out = join(dir, 'reconcile-out.bin')
-        expect(cutpoint(['pull', 'r', '-o', out], s).status).toBe(0)
-        expect(readFileSync(out).equals(other)).toBe(true)
-        expect(nativePush(s, g, 'r', ['--no-cache']).version).toBe(2)
-        const c = await (await fetch(`${s.url}/v1/ns/default/check`)).json()
-        expect(c.problems).toEqual([])
-      } finally {
-        await s.stop(true)
-      }
+      const l = await (await fetch(`${s.url}/v1/ns/default/files`)).json()
+      expect(l.files.filter((x: any) => x.name === 'r').map((x: any) => x.version)).toEqual([1])
+      const out = join(dir, 'reconcile-out.bin')
+      expect(cutpoint(['pull', 'r', '-o', out], s).status).toBe(0)
+      expect(readFileSync(out).equals(other)).toBe(true)
+      expect(nativePush(s, g, 'r', ['--no-cache']).version).toBe(2)
+      const c = await (await fetch(`${s.url}/v1/ns/default/check`)).json()
+      expect(c.problems).toEqual([])
     } finally {
+      await s?.stop(true)
       rmSync(data, { recursive: true, force: true })
     }
   })
