@@ -88,7 +88,7 @@ fn a_kill_in_the_middle_of_a_batch_commits_none_of_it() {
 
 /// A batch writes no recipe file: its recipes are rows, stored compact, served byte for byte
 /// as committed, indexed again from the rows after `--reindex`; a single commit still writes
-/// a file, and both kinds are listed, restored and deleted alike.
+/// a file (compact too, read back as text), and both kinds are listed, restored and deleted alike.
 #[test]
 fn batch_recipes_are_compact_rows_read_back_byte_for_byte() {
     let dir = tmpdir("rows-compact");
@@ -117,7 +117,12 @@ fn batch_recipes_are_compact_rows_read_back_byte_for_byte() {
     // A single commit of another name is a file, as before.
     let single = srv.push(&write(&dir, "one", &bytes), "one", &[]);
     assert_eq!(single["version"], 1, "{single}");
-    assert!(recipe_file(&srv.data, "one", 1).exists());
+    let file = std::fs::read(recipe_file(&srv.data, "one", 1)).unwrap();
+    assert!(file.starts_with(b"\0cf1") && file.len() * 2 < text.len(), "a single commit's file is compact too: {} bytes", file.len());
+    let (s, _, got) = http("GET", &format!("{}/v1/ns/default/recipes/one", srv.url), None, &[], None);
+    assert_eq!(s, 200);
+    assert!(got.starts_with(b"cutpoint-recipe "), "read back as text");
+    assert_eq!(srv.pull("one", None, &[]), bytes);
     // Rows and files alike: listed, pulled, deleted (the next number above the deleted one).
     assert_eq!(versions(&srv.url).len(), 4);
     assert_eq!(srv.pull("dir/y z", None, &[]), bytes);

@@ -248,6 +248,8 @@ impl Objects {
         if self.row_meta(key)?.is_some() {
             return Ok(false);
         }
+        // A local store's recipe file is written compact (read back as its text by `get`).
+        let bytes = if self.rows_for(key).is_some() { crate::recipe_rows::encode_file(&bytes) } else { bytes };
         let p = Self::path(key)?;
         let opts = PutOptions {
             mode: PutMode::Create,
@@ -267,8 +269,10 @@ impl Objects {
             }
         }
         let p = Self::path(key)?;
+        let local_recipe = self.rows_for(key).is_some();
         self.rt.block_on(async {
             match self.store.get(&p).await {
+                Ok(r) if local_recipe => Ok(Some(crate::recipe_rows::decode_file(r.bytes().await?))),
                 Ok(r) => Ok(Some(r.bytes().await?)),
                 Err(object_store::Error::NotFound { .. }) => Ok(None),
                 Err(e) => Err(e.into()),

@@ -13,7 +13,8 @@
 //! A plain recipe is stored compact ([`encode`]): its profile and algorithm once in a `heads`
 //! table, its chunk ids as bytes, its digest left out when it is the digest of its chunk list
 //! (recomputed on read); the text read back is byte for byte the text committed (checked when
-//! it is encoded: anything else is stored as text).
+//! it is encoded: anything else is stored as text). A single commit's recipe file in a local
+//! store is written in the same compact form, its head inline ([`encode_file`]).
 
 use crate::error::{Result, StoreError};
 use bytes::Bytes;
@@ -27,6 +28,9 @@ use std::sync::Mutex;
 
 /// The first bytes of a compact body (a recipe's text never starts with a NUL byte).
 const MAGIC: &[u8; 4] = b"\0cr1";
+/// The first bytes of a compact recipe file (a single commit's, in a local store): its head
+/// (algorithm and profile) inline, not in the `heads` table.
+const MAGIC_FILE: &[u8; 4] = b"\0cf1";
 
 const SCHEMA: &str = "
 PRAGMA journal_mode = DELETE;
@@ -112,7 +116,7 @@ impl RecipeRows {
             None => Ok(None),
             // A body that does not decode is answered as it is: it then reads as a damaged
             // recipe wherever it is read (check, gc, restore), as a damaged file would.
-            Some(b) => Ok(Some(Bytes::from(decode(&c, &b).unwrap_or(b)))),
+            Some(b) => Ok(Some(Bytes::from(decode(Some(&c), &b).unwrap_or(b)))),
         }
     }
 
@@ -208,13 +212,31 @@ impl RecipeRows {
         if taken(&k.key())? {
             return Ok(false);
         }
-        let body = encode(c, text)?;
+        let body = encode(Some(c), text)?;
         let n = c
             .prepare_cached("INSERT OR IGNORE INTO recipes(ns, name, version, deleted, modified, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
             .map_err(sql)?
             .execute(params![k.ns, k.name, k.version as i64, k.deleted, crate::index::now(), body])
             .map_err(sql)?;
         Ok(n == 1)
+    }
+}
+
+/// A local store's recipe file (a single commit's) for `text`: compact when `text` is a plain
+/// recipe that reads back byte for byte from it (its head inline), else `text` itself.
+pub fn encode_file(text: &[u8]) -> Vec<u8> {
+    encode(None, text).unwrap_or_else(|_| text.to_vec())
+}
+
+/// The text of a local store's recipe file: a compact one decoded, any other (a text recipe, or
+/// one that does not decode: then read as damaged) as it is.
+pub fn decode_file(body: Bytes) -> Bytes {
+    if !body.starts_with(MAGIC_FILE) {
+        return body;
+    }
+    match decode(None, &body) {
+        Ok(t) => Bytes::from(t),
+        Err(_) => body,
     }
 }
 
@@ -245,7 +267,7 @@ fn get_varint(b: &[u8], at: &mut usize) -> Option<u64> {
 
 /// A row's body for `text`: compact when `text` is a plain recipe that reads back byte for byte
 /// from it, else `text` itself.
-fn encode(c: &Connection, text: &[u8]) -> Result<Vec<u8>> {
+fn encode(c: Option<&Connection>, text: &[u8]) -> Result<Vec<u8>> {
     let Some(compact) = compact(c, text)? else { return Ok(text.to_vec()) };
     if decode(c, &compact).ok().as_deref() == Some(text) {
         Ok(compact)
@@ -254,20 +276,27 @@ fn encode(c: &Connection, text: &[u8]) -> Result<Vec<u8>> {
     }
 }
 
-fn compact(c: &Connection, text: &[u8]) -> Result<Option<Vec<u8>>> {
+fn compact(c: Option<&Connection>, text: &[u8]) -> Result<Option<Vec<u8>>> {
     if cutpoint_core::protocol::part::has_part_lines(text) {
         return Ok(None);
     }
     let Ok(r) = Recipe::read(text) else { return Ok(None) };
     let head = format!("{}\n{}", r.hash.name(), r.profile);
-    c.prepare_cached("INSERT OR IGNORE INTO heads(text) VALUES (?1)").map_err(sql)?.execute([&head]).map_err(sql)?;
-    let id: i64 = c
-        .prepare_cached("SELECT id FROM heads WHERE text = ?1")
-        .map_err(sql)?
-        .query_row([&head], |r| r.get(0))
-        .map_err(sql)?;
-    let mut out = MAGIC.to_vec();
-    put_varint(&mut out, id as u64);
+    let mut out;
+    if let Some(c) = c {
+        c.prepare_cached("INSERT OR IGNORE INTO heads(text) VALUES (?1)").map_err(sql)?.execute([&head]).map_err(sql)?;
+        let id: i64 = c
+            .prepare_cached("SELECT id FROM heads WHERE text = ?1")
+            .map_err(sql)?
+            .query_row([&head], |r| r.get(0))
+            .map_err(sql)?;
+        out = MAGIC.to_vec();
+        put_varint(&mut out, id as u64);
+    } else {
+        out = MAGIC_FILE.to_vec();
+        put_varint(&mut out, head.len() as u64);
+        out.extend_from_slice(head.as_bytes());
+    }
     // 0: no digest line; 1: the digest of the chunk list (left out); 2: another, stored.
     match r.digest {
         None => out.push(0),
@@ -290,18 +319,29 @@ fn compact(c: &Connection, text: &[u8]) -> Result<Option<Vec<u8>>> {
 }
 
 /// The text of a row's body.
-fn decode(c: &Connection, body: &[u8]) -> Result<Vec<u8>> {
-    let Some(b) = body.strip_prefix(MAGIC) else { return Ok(body.to_vec()) };
-    let bad = || StoreError::Damaged("a compact recipe row does not read".into());
+fn decode(c: Option<&Connection>, body: &[u8]) -> Result<Vec<u8>> {
+    let bad = || StoreError::Damaged("a compact recipe does not read".into());
     let mut at = 0;
-    let id = get_varint(b, &mut at).ok_or_else(bad)?;
-    let head: String = c
-        .prepare_cached("SELECT text FROM heads WHERE id = ?1")
-        .map_err(sql)?
-        .query_row([id as i64], |r| r.get(0))
-        .optional()
-        .map_err(sql)?
-        .ok_or_else(bad)?;
+    let (b, head): (&[u8], String) = match (c, body.strip_prefix(MAGIC), body.strip_prefix(MAGIC_FILE)) {
+        (Some(c), Some(b), _) => {
+            let id = get_varint(b, &mut at).ok_or_else(bad)?;
+            let head = c
+                .prepare_cached("SELECT text FROM heads WHERE id = ?1")
+                .map_err(sql)?
+                .query_row([id as i64], |r| r.get(0))
+                .optional()
+                .map_err(sql)?
+                .ok_or_else(bad)?;
+            (b, head)
+        }
+        (None, _, Some(b)) => {
+            let n = get_varint(b, &mut at).ok_or_else(bad)? as usize;
+            let head = b.get(at..at.checked_add(n).ok_or_else(bad)?).ok_or_else(bad)?;
+            at += n;
+            (b, String::from_utf8(head.to_vec()).map_err(|_| bad())?)
+        }
+        _ => return Ok(body.to_vec()),
+    };
     let (alg, profile) = head.split_once('\n').ok_or_else(bad)?;
     let hash = HashAlg::parse(alg).map_err(|_| bad())?;
     let mut take = |n: usize| -> Result<&[u8]> {
@@ -371,15 +411,20 @@ mod tests {
             r.digest = digest;
             let mut text = Vec::new();
             r.write(&mut text).unwrap();
-            let body = encode(&c, &text).unwrap();
+            let body = encode(Some(&c), &text).unwrap();
             assert!(body.starts_with(MAGIC) && body.len() < text.len() / 2, "{} of {}", body.len(), text.len());
-            assert_eq!(decode(&c, &body).unwrap(), text);
+            assert_eq!(decode(Some(&c), &body).unwrap(), text);
+            let file = encode_file(&text);
+            assert!(file.starts_with(MAGIC_FILE) && file.len() < text.len() * 2 / 3, "{} of {}", file.len(), text.len());
+            assert_eq!(decode_file(Bytes::from(file.clone())), text);
+            assert_eq!(decode_file(Bytes::from(file[..file.len() - 1].to_vec())), file[..file.len() - 1], "a truncated file is kept as it is");
         }
         for other in [&b"cutpoint-recipe 1\nnot a recipe"[..], b"part lines and all", b""] {
-            assert_eq!(encode(&c, other).unwrap(), other);
-            assert_eq!(decode(&c, other).unwrap(), other);
+            assert_eq!(encode(Some(&c), other).unwrap(), other);
+            assert_eq!(decode(Some(&c), other).unwrap(), other);
+            assert_eq!(encode_file(other), other);
         }
-        assert!(decode(&c, b"\0cr1\x01\x01").is_err(), "a truncated body");
+        assert!(decode(Some(&c), b"\0cr1\x01\x01").is_err(), "a truncated body");
         drop(c);
         let _ = std::fs::remove_file(std::env::temp_dir().join(format!("cutpoint-rows-{}.sqlite", std::process::id())));
     }
