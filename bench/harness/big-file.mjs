@@ -7,12 +7,16 @@
 // * Stream (the default): `cutpoint gen --stream --size N | cutpoint push - --name big`; the
 //   pull goes to standard output and its SHA-256 is compared with the generator's (run again):
 //   no source file nor pulled copy on disk, only the store. A size above 1 GiB also runs 1 GiB
-//   first and reports the push time per GiB of the largest ÷ 1 GiB.
+//   first; `--sizes 1g,2g,4g,8g` runs each of those sizes (each in a fresh store, removed after
+//   it). Issue #32's rows: the peak RSS slope per GiB of the client and of the server (least
+//   squares over the sizes run: flat memory is a slope near 0) and the push time per GiB of the
+//   largest ÷ that of 1 GiB (goal ≤ 1.1 for 32 GiB).
 // * --file: the old way, a file pushed and pulled to a file, compared with cmp (three copies).
 // Size: SIZE if given (e.g. 1g), else the largest of 32, 16, 8, 4, 2, 1 GiB that the free disk
 // of the temporary directory holds (stream: once, the store's packs; --file: three times) with
 // 2 GiB to spare; the size and why are printed.
-// Usage: node bench/harness/big-file.mjs [SIZE] [--file]. Prints one JSON row per measure.
+// Usage: node bench/harness/big-file.mjs [SIZE] [--sizes S1,S2,...] [--file]. Prints one JSON
+// row per measure.
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, statfsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -29,14 +33,28 @@ const log = (l) => process.stderr.write(`${l}\n`)
 const args = process.argv.slice(2)
 const fileMode = args.includes('--file')
 const copies = fileMode ? 3 : 1
+const sizesAt = args.indexOf('--sizes')
+const sizeList = sizesAt >= 0 ? (args[sizesAt + 1] ?? '').split(',').map(parseSize) : undefined
+
+function parseSize(arg) {
+  const m = /^(\d+)([mg])$/i.exec(arg)
+  if (!m) throw new Error(`size '${arg}': give e.g. 512m or 4g`)
+  return Number(m[1]) * (m[2].toLowerCase() === 'g' ? GiB : 2 ** 20)
+}
+
+/** Least-squares slope of `ys` over `xs` (0 with fewer than two distinct x). */
+function slope(xs, ys) {
+  const n = xs.length
+  const mx = xs.reduce((a, b) => a + b, 0) / n
+  const my = ys.reduce((a, b) => a + b, 0) / n
+  const sxx = xs.reduce((a, x) => a + (x - mx) ** 2, 0)
+  return sxx ? xs.reduce((a, x, i) => a + (x - mx) * (ys[i] - my), 0) / sxx : 0
+}
 
 function pickSize() {
-  const arg = args.find((a) => !a.startsWith('--'))
-  if (arg) {
-    const m = /^(\d+)([mg])$/i.exec(arg)
-    if (!m) throw new Error(`size '${arg}': give e.g. 512m or 4g`)
-    return { bytes: Number(m[1]) * (m[2].toLowerCase() === 'g' ? GiB : 2 ** 20), why: 'given' }
-  }
+  if (sizeList) return { bytes: Math.max(...sizeList), why: `given (--sizes ${args[sizesAt + 1]})` }
+  const arg = args.find((a, i) => !a.startsWith('--') && (sizesAt < 0 || i !== sizesAt + 1))
+  if (arg) return { bytes: parseSize(arg), why: 'given' }
   const fs = statfsSync(dir)
   const free = fs.bavail * fs.bsize
   for (const g of [32, 16, 8, 4, 2, 1]) {
@@ -101,14 +119,29 @@ try {
   log(`big-file: ${gib} GiB (${why}), ${fileMode ? 'a file' : 'a stream'}, in ${dir}`)
   const row = (name, value, unit, extra = {}) => console.log(JSON.stringify({ section: 'big', runtime: 'native', name: `big/${name}/${gib}g`, value, unit, size_bytes: bytes, size_why: why, input: fileMode ? 'file' : 'stream', ...extra }))
   if (!fileMode) {
-    const base = gib > 1 ? await streamRun(GiB) : null
-    const r = await streamRun(bytes)
-    row('push-client-peak-rss', r.push.rssMiB, 'MiB', { parts: r.rep.parts, recipe_bytes: r.rep.recipe_bytes, chunks: r.rep.chunks, client_peak_rss_1g: base?.push.rssMiB })
-    row('push-server-peak-rss', r.serverPush, 'MiB', { server_peak_rss_1g: base?.serverPush })
-    row('push-seconds-per-gib', r.push.seconds / gib, 's/GiB', { seconds: r.push.seconds, ratio_to_1g: base ? r.push.seconds / gib / base.push.seconds : 1 })
+    // The sizes run, smallest first (1 GiB and the largest unless --sizes names them).
+    const sizes = [...new Set(sizeList ?? (gib > 1 ? [GiB, bytes] : [bytes]))].sort((a, b) => a - b)
+    const runs = []
+    for (const b of sizes) {
+      log(`big-file: pushing ${b / GiB} GiB`)
+      const x = await streamRun(b)
+      runs.push({ gib: b / GiB, x })
+      log(`big-file: ${b / GiB} GiB: client ${x.push.rssMiB.toFixed(1)} MiB, server ${x.serverPush.toFixed(1)} MiB, ${x.push.seconds} s, ids held ${x.rep.ids_held}`)
+    }
+    const r = runs.at(-1).x
+    const base = runs.find((u) => u.gib === 1)?.x
+    const points = runs.map((u) => ({ gib: u.gib, client_mib: u.x.push.rssMiB, server_mib: u.x.serverPush, seconds: u.x.push.seconds, ids_held: u.x.rep.ids_held }))
+    const gibs = runs.map((u) => u.gib)
+    row('push-client-peak-rss', r.push.rssMiB, 'MiB', { parts: r.rep.parts, recipe_bytes: r.rep.recipe_bytes, chunks: r.rep.chunks, ids_held: r.rep.ids_held, client_peak_rss_1g: base?.push.rssMiB, goal: 128 })
+    row('push-server-peak-rss', r.serverPush, 'MiB', { server_peak_rss_1g: base?.serverPush, goal: 128 })
+    // Growth per GiB of input (MiB of peak RSS per GiB pushed), fitted over the sizes run.
+    row('push-client-rss-slope-per-gib', slope(gibs, runs.map((u) => u.x.push.rssMiB)), 'MiB', { per: 'GiB of input', points })
+    row('push-server-rss-slope-per-gib', slope(gibs, runs.map((u) => u.x.serverPush)), 'MiB', { per: 'GiB of input', points })
+    row('push-seconds-per-gib', r.push.seconds / gib, 's', { per: 'GiB', seconds: r.push.seconds, ratio_to_1g: base ? r.push.seconds / gib / base.push.seconds : undefined })
+    if (base && gib > 1) row('push-time-per-gib-ratio', r.push.seconds / gib / base.push.seconds, 'ratio', { what: `push seconds per GiB, ${gib} GiB ÷ 1 GiB (issue #32: ≤ 1.1 at 32 GiB)`, goal: 1.1, seconds: r.push.seconds, seconds_1g: base.push.seconds })
     row('pull-client-peak-rss', r.pull.rssMiB, 'MiB', { byte_identical: r.same, compared: 'sha256 of the pull vs of the generator' })
     row('pull-server-peak-rss', r.serverPull, 'MiB')
-    row('pull-seconds-per-gib', r.pull.seconds / gib, 's/GiB', { seconds: r.pull.seconds })
+    row('pull-seconds-per-gib', r.pull.seconds / gib, 's', { per: 'GiB', seconds: r.pull.seconds })
     rmSync(dir, { recursive: true, force: true })
     process.exit(0)
   }

@@ -1,11 +1,12 @@
 // A TCP proxy on 127.0.0.1 in front of a store that stalls (issue #34), as native/cli/tests/
 // common's `FaultProxy`: 'silent' accepts and never answers; { answer: N } forwards the first N
 // bytes the store answers on a connection, then nothing more; { upload: N } forwards the first
-// N bytes the client sends, then takes no more and forwards nothing back; 'commit' forwards
+// N bytes the client sends, then drops the rest and forwards nothing back; 'commit' forwards
 // every request and, from a PUT (a commit) on, nothing of the answers. `stall(mode)` applies to
 // every new connection, `stallOnce(mode)` to the first one it hits (either closes the connections
 // open before it). A stalled connection stays open, its bytes going nowhere, until the client
-// gives up or the proxy closes. Each connection is logged: what the client sent (up to 64 KiB:
+// gives up (the store's side is closed then too, as a client's close would reach it) or the
+// proxy closes. Each connection is logged: what the client sent (up to 64 KiB:
 // request heads), the bytes answered, whether it stalled — so a test can check where a resumed
 // pull's Range request starts.
 import net from 'node:net'
@@ -73,7 +74,10 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
       if (typeof stall === 'object' && 'upload' in stall && sent + b.length > stall.upload && hit()) {
         fwd = b.subarray(0, Math.max(0, stall.upload - sent))
         held = true
-        client.pause() // takes no more: the client's writes fill the buffers and block
+        // The rest is read and dropped, not left unread (`pause`): a paused socket never sees
+        // the client close it, so the store's side stayed open and the store counted the
+        // upload as in progress until its body timeout (30 s), each retry taking another of
+        // the token's 16 upload slots: a push through this stall then ended in 503 busy.
       }
       if (/^(GET|POST|PUT|DELETE|HEAD|OPTIONS) \//.test(fwd.subarray(0, 8).toString('latin1'))) {
         log.requests.push({ head: fwd.subarray(0, 1024).toString('latin1').split('\r\n\r\n')[0], at: log.answered, seq: seq++ })

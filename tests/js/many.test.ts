@@ -210,6 +210,33 @@ describe('push in parts', () => {
     }
   })
 
+  it('a push in parts holds a bounded id table at any length (forgets ids once in parts)', async () => {
+    // Small chunks (256 B on average) make many ids from a few MiB; the default store commits a
+    // recipe of more than 65,536 entries in parts, and from then on the push's id table holds
+    // at most ID_TABLE_MAX (65,536) of the input's ids, counted by `idsHeld`.
+    const client = cp.createClient({ store: store.url, namespace: 'ids', profile: 'gear:64:256:1k', compression: 'off' })
+    try {
+      const short = randomBytes(24 << 20)
+      const long = randomBytes(72 << 20)
+      const a = await client.push(short, { name: 'short' })
+      const b = await client.push(long, { name: 'long' })
+      expect(a.parts).toBeGreaterThan(1)
+      expect(b.parts).toBeGreaterThan(1)
+      expect(b.chunks).toBeGreaterThan(3 * 65536)
+      expect(b.chunks).toBeGreaterThan(2 * a.chunks)
+      expect(a.idsHeld).toBeLessThanOrEqual(65536 + 2048)
+      expect(b.idsHeld).toBeLessThanOrEqual(65536 + 2048)
+      expect((await bytesOf(await client.pull('long'))).equals(long)).toBe(true)
+      // Ids asked again after the table was replaced: all found present.
+      const again = await client.push(long, { name: 'long' })
+      expect(again.novelChunks).toBe(0)
+      expect(again.partsSent).toBe(0)
+      expect(again.idsHeld).toBeLessThanOrEqual(65536 + 2048)
+    } finally {
+      await client.close()
+    }
+  }, 180_000)
+
   it('pushMany commits a big file in parts and the small ones in a batch', async () => {
     const big = randomBytes(1 << 20)
     const files = smallFiles('p', 5, 5)

@@ -37,7 +37,7 @@ async function bytesOf(s: ReadableStream<Uint8Array>): Promise<Buffer> {
   return Buffer.concat(parts)
 }
 
-const client = (ns: string, extra: Partial<cp.ClientOptions> = {}) => cp.createClient({ store: proxy.url, namespace: ns, timeout: 1000, retries: 2, compression: 'off', ...extra })
+const client = (ns: string, extra: Partial<cp.ClientOptions> = {}) => cp.createClient({ store: proxy.url, namespace: ns, timeout: 1000, retries: 2, ...extra })
 const direct = (ns: string) => cp.createClient({ store: store.url, namespace: ns })
 
 async function failure(p: Promise<unknown>): Promise<{ e: any; ms: number }> {
@@ -112,23 +112,42 @@ describe('the library in Node, through a stalling store', () => {
     await c.close()
   })
 
-  it('push: gives up on uploads that stall, commits nothing; completes after one stall', async () => {
+  // Compression 'auto' (the default) reads and compresses ahead; 'off' sends raw packs.
+  it.each(['auto', 'off'] as const)('push (compression %s): gives up on uploads that stall, commits nothing; completes after one stall', async (compression) => {
     const bytes = data(2 << 20, 3)
+    const ns = `push-${compression}`
     await proxy.stall({ upload: 100 << 10 })
-    const c = client('push', { packSize: 64 << 10 })
+    const c = client(ns, { packSize: 64 << 10, compression })
     const { e, ms } = await failure(c.push(bytes, { name: 'up' }))
     expect(e).toBeInstanceOf(cp.StoreError)
     expect(e.code).toBe('network')
-    expect(e.message).toMatch(new RegExp(`${proxy.url}: POST /v1/ns/push/(packs|query): no answer for \\d+(\\.\\d+)? s \\(gave up after 3 tries\\)`))
+    expect(e.message).toMatch(new RegExp(`${proxy.url}: POST /v1/ns/${ns}/(packs|query): no answer for \\d+(\\.\\d+)? s \\(gave up after 3 tries\\)`))
     expect(ms).toBeLessThan(60_000)
     await proxy.stall('off')
-    const d = direct('push')
+    const d = direct(ns)
     expect(await d.list()).toEqual([])
     await proxy.stallOnce({ upload: 100 << 10 })
     const r = await c.push(bytes, { name: 'up' })
     expect(r.version).toBe(1)
     expect(proxy.conns.some((x) => x.stalled)).toBe(true)
     expect(Buffer.compare(await bytesOf(await d.pull('up')), Buffer.from(bytes))).toBe(0)
+    await c.close()
+    await d.close()
+  })
+
+  it('uploads the client gave up on are let go at the store: no 503 busy after many stalls', async () => {
+    // Each stalled upload the client gives up on must free its slot at the store (16 per token)
+    // at once, not when the store's body timeout (30 s) cuts it: 24 stalled uploads in 3 rounds,
+    // then a push straight to the store is taken (each push stalls in its first pack, of 128 KiB).
+    await proxy.stall({ upload: 100 << 10 })
+    const c = client('slots', { retries: 0, packSize: 128 << 10 })
+    for (let round = 0; round < 3; round++) {
+      const fails = await Promise.all(Array.from({ length: 8 }, (_, k) => failure(c.push(data(200_000, 100 + round * 8 + k), { name: `s${round}-${k}` }))))
+      for (const { e } of fails) expect([e.code, e.message]).toEqual(['network', expect.stringMatching(/no answer for/)])
+    }
+    await proxy.stall('off')
+    const d = direct('slots')
+    expect((await d.push(data(100_000, 99), { name: 'after' })).version).toBe(1)
     await c.close()
     await d.close()
   })

@@ -1,15 +1,22 @@
 // The web page (web/app, Vite build) in headless Chromium against a real `cutpoint serve` on
 // 127.0.0.1: a chosen folder of many small generated files is one `pushMany` pipeline with a row
-// per file (virtualized: only the rows in view are in the DOM). This asserts the rows and
-// results only; the frame gaps during the push (requestAnimationFrame deltas) are measured and
-// printed as `folder-frames` (the bench row, goal ≤ 50 ms), never asserted (the machine is
-// shared). CUTPOINT_FOLDER_FILES sets the count (default 1,000; the issue's figure is 10,000).
+// per file (virtualized: only the rows in view are in the DOM). Two ways of choosing it:
+// - 'picker': "Choose a folder…" with `showDirectoryPicker()` (the page's way in Chromium). The
+//   picker's dialog cannot be driven here, so `showDirectoryPicker` is given a folder of the
+//   origin private file system holding the same files (written by a worker beforehand); the page
+//   walks its handles as it would a picked folder's. The frame gaps from the click to the last
+//   row (requestAnimationFrame deltas) are asserted: no gap over GAP_LIMIT ms (500 by default on
+//   this loaded machine; the issue's goal is 50 ms: CUTPOINT_FOLDER_GAP=50 on a quiet one).
+// - 'input': the `<input webkitdirectory>` fallback (other browsers), set by Playwright. Chromium
+//   builds its File list on the page's thread before the page's code runs (one task of about 5 s
+//   at 10,000 files), so its gaps are printed, not asserted.
+// Both print the bench row `folder-frames`. CUTPOINT_FOLDER_FILES sets the count (default 1,000;
+// the issue's figure is 10,000); CUTPOINT_FOLDER_SOURCE=picker|input runs one of them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromium, type BrowserContext } from 'playwright-core'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { randomBytes } from 'node:crypto'
 import type { Server } from 'node:http'
 import { root } from './helpers'
 import { serve } from './server'
@@ -20,6 +27,33 @@ const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '
 const APP = `${root}web/app`
 const PROFILE = process.env.CUTPOINT_FOLDER_PROFILE
 const N = Math.max(10, Number(process.env.CUTPOINT_FOLDER_FILES) || 1000)
+const SOURCES = (['picker', 'input'] as const).filter((s) => !process.env.CUTPOINT_FOLDER_SOURCE || process.env.CUTPOINT_FOLDER_SOURCE === s)
+/**
+ * The largest frame gap the picker's push may show (ms). The issue's goal is 50 ms; this shared
+ * 2-vCPU machine (load average 8-14 while the others build and test) has gaps of 100-300 ms from
+ * preemption alone, so the default catches the page's own freezes (the input's File list: 1.4 s
+ * at 1,000 files, 5 s at 10,000) and CUTPOINT_FOLDER_GAP=50 asserts the goal on a quiet machine.
+ */
+const GAP_LIMIT = Number(process.env.CUTPOINT_FOLDER_GAP) || 500
+
+/**
+ * File i's bytes: N small files (16 B .. 16 KiB), the first few larger (200 KiB: several chunks
+ * each, still chunked whole by a worker). As source text: the OPFS writer (a worker in the page)
+ * makes the same bytes.
+ */
+const GEN = `function gen(i) {
+  const b = new Uint8Array(i < 4 ? 200 << 10 : 16 + ((i * 7919) % (16 << 10)))
+  let s = (Math.imul(i + 1, 2654435761) >>> 0) || 1
+  for (let k = 0; k < b.length; k++) {
+    s ^= s << 13
+    s ^= s >>> 17
+    s ^= s << 5
+    b[k] = s & 0xff
+  }
+  return b
+}`
+const gen: (i: number) => Uint8Array = new Function(`${GEN}; return gen`)()
+const fileName = (i: number) => `${i % 2 ? 'a' : 'b'}/f${String(i).padStart(5, '0')}.bin`
 
 let tmp = ''
 let ctx: BrowserContext
@@ -30,10 +64,9 @@ let pageUrl = ''
 
 beforeAll(async () => {
   tmp = mkdtempSync(`${tmpdir()}/cutpoint-folder-`)
-  // N small files (16 B .. 16 KiB), in two subfolders.
+  // N files (`gen`), in two subfolders.
   for (const sub of ['a', 'b']) mkdirSync(`${tmp}/folder/${sub}`, { recursive: true })
-  // The first few are larger (200 KiB: several chunks each, still chunked whole by a worker).
-  for (let i = 0; i < N; i++) writeFileSync(`${tmp}/folder/${i % 2 ? 'a' : 'b'}/f${String(i).padStart(5, '0')}.bin`, randomBytes(i < 4 ? 200 << 10 : 16 + ((i * 7919) % (16 << 10))))
+  for (let i = 0; i < N; i++) writeFileSync(`${tmp}/folder/${fileName(i)}`, gen(i))
   // CUTPOINT_FOLDER_PROFILE=FILE: the page's main thread profiled (CDP) during the push, written to FILE (unminified build).
   execFileSync(`${root}node_modules/.bin/vite`, ['build', '-c', `${APP}/vite.config.ts`, ...(PROFILE ? ['--minify', 'false'] : [])], { cwd: root, stdio: 'pipe' })
   const s = await serve(`${APP}/dist`, true)
@@ -68,17 +101,57 @@ afterAll(async () => {
   if (tmp) rmSync(tmp, { recursive: true, force: true })
 })
 
-describe('the page pushes a folder as one pipeline', () => {
+/** A worker (in the page) that writes the N files into the origin private file system, under folder/. */
+const OPFS_WRITER = `${GEN}
+onmessage = async (e) => {
+  try {
+    const n = e.data
+    const top = await (await navigator.storage.getDirectory()).getDirectoryHandle('folder', { create: true })
+    const subs = { a: await top.getDirectoryHandle('a', { create: true }), b: await top.getDirectoryHandle('b', { create: true }) }
+    let next = 0
+    const lane = async () => {
+      while (next < n) {
+        const i = next++
+        const h = await subs[i % 2 ? 'a' : 'b'].getFileHandle('f' + String(i).padStart(5, '0') + '.bin', { create: true })
+        const a = await h.createSyncAccessHandle()
+        a.truncate(0)
+        a.write(gen(i), { at: 0 })
+        a.close()
+      }
+    }
+    await Promise.all(Array.from({ length: 8 }, lane))
+    postMessage('ok')
+  } catch (err) {
+    postMessage(String(err))
+  }
+}`
+
+describe.each(SOURCES)('the page pushes a folder as one pipeline (%s)', (source) => {
   it(`${N} files: a row per file, each committed; the DOM holds only the rows in view`, async () => {
     const page = await ctx.newPage()
     const errors: string[] = []
     page.on('pageerror', (e) => errors.push(String(e)))
-    await page.goto(`${pageUrl}/index.html?store=${encodeURIComponent(storeUrl)}`)
+    await page.goto(`${pageUrl}/index.html?store=${encodeURIComponent(storeUrl)}&ns=${source}`)
     await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30_000 })
     expect(await page.evaluate(() => document.body.dataset.ready), errors.join('; ')).toBe('1')
     await page.fill('#workers', '2')
     await page.click('#check-store')
     await page.waitForFunction(() => /connected/.test(document.getElementById('store-status')!.textContent!))
+    const tw = Date.now()
+    if (source === 'picker') {
+      // The folder the "picker" gives: the same files, in the origin private file system
+      // (written before the frames are measured).
+      const wrote = await page.evaluate(async ({ src, n }) => {
+        const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })))
+        const r = await new Promise((res) => ((w.onmessage = (e) => res(e.data)), w.postMessage(n)))
+        w.terminate()
+        const top = await (await navigator.storage.getDirectory()).getDirectoryHandle('folder')
+        ;(window as any).showDirectoryPicker = async () => top
+        return r
+      }, { src: OPFS_WRITER, n: N })
+      expect(wrote).toBe('ok')
+      console.log(`folder-frames (${source}): ${N} files written to the origin private file system in ${((Date.now() - tw) / 1000).toFixed(1)} s`)
+    }
     // Frame gaps from here on (requestAnimationFrame deltas).
     await page.evaluate(() => {
       const w = window as any
@@ -110,7 +183,8 @@ describe('the page pushes a folder as one pipeline', () => {
       await cdp.send('Profiler.start')
     }
     const t0 = Date.now()
-    await page.setInputFiles('#folder', `${tmp}/folder`)
+    if (source === 'picker') await page.click('#pick-folder')
+    else await page.setInputFiles('#folder', `${tmp}/folder`)
     await page.waitForFunction(() => ['done', 'error', 'stopped'].includes((document.querySelector('li.folder') as HTMLElement)?.dataset.state ?? ''), null, { timeout: 300_000 })
     const secs = (Date.now() - t0) / 1000
     if (cdp) writeFileSync(PROFILE!, JSON.stringify((await cdp.send('Profiler.stop')).profile))
@@ -140,27 +214,29 @@ describe('the page pushes a folder as one pipeline', () => {
     expect(await last.getAttribute('data-name')).toMatch(/^folder\/[ab]\/f\d{5}\.bin$/)
     // The chunks the page's workers made are the native chunker's (boundaries and ids, in order).
     for (const i of [0, 1, 2, 3, 17, N - 1]) {
-      const name = `${i % 2 ? 'a' : 'b'}/f${String(i).padStart(5, '0')}.bin`
+      const name = fileName(i)
       const native = execFileSync(cutpointBin, ['chunk', '--format', 'jsonl', `${tmp}/folder/${name}`], { encoding: 'utf8' })
         .trim()
         .split('\n')
         .filter(Boolean)
         .map((l) => JSON.parse(l).hash as string)
       if (i < 4) expect(native.length).toBeGreaterThan(3)
-      const recipe = await (await fetch(`${storeUrl}/v1/ns/default/recipes/${encodeURIComponent(`folder/${name}`)}`)).text()
+      const recipe = await (await fetch(`${storeUrl}/v1/ns/${source}/recipes/${encodeURIComponent(`folder/${name}`)}`)).text()
       const known = new Set(native)
       expect([...recipe.matchAll(/\b[0-9a-f]{64}\b/g)].map((m) => m[0]).filter((id) => known.has(id)), name).toEqual(native)
     }
     // The store lists every file.
-    const listed = await (await fetch(`${storeUrl}/v1/ns/default/files`)).json()
+    const listed = await (await fetch(`${storeUrl}/v1/ns/${source}/files`)).json()
     expect(listed.files.length).toBe(N)
     // The bench row (not asserted: timing on a shared machine).
-    console.log(`folder-frames: ${N} files pushed from the page in ${secs.toFixed(1)} s; max frame gap ${gaps.max.toFixed(0)} ms over ${gaps.frames} frames (goal ≤ 50 ms); gaps over 50 ms: ${gaps.long.join(', ') || 'none'}; long tasks (ms): ${gaps.tasks.length} (${[...gaps.tasks].sort((a, b) => b - a).slice(0, 10).join(', ')})`)
+    console.log(`folder-frames (${source}): ${N} files pushed from the page in ${secs.toFixed(1)} s; max frame gap ${gaps.max.toFixed(0)} ms over ${gaps.frames} frames (goal ≤ 50 ms); gaps over 50 ms: ${gaps.long.join(', ') || 'none'}; long tasks (ms): ${gaps.tasks.length} (${[...gaps.tasks].sort((a, b) => b - a).slice(0, 10).join(', ')})`)
     // `npm run bench` (step page-folder) reads this row.
     console.log(
-      JSON.stringify({ section: 'store', runtime: 'chromium', name: `page-folder/${N}/max-frame-gap`, value: gaps.max, unit: 'ms', goal: 50, frames: gaps.frames, long_tasks: gaps.tasks.length, max_long_task: Math.max(0, ...gaps.tasks), seconds: secs, files: N, commit_requests: Number(d.commitRequests) }),
+      JSON.stringify({ section: 'store', runtime: 'chromium', name: `page-folder/${N}/${source}/max-frame-gap`, value: gaps.max, unit: 'ms', goal: 50, frames: gaps.frames, long_tasks: gaps.tasks.length, max_long_task: Math.max(0, ...gaps.tasks), seconds: secs, files: N, commit_requests: Number(d.commitRequests) }),
     )
     expect(errors).toEqual([])
+    // The goal, for the page's own way of reading a folder (the input's File list is Chromium's).
+    if (source === 'picker') expect(gaps.max, `frame gaps over ${GAP_LIMIT} ms: ${gaps.long.join(', ')}; long tasks ${gaps.tasks.join(', ')}`).toBeLessThanOrEqual(GAP_LIMIT)
     await page.close()
-  }, 400_000)
+  }, 900_000)
 })

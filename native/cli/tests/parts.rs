@@ -534,3 +534,34 @@ fn a_pull_reads_the_stored_recipe_and_its_parts_one_at_a_time(b: Backend) {
     assert_eq!(srv.pull("small", None, &["--ns", "t"]), small);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Flat client memory at any input size (issue #32): a push in parts holds a bounded number of
+/// chunk ids (the ids asked about, at most `KNOWN_MAX` = 65,536 before the set is emptied; the
+/// offsets and the recipe's entries only until the recipe goes to parts), counted by the
+/// report's `ids_held`. Small chunks (256 B on average) make many ids from a few MiB: a stream of
+/// 3× the length holds no more ids than the shorter one, far fewer than its chunks; a re-push
+/// (ids asked again after the set was emptied) finds everything present.
+#[test]
+fn a_push_in_parts_holds_a_bounded_number_of_ids_at_any_length() {
+    let dir = tmpdir("parts-ids-held");
+    let store = Loc::new(Backend::Local, &dir, None);
+    let srv = Server::start(&store, &[], &[]);
+    let args = ["--ns", "t", "--profile", "gear:64:256:1k", "--compression", "off"];
+    let short = data(24 << 20, 93);
+    let long = data(72 << 20, 94);
+    let a = pushed(&push_stdin(&srv, Some("short"), &short, &args));
+    let b = pushed(&push_stdin(&srv, Some("long"), &long, &args));
+    let held = |r: &Value| r["ids_held"].as_u64().unwrap_or(u64::MAX);
+    let chunks = |r: &Value| r["chunks"].as_u64().unwrap();
+    assert!(a["parts"].as_u64().unwrap() > 1 && b["parts"].as_u64().unwrap() > 1, "{a} {b}");
+    assert!(chunks(&b) > 3 * 65_536 && chunks(&b) > 2 * chunks(&a), "{a} {b}");
+    // Before parts: the ids asked, their places and the entries (each ≤ 65,536 + a batch).
+    let bound = 3 * (65_536 + 2_048);
+    assert!(held(&a) <= bound && held(&b) <= bound, "ids held: {} and {} (bound {bound})", held(&a), held(&b));
+    assert!(held(&b) <= held(&a) + 2_048, "ids held grew with the input: {} → {}", held(&a), held(&b));
+    assert!(held(&b) < chunks(&b), "{b}");
+    assert_eq!(srv.pull("long", None, &["--ns", "t"]), long);
+    let again = pushed(&push_stdin(&srv, Some("long"), &long, &args));
+    assert_eq!((again["novel_chunks"].as_u64(), again["parts_sent"].as_u64()), (Some(0), Some(0)), "{again}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -536,7 +536,7 @@ pub struct PushOptions {
     pub new_versions: bool,
 }
 
-/// `--compression`: off (codec 0), auto (zstd level 3, a chunk kept compressed only where that
+/// `--compression`: off (codec 0), auto (zstd level 4, a chunk kept compressed only where that
 /// saves at least 1/16 of it), max (zstd level 19: slow, for data pushed once).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
@@ -619,6 +619,10 @@ pub struct PushReport {
     /// The recipe's parts (0: committed whole) and those the store lacked and were sent.
     pub parts: u64,
     pub parts_sent: u64,
+    /// The most chunk ids the push held in memory at once (the ids asked about, where each lies
+    /// in the input, the recipe's entries before it went to parts): a bound, not a size. A push
+    /// in parts holds at most ~3 × 65,536 at any input size (issue #32).
+    pub ids_held: u64,
     pub version: u64,
     pub digest: String,
     pub dedup_ratio: f64,
@@ -647,9 +651,11 @@ struct Item {
 }
 
 const BATCH: usize = 2048;
-/// The most chunk ids a push remembers having asked about (~40 bytes each, ~10 MiB in all;
-/// a big file's id asked again costs 32 bytes).
-const KNOWN_MAX: usize = 1 << 18;
+/// The most chunk ids a push remembers having asked about (33 bytes a slot, at most ~4.3 MiB
+/// with the hash set's spare slots); past it the set is emptied and an id met again is asked
+/// again, which costs 32 bytes (issue #32: the client's memory is flat at any input size;
+/// `PushReport::ids_held` counts what it holds).
+pub const KNOWN_MAX: usize = 1 << 16;
 
 /// What a push knows before it reads the file: the engine, the store's limits and the base
 /// recipe (the latest version of the same name, same profile and fingerprint).
@@ -689,6 +695,8 @@ struct Flow<'a> {
     /// Chunk data bytes in packs (compressed where that saved), and compressed chunks.
     stored: AtomicU64,
     compressed: AtomicU64,
+    /// The most chunk ids the query stage held at once ([`PushReport::ids_held`]).
+    ids_held: AtomicU64,
     /// The same two per input (the input of the chunk's first occurrence), once the pack stage
     /// is done.
     per_input: Mutex<Vec<(u64, u64)>>,
@@ -705,6 +713,7 @@ impl<'a> Flow<'a> {
             packs: AtomicU64::new(0),
             stored: AtomicU64::new(0),
             compressed: AtomicU64::new(0),
+            ids_held: AtomicU64::new(0),
             per_input: Mutex::new(Vec::new()),
             progress,
         }
@@ -891,6 +900,7 @@ fn conclude(client: &Client, name: &str, path: &Path, plan: &Plan, q: Queried, o
         hinted_chunks: hinted,
         parts,
         parts_sent,
+        ids_held: flow.ids_held.load(Ordering::Relaxed),
         version: c.version.version,
         digest: hex(&digest),
         dedup_ratio: if novel_bytes == 0 { f64::INFINITY } else { bytes as f64 / novel_bytes as f64 },
@@ -1350,66 +1360,53 @@ fn chunk_one(
     batch: &mut Vec<Item>,
     send: &impl Fn(&mut Vec<Item>) -> bool,
 ) -> Result<bool, cutpoint_core::Error> {
-    {
-        match hints {
-            Some((t, crit)) => {
-                let mut rapid = Rapid::new(engine, t, RapidOptions::new(crit))?;
-                for c in rapid.stream(rd) {
-                    let c = c?;
-                    batch.push(Item {
-                        file,
-                        off: c.offset,
-                        len: c.length as u32,
-                        id: c.hash,
-                        last: Some(c.last),
-                        regular: c.regular,
-                        hinted: matches!(c.found, cutpoint_core::rapid::Found::Hint(_)),
-                    });
-                    if batch.len() == BATCH && !send(batch) {
-                        return Ok(false);
-                    }
-                }
-            }
-            None if rd.metadata().is_ok_and(|m| m.is_file() && m.len() <= SMALL_FILE) => {
-                // A file that grew meanwhile is cut at SMALL_FILE + 1 bytes: its length then
-                // differs from its metadata's and the push refuses it (sealed).
-                buf.clear();
-                (&rd).take(SMALL_FILE + 1).read_to_end(buf).map_err(cutpoint_core::Error::Io)?;
-                for c in engine.chunks(buf) {
-                    batch.push(Item {
-                        file,
-                        off: c.offset,
-                        len: c.length as u32,
-                        id: c.hash.expect("the engine fingerprints"),
-                        last: None,
-                        regular: true,
-                        hinted: false,
-                    });
-                    if batch.len() == BATCH && !send(batch) {
-                        return Ok(false);
-                    }
-                }
-            }
-            None => {
-                for c in engine.stream_prefetch(rd) {
-                    let c = c?;
-                    batch.push(Item {
-                        file,
-                        off: c.offset,
-                        len: c.length as u32,
-                        id: c.hash.expect("the engine fingerprints"),
-                        last: None,
-                        regular: true,
-                        hinted: false,
-                    });
-                    if batch.len() == BATCH && !send(batch) {
-                        return Ok(false);
-                    }
+    // Adds one chunk; false once the receiver is gone.
+    let mut add = |it: Item| {
+        batch.push(it);
+        batch.len() < BATCH || send(batch)
+    };
+    let plain = |off: u64, len: usize, id: Option<Digest>| Item {
+        file,
+        off,
+        len: len as u32,
+        id: id.expect("the engine fingerprints"),
+        last: None,
+        regular: true,
+        hinted: false,
+    };
+    match hints {
+        Some((t, crit)) => {
+            let mut rapid = Rapid::new(engine, t, RapidOptions::new(crit))?;
+            for c in rapid.stream(rd) {
+                let c = c?;
+                let hinted = matches!(c.found, cutpoint_core::rapid::Found::Hint(_));
+                let it = Item { last: Some(c.last), regular: c.regular, hinted, ..plain(c.offset, c.length, Some(c.hash)) };
+                if !add(it) {
+                    return Ok(false);
                 }
             }
         }
-        Ok(true)
+        None if rd.metadata().is_ok_and(|m| m.is_file() && m.len() <= SMALL_FILE) => {
+            // A file that grew meanwhile is cut at SMALL_FILE + 1 bytes: its length then
+            // differs from its metadata's and the push refuses it (sealed).
+            buf.clear();
+            (&rd).take(SMALL_FILE + 1).read_to_end(buf).map_err(cutpoint_core::Error::Io)?;
+            for c in engine.chunks(buf) {
+                if !add(plain(c.offset, c.length, c.hash)) {
+                    return Ok(false);
+                }
+            }
+        }
+        None => {
+            for c in engine.stream_prefetch(rd) {
+                let c = c?;
+                if !add(plain(c.offset, c.length, c.hash)) {
+                    return Ok(false);
+                }
+            }
+        }
     }
+    Ok(true)
 }
 
 /// The recipe's entries, and existence queries for the ids not known present; the novel
@@ -1434,6 +1431,8 @@ fn stage_query(
         })
         .collect();
     let mut offsets = Offsets::new();
+    // Recipe entries held in memory by the inputs' sinks (before their recipes go to parts).
+    let mut entries_held = 0usize;
     for batch in chunk_rx.iter() {
         if flow.aborted() {
             break;
@@ -1450,6 +1449,7 @@ fn stage_query(
         let end = batch.last().map_or(0, |it| it.off + it.len as u64);
         for it in &batch {
             let q = &mut qs[it.file as usize];
+            let before = q.recipe.entries.len();
             if let Err(e) = q.recipe.push(RecipeEntry {
                 fp: it.id,
                 size: it.len,
@@ -1459,6 +1459,7 @@ fn stage_query(
                 flow.fail(e);
                 break;
             }
+            entries_held = entries_held + q.recipe.entries.len() - before;
             q.hinted += it.hinted as u64;
             here.entry(it.id).or_insert((it.file, it.off, it.len));
             if q.recipe.spool.is_none() {
@@ -1474,6 +1475,8 @@ fn stage_query(
             }
             flow.progress.processed.fetch_add(it.len as u64, Ordering::Relaxed);
         }
+        let held = known.len() + known_base.len() + offsets.len() + here.len() + entries_held;
+        flow.ids_held.fetch_max(held as u64, Ordering::Relaxed);
         if ask.is_empty() {
             if let Some(s) = &plan.stream {
                 s.batch_done(end, false);
@@ -1881,6 +1884,7 @@ fn unchanged_report(e: &crate::pushcache::Entry, v: Version, body: u64, delta_ba
         hinted_chunks: 0,
         parts: 0,
         parts_sent: 0,
+        ids_held: 0,
         version: v.version,
         digest: v.digest,
         dedup_ratio: f64::INFINITY,
@@ -2036,6 +2040,7 @@ fn push_read(
     }
     let seconds = t0.elapsed().as_secs_f64();
     let packs = flow.packs.load(Ordering::Relaxed);
+    let ids_held = flow.ids_held.load(Ordering::Relaxed);
     let per = std::mem::take(&mut *flow.per_input.lock().unwrap_or_else(|p| p.into_inner()));
     let reps = recipes
         .iter()
@@ -2066,6 +2071,8 @@ fn push_read(
                 hinted_chunks: 0,
                 parts: 0,
                 parts_sent: 0,
+                // The whole push's (the files share the query stage).
+                ids_held,
                 version: version.version,
                 digest: version.digest,
                 dedup_ratio: if c.novel_bytes == 0 { f64::INFINITY } else { c.bytes as f64 / c.novel_bytes as f64 },

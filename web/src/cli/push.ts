@@ -36,6 +36,7 @@ export function jsonOf(r: PushResult) {
     delta_base: r.deltaBase ?? null,
     parts: r.parts,
     parts_sent: r.partsSent,
+    ids_held: r.idsHeld,
     known_from_base: r.knownFromBase,
     hinted_chunks: r.hintedChunks,
     version: r.version,

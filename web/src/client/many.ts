@@ -93,14 +93,27 @@ const AHEAD_BYTES = 256 << 10
 const AHEAD_BROWSER = 64
 /** A worker message of small inputs: at most this many, or about this many bytes. */
 const BATCH_FILES = 16
+/**
+ * Blobs (Files) in one worker message: posting a File is a structured clone on the page's thread,
+ * 0.65 ms each on a quiet machine and several ms on a loaded one (a CDP profile of 10,000 Files:
+ * posts of 16 held the thread 50-100 ms at a time), so a message takes few of them.
+ */
+const BATCH_BLOBS = 4
 const BATCH_BYTES = 1 << 20
 /**
- * In a browser, loops over every input (commits) give the page's thread back every this many
- * inputs: a loop over 10,000 inputs in one task was a long task of 200-500 ms.
+ * In a browser, loops over every input (commits) give the page's thread back once they have
+ * held it this long (ms): a loop over 10,000 inputs in one task was a long task of 200-500 ms,
+ * and a yield every 256 inputs still left tasks of 100-280 ms on a loaded machine.
  */
-const YIELD_EVERY = 256
-const pause = (i: number): Promise<void> | undefined =>
-  !isNode && !isDeno && i % YIELD_EVERY === YIELD_EVERY - 1 ? new Promise((r) => setTimeout(r, 0)) : undefined
+const SLICE_MS = 8
+let sliceStart = 0
+const pause = (_i: number): Promise<void> | undefined => {
+  if (isNode || isDeno) return undefined
+  if (performance.now() - sliceStart < SLICE_MS) return undefined
+  return new Promise<void>((r) => setTimeout(r, 0)).then(() => {
+    sliceStart = performance.now()
+  })
+}
 /** Rounds of sending missing chunks again after a 409 at commit, as `push`. */
 const MAX_ROUNDS = 3
 
@@ -287,7 +300,7 @@ interface SmallResult {
  * 0.2 s of wasm), and done for many Files back to back they froze the page for 50-200 ms at a
  * time. A Blob is sent as it is (a Blob over AHEAD_BYTES comes back measured only); its bytes
  * come back with its chunks, for the novel chunks' read-back (ManyReader's cache). Batches of up
- * to BATCH_FILES inputs (or about BATCH_BYTES; a Blob counts as 16 KiB), one per task.
+ * to BATCH_FILES inputs (BATCH_BLOBS Blobs, or about BATCH_BYTES; a Blob counts as 16 KiB), one per task.
  */
 class SmallBatcher {
   private files: (Uint8Array | Blob)[] = []
@@ -311,14 +324,15 @@ class SmallBatcher {
 
   /**
    * One batch to a worker per task: posting a File costs the page's thread about 0.5 ms in
-   * Chromium (its structured clone), so a task posts at most BATCH_FILES of them.
+   * Chromium (its structured clone), so a task posts at most BATCH_BLOBS of them.
    */
   private flush(): void {
     this.timer = undefined
     let n = 0
-    for (let bytes = 0; n < this.files.length && n < BATCH_FILES && bytes < BATCH_BYTES; n++) {
+    for (let bytes = 0, blobs = 0; n < this.files.length && n < BATCH_FILES && bytes < BATCH_BYTES && blobs < BATCH_BLOBS; n++) {
       const f = this.files[n]
       bytes += f instanceof Uint8Array ? f.length : 16 << 10
+      if (!(f instanceof Uint8Array)) blobs++
     }
     const files = this.files.splice(0, n)
     const waiting = this.waiting.splice(0, n)
@@ -737,6 +751,9 @@ class ManyRun {
       parts: f.sink?.parts ?? 0,
       // Parts are sent by the shared pipeline: the push's count.
       partsSent: f.sink ? run.partsSent : 0,
+      // The push's id table (shared by the files; pushMany keeps every id: a batch commit may
+      // read any file's chunks back).
+      idsHeld: run.idsHeld,
       knownFromBase: 0,
       hintedChunks: 0,
       digest: f.digest!,

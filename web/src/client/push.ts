@@ -9,7 +9,8 @@
 // latest version when there is one (the core's encoder). Memory: the chunker's segments, the
 // queries in flight, one pack being filled and `concurrency` packs in flight; never the file.
 // Per chunk, as the native client: the recipe (36 bytes in wasm) and the id table (ids.ts,
-// about 55-110 bytes a distinct id), which say what to commit and what was already asked.
+// about 55-110 bytes a distinct id), which say what to commit and what was already asked;
+// once the recipe is in parts, neither grows with the input (ID_TABLE_MAX).
 // In a browser a File/Blob goes up heads first: each pack a Blob of its heads and slices of
 // the input, so the novel chunks are not read back here at all (see HeadsFirstPack).
 //
@@ -95,6 +96,12 @@ export interface PushResult {
   /** Recipe parts the commit named (0: committed whole; PROTOCOL.md 3.7), and of them those uploaded. */
   parts: number
   partsSent: number
+  /**
+   * The most chunk ids the push's id table held at once (a bound, not a size: at most
+   * ID_TABLE_MAX of the input's plus the base recipe's and the journal's, once the recipe is in
+   * parts; as `cutpoint push --json`'s `ids_held` counts its own).
+   */
+  idsHeld: number
   /** Chunks known present from the base recipe (not queried). */
   knownFromBase: number
   hintedChunks: number
@@ -134,6 +141,13 @@ export const COMPRESSIONS: readonly string[] = ['auto', 'off', 'max']
 
 const BATCH = 2048
 const MAX_QUERIES = 2
+/**
+ * The most ids of the input a push's id table holds once its recipe is in parts (issue #32):
+ * then the table is replaced by a fresh one (the base's and the journal's ids added again), so
+ * its memory stays flat at any input size. An id met again after that is asked about again
+ * (32 bytes); a commit in parts never reads chunks back by id, so nothing else needs them.
+ */
+export const ID_TABLE_MAX = 1 << 16
 // Novel chunks are read back in runs of up to this many bytes: in Chromium every read of a File
 // is a round trip to the blob system, and 16 MiB reads ran at about twice the speed of 4 MiB
 // ones (AMD EPYC Zen 3); one run is held while it is framed.
@@ -259,6 +273,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
   const onUserAbort = () => inner.abort(userSignal!.reason)
   userSignal?.addEventListener('abort', onUserAbort, { once: true })
   const run = new PushRun(ctx, opts, checked, inner.signal, t0)
+  run.forgetIds = true
   try {
     run.progress(true)
     try {
@@ -311,7 +326,12 @@ export class PushRun {
   // first occurs), the pack limits, the input's reader, the recipe being built.
   base?: Base
   latest = 0
-  readonly table = new IdTable()
+  table = new IdTable()
+  /** Ids the table held at most, and those put in before the input (the base's, the journal's). */
+  idsHeld = 0
+  private seeded = 0
+  /** push() (one input): the table may be replaced once the recipe is in parts (ID_TABLE_MAX). */
+  forgetIds = false
   source?: Blob
   packSize = 0
   maxCount = 0
@@ -324,8 +344,8 @@ export class PushRun {
   private ask = 0
   private askBuf = new Uint8Array(BATCH * 32)
   private askFrom = -1
-  private readonly queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number }[] = []
-  private readonly infos: { offset: number; length: number; id: number; hinted: boolean }[] = []
+  private readonly queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number; table: IdTable }[] = []
+  private readonly infos: { offset: number; length: number; id: number; hinted: boolean; table: IdTable }[] = []
   // stagePack / stageUpload: the pack being filled, the uploads in flight, the first failure.
   private pack?: HeadsFirstPack | PackBuffer
   private concurrency = 2
@@ -417,6 +437,7 @@ export class PushRun {
       novelBytes: this.novelBytes,
     }))
     if (this.journal) for (const seg of this.journal.known) this.table.addAll(seg, KNOWN)
+    this.seeded = this.idsHeld = this.table.count
 
     if (isStream(input)) this.reader = this.window = new StreamWindow()
     else {
@@ -616,7 +637,8 @@ export class PushRun {
     if (this.failure) throw this.failure
     checkAbort(this.signal)
     if (!batch.length) return
-    const { table, opts } = this
+    const { opts } = this
+    let table = this.table
     // Every id decoded once, here: the recipe, the queries and the pack heads use these bytes.
     const ids = new Uint8Array(batch.length * 32)
     batch.forEach((c, i) => unhexInto(c.hash!, ids, i * 32))
@@ -639,12 +661,17 @@ export class PushRun {
         this.askBuf.set(ids.subarray(i * 32, i * 32 + 32), this.ask * 32)
         this.ask++
       }
-      if (opts.onChunks) this.infos.push({ offset: c.offset, length: c.length, id, hinted: !!c.hinted })
+      if (opts.onChunks) this.infos.push({ offset: c.offset, length: c.length, id, hinted: !!c.hinted, table })
       if (this.ask >= BATCH) {
         this.sendQuery()
         while (this.queries.length > MAX_QUERIES) await this.answerQuery()
       }
+      if (table.count - this.seeded >= ID_TABLE_MAX && this.forgetAsked()) {
+        table = this.table
+        while (this.queries.length > MAX_QUERIES) await this.answerQuery()
+      }
     }
+    if (table.count > this.idsHeld) this.idsHeld = table.count
     this.onBatch?.(batch.length, this.bytes - bytesBefore)
     if (inParts) this.takeParts()
     if (!this.queries.length && !this.ask) {
@@ -653,6 +680,24 @@ export class PushRun {
       this.assignParts(this.chunks)
     }
     this.progress()
+  }
+
+  /**
+   * Flat memory at any input size: once the recipe is in parts (no commit reads a chunk back by
+   * its id then) and the table holds ID_TABLE_MAX ids of the input, the ids asked so far are
+   * sent (their queries keep the table they were asked from) and a fresh table takes over, the
+   * base's and the journal's ids put in again.
+   */
+  private forgetAsked(): boolean {
+    if (!this.forgetIds || !this.sink?.inParts || this.table.count - this.seeded < ID_TABLE_MAX) return false
+    if (this.table.count > this.idsHeld) this.idsHeld = this.table.count
+    this.sendQuery()
+    const t = new IdTable()
+    if (this.base) for (let i = 0; i < this.base.recipe.count; i += 65536) t.addAll(this.base.recipe.ids(i, i + 65536), KNOWN | BASE)
+    if (this.journal) for (const seg of this.journal.known) t.addAll(seg, KNOWN)
+    this.table = t
+    this.seeded = t.count
+    return true
   }
 
   /** The recipe is in parts: the whole one is not kept; the parts closed so far wait to be sent. */
@@ -773,13 +818,13 @@ export class PushRun {
         }
       })
     p.catch(() => {})
-    this.queries.push({ p, n, from, upto: this.chunks })
+    this.queries.push({ p, n, from, upto: this.chunks, table: this.table })
   }
 
   /** The oldest query's answer: its novel chunks on to stagePack. */
   private async answerQuery(): Promise<void> {
-    const { table } = this
     const q = this.queries.shift()!
+    const table = q.table
     const missing = await q.p
     checkAbort(this.signal)
     const n = missing.length / 32
@@ -801,7 +846,7 @@ export class PushRun {
   }
 
   private emitInfos(upto: number): void {
-    const { opts, table } = this
+    const { opts } = this
     if (!opts.onChunks) return
     const n = this.infos.length - (this.chunks - upto)
     if (n <= 0) return
@@ -809,7 +854,7 @@ export class PushRun {
       offset: c.offset,
       length: c.length,
       hinted: c.hinted,
-      novel: (table.flags[c.id] & NOVEL) !== 0 && table.off(c.id) === c.offset,
+      novel: (c.table.flags[c.id] & NOVEL) !== 0 && c.table.off(c.id) === c.offset,
     }))
     opts.onChunks(out)
   }
@@ -1135,6 +1180,7 @@ export class PushRun {
       deltaBase,
       parts: this.parts,
       partsSent: this.partsSent,
+      idsHeld: this.idsHeld,
       knownFromBase: this.knownFromBase,
       hintedChunks: this.hinted,
       digest,
