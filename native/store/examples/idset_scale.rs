@@ -100,7 +100,7 @@ fn main() {
     let mut s = s;
     let t = Instant::now();
     for i in n..n + n / 10 {
-        s.insert(&id(i));
+        s.insert(&id(i), cutpoint_store::idset::Val { row: i, len: 8 });
     }
     println!(
         "{} inserts in {:.1} s; heap {:.1} MiB; peak RSS {:.1} MiB",

@@ -7,14 +7,18 @@
 //! never corrupt the database; the start-up reconcile puts them back from the objects). Every statement binds
 //! the namespace's number: no query can cross one.
 //!
-//! Existence queries ([`Index::missing`], [`Index::contains`]) do not touch SQLite: each
-//! namespace's chunk ids are also held in memory ([`IdSet`], ~32–42 bytes a chunk), loaded at
-//! open and changed by every method that adds or drops chunk rows, under the same lock.
+//! Existence queries ([`Index::missing`], [`Index::contains`]) and a commit's length checks
+//! ([`Index::lengths`]) do not touch SQLite: each namespace's chunk ids are also held in memory
+//! with their row number and raw length ([`IdSet`], ~44–57 bytes a chunk), loaded at open and
+//! changed by every method that adds or drops chunk rows, under the same lock. The map is what
+//! keeps an id once per namespace; the chunks table is written in pack order (appends: a pack's
+//! rows dirty a few pages, where rows keyed by random ids dirtied about a page each), and a
+//! restore reads a chunk's row by its number ([`Index::lookup`]).
 
 use crate::error::{Result, StoreError};
 use cutpoint_core::protocol::pack::Frame;
 use cutpoint_core::{Digest, HashAlg};
-use crate::idset::IdSet;
+use crate::idset::{Entry, IdSet, Val};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::Path;
@@ -26,12 +30,12 @@ pub const INDEX_BATCH: usize = 4096;
 
 pub struct Index {
     conn: Mutex<Connection>,
-    /// Each namespace's chunk ids, in memory ([`IdSet`]): existence queries are answered here.
+    /// Each namespace's chunk ids → (row, raw length), in memory ([`IdSet`]): existence
+    /// queries and length checks are answered here.
     /// Built at open from the chunks table and changed with it, under the connection's lock
     /// (taken first), so a writer leaves the table and the set in step before the next one.
     ids: RwLock<HashMap<String, IdSet>>,
-    /// Ids whose stored length was read from SQLite ([`Index::lengths`]): a count for tests
-    /// and stats.
+    /// Ids whose length was looked up ([`Index::lengths`]): a count for tests and stats.
     length_reads: AtomicU64,
 }
 
@@ -74,19 +78,20 @@ PRAGMA wal_autocheckpoint = 16384;
 ";
 
 /// The schema's version (`PRAGMA user_version`). An index of another version is dropped and
-/// rebuilt from the objects (it is a cache): version 3 added the raw length of compressed chunks,
-/// so an index of version 2 is rebuilt from its packs at the first start.
-const SCHEMA_VERSION: i64 = 3;
+/// rebuilt from the objects (it is a cache): version 3 added the raw length of compressed chunks;
+/// version 4 keys the chunks table by row number (pack order) instead of (namespace, id).
+const SCHEMA_VERSION: i64 = 4;
 
-/// Namespaces and packs are small integers in the big table, so that a chunk row is ~50 bytes
-/// (id, pack number, offset, stored length, raw length where compressed) and an upload's random-keyed inserts dirty as few pages as
-/// they can.
+/// Namespaces and packs are small integers in the big table, so that a chunk row is ~55 bytes
+/// (row number, id, pack number, offset, stored length, raw length where compressed). Rows are
+/// appended in pack order; an id is in a namespace's rows once (the in-memory map decides, see
+/// the module's text).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS namespaces(nsid INTEGER PRIMARY KEY, ns TEXT NOT NULL UNIQUE, hash TEXT);
 CREATE TABLE IF NOT EXISTS packs(pid INTEGER PRIMARY KEY, nsid INTEGER NOT NULL, pack TEXT NOT NULL,
   bytes INTEGER NOT NULL, created INTEGER NOT NULL, UNIQUE(nsid, pack));
-CREATE TABLE IF NOT EXISTS chunks(nsid INTEGER NOT NULL, id BLOB NOT NULL, pid INTEGER NOT NULL,
-  off INTEGER NOT NULL, len INTEGER NOT NULL, raw INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(nsid, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chunks(rid INTEGER PRIMARY KEY, nsid INTEGER NOT NULL, id BLOB NOT NULL, pid INTEGER NOT NULL,
+  off INTEGER NOT NULL, len INTEGER NOT NULL, raw INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS chunks_by_pack ON chunks(pid);
 CREATE TABLE IF NOT EXISTS versions(nsid INTEGER NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL,
   bytes INTEGER NOT NULL, chunks INTEGER NOT NULL, digest TEXT NOT NULL, created INTEGER NOT NULL,
@@ -138,31 +143,48 @@ impl Index {
         })
     }
 
-    /// Every namespace's id set, from the chunks table (read in key order: each set's ids
-    /// come sorted).
+    /// Every namespace's map, from the chunks table (read in row order, sorted here). A row
+    /// whose id the namespace has in an earlier row (which no writer leaves) is deleted.
     fn load_ids(c: &Connection) -> Result<HashMap<String, IdSet>> {
-        let mut names: HashMap<i64, (String, Vec<Digest>)> = HashMap::new();
+        let mut names: HashMap<i64, (String, Vec<Entry>)> = HashMap::new();
         {
             let mut s = c.prepare("SELECT n.nsid, n.ns, COUNT(c.id) FROM namespaces n LEFT JOIN chunks c ON c.nsid = n.nsid GROUP BY n.nsid")?;
             let rows = s.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))?;
             for row in rows {
                 let (nsid, ns, n) = row?;
-                names.insert(nsid, (ns, crate::idset::id_vec(n.max(0) as usize)));
+                names.insert(nsid, (ns, crate::idset::huge_vec(n.max(0) as usize)));
             }
         }
-        let mut s = c.prepare("SELECT nsid, id FROM chunks ORDER BY nsid, id")?;
-        let mut rows = s.query([])?;
-        while let Some(r) = rows.next()? {
-            let nsid: i64 = r.get(0)?;
-            let id = r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
-            let id: Digest = id
-                .try_into()
-                .map_err(|_| StoreError::Internal(format!("the index holds a chunk id of {} bytes", id.len())))?;
-            if let Some((_, v)) = names.get_mut(&nsid) {
-                v.push(id);
+        {
+            let mut s = c.prepare("SELECT rid, nsid, id, CASE WHEN raw > 0 THEN raw ELSE len END FROM chunks")?;
+            let mut rows = s.query([])?;
+            while let Some(r) = rows.next()? {
+                let nsid: i64 = r.get(1)?;
+                let id = r.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?;
+                let id: Digest = id
+                    .try_into()
+                    .map_err(|_| StoreError::Internal(format!("the index holds a chunk id of {} bytes", id.len())))?;
+                if let Some((_, v)) = names.get_mut(&nsid) {
+                    v.push(Entry::new(
+                        id,
+                        Val {
+                            row: r.get::<_, i64>(0)? as u64,
+                            len: r.get::<_, i64>(3)? as u32,
+                        },
+                    ));
+                }
             }
         }
-        Ok(names.into_values().map(|(ns, v)| (ns, IdSet::from_ids(v))).collect())
+        let mut out = HashMap::new();
+        let mut del = c.prepare("DELETE FROM chunks WHERE rid = ?1")?;
+        for (ns, v) in names.into_values() {
+            let (set, dropped) = IdSet::from_entries(v);
+            for e in dropped {
+                del.execute([e.val().row as i64])?;
+            }
+            out.insert(ns, set);
+        }
+        Ok(out)
     }
 
     fn ids_mut(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, IdSet>> {
@@ -183,26 +205,28 @@ impl Index {
         self.ids().values().map(IdSet::heap_bytes).sum()
     }
 
-    /// The chunk ids of pack `pid`'s rows (within the caller's transaction, before they go).
-    fn pack_ids(c: &Connection, pid: i64) -> Result<Vec<Digest>> {
-        let mut s = c.prepare_cached("SELECT id FROM chunks WHERE pid = ?1")?;
+    /// The (row, chunk id) of pack `pid`'s rows (within the caller's transaction, before they go).
+    fn pack_rows(c: &Connection, pid: i64) -> Result<Vec<(u64, Digest)>> {
+        let mut s = c.prepare_cached("SELECT rid, id FROM chunks WHERE pid = ?1")?;
         let v = s
-            .query_map([pid], |r| r.get::<_, Vec<u8>>(0))?
-            .filter_map(|r| r.map(|v| v.try_into().ok()).transpose())
-            .collect::<rusqlite::Result<Vec<Digest>>>()?;
+            .query_map([pid], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, Vec<u8>>(1)?)))?
+            .filter_map(|r| r.map(|(row, v)| v.try_into().ok().map(|id| (row, id))).transpose())
+            .collect::<rusqlite::Result<Vec<(u64, Digest)>>>()?;
         Ok(v)
     }
 
-    /// Drops `gone` from namespace `ns`'s id set (the caller holds the connection's lock and
-    /// has committed their rows' removal).
-    fn forget(&self, ns: &str, gone: &[Digest]) {
+    /// Drops the ids of `gone`'s rows from namespace `ns`'s map, each where the map places it in
+    /// that row (the caller holds the connection's lock and has committed the rows' removal).
+    fn forget(&self, ns: &str, gone: &[(u64, Digest)]) {
         if gone.is_empty() {
             return;
         }
         let mut sets = self.ids_mut();
         if let Some(s) = sets.get_mut(ns) {
-            for id in gone {
-                s.remove(id);
+            for (row, id) in gone {
+                if s.get(id).is_some_and(|v| v.row == *row) {
+                    s.remove(id);
+                }
             }
         }
     }
@@ -277,16 +301,25 @@ impl Index {
         Ok(self.ids().get(ns).is_some_and(|s| s.contains(id)))
     }
 
+    /// Where each of `ids` rests: its row from the namespace's map, then that row by number.
     pub fn lookup(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Option<Loc>>> {
         let c = self.c();
         let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(vec![None; ids.len()]) };
+        let rows = match self.ids().get(ns) {
+            Some(set) => set.get_each(ids),
+            None => vec![None; ids.len()],
+        };
         let mut s = c.prepare_cached(
-            "SELECT p.pack, c.off, c.len, c.raw FROM chunks c JOIN packs p ON p.pid = c.pid WHERE c.nsid = ?1 AND c.id = ?2",
+            "SELECT p.pack, c.off, c.len, c.raw FROM chunks c JOIN packs p ON p.pid = c.pid WHERE c.rid = ?1 AND c.nsid = ?2",
         )?;
         let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
+        for v in rows {
+            let Some(v) = v else {
+                out.push(None);
+                continue;
+            };
             out.push(
-                s.query_row(params![nsid, &id[..]], |r| {
+                s.query_row(params![v.row as i64, nsid], |r| {
                     Ok(Loc {
                         pack: r.get(0)?,
                         offset: r.get::<_, i64>(1)? as u64,
@@ -301,28 +334,13 @@ impl Index {
     }
 
     /// The raw length of each of `ids` (`None`: not in the namespace): a compressed chunk's
-    /// decompressed length.
+    /// decompressed length. Answered by the namespace's map.
     pub fn lengths(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Option<u32>>> {
-        let c = self.c();
-        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(vec![None; ids.len()]) };
         self.length_reads.fetch_add(ids.len() as u64, Ordering::Relaxed);
-        let mut s = c.prepare_cached("SELECT CASE WHEN raw > 0 THEN raw ELSE len END FROM chunks WHERE nsid = ?1 AND id = ?2")?;
-        // Looked up in key order, each id once: consecutive lookups walk the same B-tree pages
-        // (a recipe's ids are random; in their own order nearly every lookup missed the cache).
-        let mut order: Vec<u32> = (0..ids.len() as u32).collect();
-        order.sort_unstable_by(|&a, &b| ids[a as usize].cmp(&ids[b as usize]));
-        let mut out = vec![None; ids.len()];
-        let mut last: Option<(&Digest, Option<u32>)> = None;
-        for &i in &order {
-            let id = &ids[i as usize];
-            let len = match last {
-                Some((prev, len)) if prev == id => len,
-                _ => s.query_row(params![nsid, &id[..]], |r| r.get::<_, i64>(0)).optional()?.map(|l| l as u32),
-            };
-            out[i as usize] = len;
-            last = Some((id, len));
-        }
-        Ok(out)
+        Ok(match self.ids().get(ns) {
+            Some(set) => set.get_each(ids).into_iter().map(|v| v.map(|v| v.len)).collect(),
+            None => vec![None; ids.len()],
+        })
     }
 
     /// Indexes a durable pack's chunks, [`INDEX_BATCH`] rows per transaction: between two
@@ -358,37 +376,43 @@ impl Index {
         r
     }
 
-    /// Inserts the rows batch by batch; each batch's new ids join the namespace's id set once
-    /// its transaction has committed (the connection's lock still held).
+    /// Inserts the rows batch by batch, in pack order, of the ids the namespace does not
+    /// have (nor an earlier frame of this pack); each batch's new ids join the namespace's map
+    /// once its transaction has committed (the connection's lock still held, so no other
+    /// writer decides on the same ids in between).
     fn add_rows(&self, ns: &str, nsid: i64, pid: i64, frames: &[Frame]) -> Result<(u64, u64)> {
         let (mut added, mut added_bytes) = (0, 0);
-        let mut new = Vec::with_capacity(INDEX_BATCH.min(frames.len()));
-        let mut sorted: Vec<&Frame> = Vec::with_capacity(INDEX_BATCH.min(frames.len()));
+        let mut new: Vec<(Digest, Val)> = Vec::with_capacity(INDEX_BATCH.min(frames.len()));
+        let mut batch_ids = std::collections::HashSet::with_capacity(INDEX_BATCH.min(frames.len()));
         for batch in frames.chunks(INDEX_BATCH) {
-            // In key order (stable: of an id twice, the first still wins): each insert's
-            // B-tree walk starts near the last one's, and a page is dirtied in one go.
-            sorted.clear();
-            sorted.extend(batch);
-            sorted.sort_by(|a, b| a.id.cmp(&b.id));
             let mut c = self.c();
+            let ids: Vec<Digest> = batch.iter().map(|f| f.id).collect();
+            let have = match self.ids().get(ns) {
+                Some(set) => set.contains_each(&ids),
+                None => vec![false; ids.len()],
+            };
             let tx = c.transaction()?;
             new.clear();
+            batch_ids.clear();
             {
-                let mut s = tx.prepare_cached("INSERT OR IGNORE INTO chunks(nsid, id, pid, off, len, raw) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
-                for f in &sorted {
-                    let raw = if f.compressed { f.raw as i64 } else { 0 };
-                    if s.execute(params![nsid, &f.id[..], pid, f.offset as i64, f.len as i64, raw])? == 1 {
-                        added += 1;
-                        added_bytes += f.len as u64;
-                        new.push(f.id);
+                let mut s = tx.prepare_cached("INSERT INTO chunks(nsid, id, pid, off, len, raw) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
+                for (f, here) in batch.iter().zip(have) {
+                    if here || !batch_ids.insert(f.id) {
+                        continue;
                     }
+                    let raw = if f.compressed { f.raw as i64 } else { 0 };
+                    s.execute(params![nsid, &f.id[..], pid, f.offset as i64, f.len as i64, raw])?;
+                    added += 1;
+                    added_bytes += f.len as u64;
+                    let len = if f.compressed { f.raw } else { f.len };
+                    new.push((f.id, Val { row: tx.last_insert_rowid() as u64, len }));
                 }
             }
             tx.commit()?;
             let mut sets = self.ids_mut();
             let set = sets.entry(ns.to_string()).or_default();
-            for id in &new {
-                set.insert(id);
+            for (id, v) in &new {
+                set.insert(id, *v);
             }
         }
         Ok((added, added_bytes))
@@ -436,9 +460,7 @@ impl Index {
 
     /// Number of chunk rows of a namespace.
     pub fn chunk_count(&self, ns: &str) -> Result<u64> {
-        let c = self.c();
-        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(0) };
-        Ok(c.query_row("SELECT COUNT(*) FROM chunks WHERE nsid = ?1", [nsid], |r| r.get::<_, i64>(0))? as u64)
+        Ok(self.ids().get(ns).map_or(0, |s| s.len() as u64))
     }
 
     /// Drops a pack and the chunks the index places in it.
@@ -448,7 +470,7 @@ impl Index {
         let mut gone = Vec::new();
         if let Some(nsid) = Self::nsid(&tx, ns)? {
             if let Some(pid) = Self::pid(&tx, nsid, pack)? {
-                gone = Self::pack_ids(&tx, pid)?;
+                gone = Self::pack_rows(&tx, pid)?;
                 tx.execute("DELETE FROM chunks WHERE pid = ?1", [pid])?;
                 tx.execute("DELETE FROM packs WHERE pid = ?1", [pid])?;
             }
@@ -470,15 +492,21 @@ impl Index {
         )?;
         let new_pid = Self::pid(&tx, nsid, new_pack)?.ok_or_else(|| StoreError::Internal(format!("pack {new_pack} vanished")))?;
         {
-            let mut s = tx.prepare_cached("UPDATE chunks SET pid = ?3, off = ?4 WHERE nsid = ?1 AND id = ?2")?;
-            for f in frames {
-                s.execute(params![nsid, &f.id[..], new_pid, f.offset as i64])?;
+            let rows = match self.ids().get(ns) {
+                Some(set) => set.get_each(&frames.iter().map(|f| f.id).collect::<Vec<_>>()),
+                None => vec![None; frames.len()],
+            };
+            let mut s = tx.prepare_cached("UPDATE chunks SET pid = ?3, off = ?4 WHERE nsid = ?1 AND rid = ?2")?;
+            for (f, v) in frames.iter().zip(rows) {
+                if let Some(v) = v {
+                    s.execute(params![nsid, v.row as i64, new_pid, f.offset as i64])?;
+                }
             }
         }
         let mut gone = Vec::new();
         if old_pack != new_pack {
             if let Some(old) = Self::pid(&tx, nsid, old_pack)? {
-                gone = Self::pack_ids(&tx, old)?;
+                gone = Self::pack_rows(&tx, old)?;
                 tx.execute("DELETE FROM chunks WHERE pid = ?1", [old])?;
                 tx.execute("DELETE FROM packs WHERE pid = ?1", [old])?;
             }
@@ -639,15 +667,24 @@ mod tests {
             .collect()
     }
 
-    /// The chunk ids the table holds for `ns`, read from SQLite.
-    fn table(ix: &Index, ns: &str) -> HashSet<Digest> {
+    /// The chunk ids the table holds for `ns`, read from SQLite, with their pack, offset and
+    /// length; an id in two rows of a namespace fails the test.
+    fn table(ix: &Index, ns: &str) -> HashMap<Digest, (String, u64, u32)> {
         let c = ix.c();
-        let Some(nsid) = Index::nsid(&c, ns).unwrap() else { return HashSet::new() };
-        let mut s = c.prepare("SELECT id FROM chunks WHERE nsid = ?1").unwrap();
-        s.query_map([nsid], |r| r.get::<_, Vec<u8>>(0))
+        let Some(nsid) = Index::nsid(&c, ns).unwrap() else { return HashMap::new() };
+        let mut s = c
+            .prepare("SELECT c.id, p.pack, c.off, c.len FROM chunks c JOIN packs p ON p.pid = c.pid WHERE c.nsid = ?1")
+            .unwrap();
+        let mut out = HashMap::new();
+        for r in s
+            .query_map([nsid], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?)))
             .unwrap()
-            .map(|v| v.unwrap().try_into().unwrap())
-            .collect()
+        {
+            let (id, pack, off, len) = r.unwrap();
+            let id: Digest = id.try_into().unwrap();
+            assert!(out.insert(id, (pack, off as u64, len as u32)).is_none(), "ns {ns}: an id in two rows");
+        }
+        out
     }
 
     /// The set and the table agree on every id of `universe`, through both ways of asking.
@@ -655,9 +692,15 @@ mod tests {
         let t = table(ix, ns);
         let all: Vec<Digest> = (0..universe).map(id).collect();
         let miss: HashSet<Digest> = ix.missing(ns, &all).unwrap().into_iter().collect();
-        for d in &all {
-            assert_eq!(!miss.contains(d), t.contains(d), "{what}: ns {ns}: missing() and the table differ");
-            assert_eq!(ix.contains(ns, d).unwrap(), t.contains(d), "{what}: ns {ns}: contains() and the table differ");
+        let locs = ix.lookup(ns, &all).unwrap();
+        let lens = ix.lengths(ns, &all).unwrap();
+        for (k, d) in all.iter().enumerate() {
+            let row = t.get(d);
+            assert_eq!(!miss.contains(d), row.is_some(), "{what}: ns {ns}: missing() and the table differ");
+            assert_eq!(ix.contains(ns, d).unwrap(), row.is_some(), "{what}: ns {ns}: contains() and the table differ");
+            let loc = locs[k].as_ref().map(|l| (l.pack.clone(), l.offset, l.len));
+            assert_eq!(loc.as_ref(), row, "{what}: ns {ns}: lookup() and the table differ");
+            assert_eq!(lens[k], row.map(|r| r.2), "{what}: ns {ns}: lengths() and the table differ");
         }
         assert_eq!(ix.ids().get(ns).map_or(0, |s| s.len()), t.len(), "{what}: ns {ns}: sizes differ");
     }
