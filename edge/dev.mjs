@@ -3,10 +3,13 @@
 // through miniflare), on 127.0.0.1, with its R2 bucket and Durable Objects persisted in a
 // directory. Prints the store's URL in its first lines; stops on SIGINT/SIGTERM.
 //
-//   node edge/dev.mjs [--port N] [--dir DIR] [--tokens FILE] [--cors-origin ORIGIN]...
+//   node edge/dev.mjs [--port N] [--dir DIR] [--tokens FILE] [--cors-origin ORIGIN]... [--instances N]
 //
 // --port 0 (the default 8788 otherwise) picks a free port. Without --tokens the store is open
 // (CUTPOINT_OPEN=1), as `cutpoint serve` without --tokens, and answers loopback host names only.
+// --instances N runs N copies of the Worker (separate isolates, each on its own free port,
+// printed one a line after the first) bound to the same R2 bucket and the same Durable Object
+// namespace, as the platform runs many isolates of one Worker over one bucket.
 import { Miniflare } from 'miniflare';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -15,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 
 function args(argv) {
-  const o = { port: 8788, dir: resolve('.cutpoint-edge'), tokens: null, origins: [] };
+  const o = { port: 8788, dir: resolve('.cutpoint-edge'), tokens: null, origins: [], instances: 1 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const v = () => {
@@ -26,25 +29,35 @@ function args(argv) {
     else if (a === '--dir') o.dir = resolve(v());
     else if (a === '--tokens') o.tokens = readFileSync(v(), 'utf8');
     else if (a === '--cors-origin') o.origins.push(v());
+    else if (a === '--test-fault') o.fault = v();
+    else if (a === '--instances') {
+      o.instances = Number(v());
+      if (!Number.isInteger(o.instances) || o.instances < 1 || o.instances > 8) throw new Error('--instances takes 1 to 8');
+    }
     else if (a === '-h' || a === '--help') {
-      console.log('usage: npm run edge -- [--port N] [--dir DIR] [--tokens FILE] [--cors-origin ORIGIN]...');
+      console.log('usage: npm run edge -- [--port N] [--dir DIR] [--tokens FILE] [--cors-origin ORIGIN]... [--instances N]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
   return o;
 }
 
-/** The Miniflare options of the edge store over `dir` (the tests use this too). */
-export function edgeOptions({ port = 0, dir, tokens = null, origins = [] }) {
+/**
+ * The Miniflare options of the edge store over `dir` (the tests use this too). `instances` > 1:
+ * that many Workers `edge-1`.. (the first on `port`, the others on direct sockets of free ports),
+ * one R2 bucket, the Durable Object class of `edge-1` bound in each.
+ */
+export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instances = 1, fault = null }) {
   const wasm = join(here, 'pkg', 'cutpoint_edge_wasm_bg.wasm');
   if (!existsSync(wasm)) throw new Error('edge/pkg is missing: run `bash scripts/build-edge.sh` (or npm run setup)');
   mkdirSync(dir, { recursive: true });
   const bindings = { CUTPOINT_CORS_ORIGINS: origins.join(',') };
   if (tokens) bindings.CUTPOINT_TOKENS = tokens;
   else bindings.CUTPOINT_OPEN = '1';
-  return {
-    host: '127.0.0.1',
-    port,
+  // Tests only (--test-fault): 'pack-unindexed' or 'recipe-unrowed' stops a request between its
+  // R2 put and its index row, as a crash there would (tests/js/edge.test.ts, the reconcile).
+  if (fault) bindings.CUTPOINT_TEST_FAULT = fault;
+  const worker = {
     modules: true,
     scriptPath: join(here, 'src', 'worker.js'),
     modulesRoot: here,
@@ -52,9 +65,20 @@ export function edgeOptions({ port = 0, dir, tokens = null, origins = [] }) {
     compatibilityDate: '2025-09-01',
     r2Buckets: { BUCKET: 'cutpoint' },
     durableObjects: { NS: { className: 'Namespace', useSQLite: true } },
-    r2Persist: join(dir, 'r2'),
-    durableObjectsPersist: join(dir, 'do'),
     bindings,
+  };
+  const shared = { host: '127.0.0.1', port, r2Persist: join(dir, 'r2'), durableObjectsPersist: join(dir, 'do') };
+  if (instances === 1) return { ...shared, ...worker };
+  return {
+    ...shared,
+    workers: Array.from({ length: instances }, (_, i) => ({
+      ...worker,
+      name: `edge-${i + 1}`,
+      ...(i === 0 ? {} : {
+        durableObjects: { NS: { className: 'Namespace', scriptName: 'edge-1', useSQLite: true } },
+        unsafeDirectSockets: [{ host: '127.0.0.1', port: 0 }],
+      }),
+    })),
   };
 }
 
@@ -69,6 +93,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const mf = new Miniflare(edgeOptions(o));
   const url = await mf.ready;
   console.log(`cutpoint edge store (workerd via miniflare) at ${url.origin}`);
+  for (let i = 2; i <= o.instances; i++) {
+    console.log(`instance ${i} (same R2 bucket and Durable Objects) at ${(await mf.unsafeGetDirectURL(`edge-${i}`)).origin}`);
+  }
   console.log(`state (R2 bucket, Durable Objects) in ${o.dir}`);
   console.log(o.tokens ? 'tokens: from the --tokens file' : 'open store: no tokens (loopback host names only)');
   const stop = async () => {

@@ -12,7 +12,9 @@
 #   tests/js/web-journal.test.ts          the push journal (IndexedDB): a push cut off by a page
 #                                         reload resumes without re-sending what was stored
 #   tests/js/edge.test.ts                 one suite against `cutpoint serve` and the edge store
-#                                         (edge/, workerd through miniflare)
+#                                         (edge/, workerd through miniflare); two Worker instances
+#                                         over one bucket
+#   tests/js/edge-page.test.ts            the web page in chromium pushing through the edge store
 #   tests/js/readme.test.ts               the README's quick start, as written, against a store on
 #                                         127.0.0.1 (a free port)
 # The >= 1 GiB picked-File browser test runs too (CUTPOINT_BIG=0 skips it; CUTPOINT_BIG_SIZE=2g,

@@ -146,6 +146,11 @@ export function markdown(res, { readme = false, svgPrefix = '' } = {}) {
     const mib = (n) => (typeof n === 'number' ? `${(n / 2 ** 20).toFixed(1)} MiB` : '—')
     out.push(table(['what', 'GB/s', 'seconds', 'wall ÷ chunk+hash', '× native push', 'novel', 'sent', 'sent ÷ novel', 'server CPU s/GiB', 'CPU s: Chromium + store (÷ cores); native client + store'], st.map((r) => [r.what, f2(r.value), f2(r.seconds), f2(r.push_over_chunk), f2(r.vs_native), mib(r.novel_bytes), mib(r.sent_bytes), f2(r.sent_over_novel, 3), f2(r.server_cpu_s_per_gib), cpuCell(r)])))
   }
+  const ed = R.filter((r) => r.section === 'edge')
+  if (ed.length) {
+    out.push(`\n### Edge store: the Worker in workerd (miniflare, local R2 and Durable Objects) beside \`cutpoint serve\` (${ed[0].size} bytes; bench/harness/edge.mjs)\n`)
+    out.push(table(['what', 'value', 'unit', 'goal', 'seconds', 'workerd CPU ms/MiB'], ed.map((r) => [r.what, f2(r.value, 3), r.unit, r.goal ?? '—', f2(r.edge_seconds ?? r.seconds), f2(r.workerd_cpu_ms_per_mib, 1)])))
+  }
   const mem = R.filter((r) => r.section === 'memory')
   if (mem.length) {
     out.push('\n### Peak memory: `cutpoint chunk -` over a generated stream (bench/memory.sh); the web page\'s push in Chromium (bench/harness/browser-push.mjs)\n')

@@ -5,7 +5,7 @@
 //   <out>/<host>-<date>-*.svg  the plots (vega-lite, rendered headless in Node)
 // and, for a full run into bench/results, the performance section of docs/performance.md (readme.mjs).
 //
-//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,browser-push,browser-comp,restic,folder,page-folder]
+//   node bench/harness/run.mjs [--quick] [--out DIR] [--no-readme] [--only native,node,deno,chromium,e2e,mtfbc,rapid,store,edge,browser-push,browser-comp,restic,folder,page-folder]
 //   (opt-in, not in the default list: --only index-scale, the store's index at 10^7 chunks;
 //   --only big, a file of up to 32 GiB pushed and pulled, bench/harness/big-file.mjs)
 //
@@ -28,7 +28,7 @@ const flag = (f) => argv.includes(f)
 const opt = (f, d) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : d)
 const quick = flag('--quick')
 const outDir = opt('--out', `${root}bench/results`)
-const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid,store,browser-push,browser-comp,restic,folder,page-folder').split(',')
+const only = opt('--only', 'native,node,deno,chromium,e2e,memory,mtfbc,rapid,store,edge,browser-push,browser-comp,restic,folder,page-folder').split(',')
 const cli = `${root}native/target/release/cutpoint`
 const ex = (name) => `${root}native/target/release/examples/${name}`
 const cores = os.availableParallelism?.() ?? os.cpus().length
@@ -270,6 +270,14 @@ if (only.includes('store')) {
   // The store end to end: push (first, identical, 1%-modified) and pull of a 1 GiB file through
   // `cutpoint serve` on 127.0.0.1, against chunk + hash alone and a plain whole-file upload.
   await jsonRows('store', 'native', process.execPath, [`${root}bench/harness/store.mjs`, ...(quick ? ['--quick'] : [])])
+}
+if (only.includes('edge')) {
+  // The edge store (edge/, the Worker in workerd through miniflare, local R2 and Durable Objects)
+  // beside `cutpoint serve`, the same file (1 GiB; --quick 32 MiB): first push ÷ serve, a bare
+  // local R2 put of the same bytes (the local floor), 1%-re-push sent ÷ novel, workerd CPU per MiB
+  // and per 1,000-id query, the wasm's own CPU, peak RSS during 4 concurrent 32 MiB uploads.
+  if (!existsSync(`${root}edge/pkg/cutpoint_edge_wasm_bg.wasm`)) skip('edge', 'edge', 'native', 'edge/pkg is not built (bash scripts/build-edge.sh)')
+  else await jsonRows('edge', 'native', process.execPath, [`${root}bench/harness/edge.mjs`, ...(quick ? ['--quick'] : [])])
 }
 if (only.includes('index-scale')) {
   // Opt-in (not in the default list; ~6 min on 2 vCPUs): the store's SQLite index filled with

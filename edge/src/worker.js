@@ -5,7 +5,7 @@
 // (re-hashing every chunk, bounded decompression), id lists, recipes, deltas, names, ranges.
 import wasmModule from '../pkg/cutpoint_edge_wasm_bg.wasm';
 import * as core from '../pkg/cutpoint_edge_wasm.js';
-import { recipePrefix, versionKey } from './namespace.js';
+import { packKey, recipePrefix, versionKey } from './namespace.js';
 
 export { Namespace } from './namespace.js';
 
@@ -20,8 +20,9 @@ const LIMITS = {
   max_chunk_bytes: 64 * MiB,
   max_pack_chunks: 65536,
   max_uploads_per_token: 16,
+  max_batch_files: core.maxBatchFiles(),
 };
-const FEATURES = ['zstd'];
+const FEATURES = ['zstd', 'batch'];
 const VERSION = '0.1.0';
 
 // ---- answers -------------------------------------------------------------------------------
@@ -188,7 +189,6 @@ function unwrap(r) {
   return r;
 }
 
-const packKey = (ns, id) => `ns/${ns}/packs/${id.slice(0, 2)}/${id}`;
 
 function randomHex() {
   return Array.from(crypto.getRandomValues(new Uint8Array(12)), (x) => x.toString(16).padStart(2, '0')).join('');
@@ -233,6 +233,7 @@ async function uploadPack(req, env, ns) {
     const report = { pack: null, chunks, stored: 0, duplicates: chunks, stored_bytes: 0 };
     if (chunks === 0) return json(200, report);
     const key = packKey(ns, id);
+    await ns1.intend(ns, key); // a crash before its index rows: the namespace's next start indexes it
     if (inMemory) {
       await env.BUCKET.put(key, sink.buf);
     } else {
@@ -300,6 +301,45 @@ function memorySink(len) {
   };
 }
 
+const READ_BYTES = 256 << 10;
+
+/**
+ * A request body in pieces of at least 256 KiB (the last may be shorter): the runtime hands a
+ * body over in pieces of a few KiB, and each piece cost a promise, a call into the wasm and a
+ * copy each way; workerd's `readAtLeast` (a BYOB read) gathers them first. A piece is valid
+ * until the next is asked for (its buffer is reused). Elsewhere: the body's own pieces.
+ */
+async function* bodyPieces(body) {
+  if (!body) return;
+  let reader;
+  try {
+    reader = body.getReader({ mode: 'byob' });
+  } catch {
+    reader = null;
+  }
+  if (!reader || typeof reader.readAtLeast !== 'function') {
+    if (reader) reader.releaseLock();
+    yield* body;
+    return;
+  }
+  let buf = new ArrayBuffer(READ_BYTES);
+  for (;;) {
+    const { value, done } = await reader.readAtLeast(READ_BYTES, new Uint8Array(buf));
+    if (value && value.byteLength) {
+      yield value;
+      buf = value.buffer;
+    }
+    if (done || !value || value.byteLength < READ_BYTES) {
+      if (done) return;
+      // The stream ended inside this read: the next one says so.
+      const end = await reader.read(new Uint8Array(buf));
+      if (end.done) return;
+      if (end.value.byteLength) yield end.value;
+      buf = end.value.buffer;
+    }
+  }
+}
+
 /** Reads the upload through `ingest` into `sink` (writes of ~1 MiB: one a frame would cost a round trip each). */
 async function streamPack(req, ingest, sink, have) {
   let held = [];
@@ -318,7 +358,7 @@ async function streamPack(req, ingest, sink, have) {
   };
   try {
     let checked = false;
-    for await (const piece of req.body ?? []) {
+    for await (const piece of bodyPieces(req.body)) {
       const out = core1(() => ingest.push(piece));
       if (!checked && ingest.alg()) {
         checked = true;
@@ -370,6 +410,11 @@ async function recipeText(env, ns, name, row) {
 
 async function commit(req, env, ns, name) {
   const body = await readBody(req, LIMITS.max_recipe_bytes, 'recipe');
+  return json(201, await commitBody(env, ns, name, body));
+}
+
+/** One commit (a `PUT files/{name}` body, recipe or delta): its version row, or a Refusal thrown. */
+async function commitBody(env, ns, name, body) {
   const base = core1(() => core.deltaBase(body));
   let c;
   if (base > 0) {
@@ -382,11 +427,35 @@ async function commit(req, env, ns, name) {
   }
   try {
     const meta = { alg: c.alg, digest: c.digest, bytes: c.bytes, count: c.count };
-    const row = unwrap(await stub(env, ns).commit(ns, name, core.nameKey(name), c.text(), c.entries(), meta));
-    return json(201, row);
+    return unwrap(await stub(env, ns).commit(ns, name, core.nameKey(name), c.text(), c.entries(), meta));
   } finally {
     c.free();
   }
+}
+
+/**
+ * POST commits (feature `batch`, PROTOCOL.md 4.14): the body framed by the core's batch parser
+ * (a framing error: 400, nothing committed), then each file committed as its own `PUT
+ * files/{name}` would be, in order, each atomic on its own; one result per file. A store failure
+ * (not a refusal) fails the request; the versions before it stand (a client learns of them by
+ * `GET files`, as after a lost answer).
+ */
+async function commits(req, env, ns) {
+  const body = await readBody(req, LIMITS.max_recipe_bytes, 'batch');
+  const files = core1(() => core.parseBatch(body, LIMITS.max_batch_files));
+  const results = [];
+  for (let k = 0; k < files.length; k += 3) {
+    const name = files[k];
+    try {
+      core1(() => core.validateName(name));
+      const row = await commitBody(env, ns, name, body.subarray(files[k + 1], files[k + 2]));
+      results.push({ ...row, status: 201 });
+    } catch (e) {
+      if (!(e instanceof Refusal)) throw e;
+      results.push({ error: e.message, code: e.code, ...e.extra, name, status: e.status });
+    }
+  }
+  return json(200, { results });
 }
 
 async function getRecipe(env, ns, name, url) {
@@ -560,6 +629,7 @@ function route(parts) {
   if (what === 'gc' && rest.length === 0) return { ns, methods: ['POST'], kind: 'gc' };
   if (what === 'check' && rest.length === 0) return { ns, methods: ['GET'], kind: 'check' };
   if (what === 'packs' && rest.length === 0) return { ns, methods: ['POST'], kind: 'packs' };
+  if (what === 'commits' && rest.length === 0) return { ns, methods: ['POST'], kind: 'commits' };
   if (what === 'files' && rest.length === 0) return { ns, methods: ['GET'], kind: 'list' };
   if (what === 'files' && rest.length === 1) return { ns, methods: ['GET', 'HEAD', 'PUT', 'DELETE'], kind: 'file', seg: rest[0] };
   if (what === 'recipes' && rest.length === 1) return { ns, methods: ['GET'], kind: 'recipe', seg: rest[0] };
@@ -574,7 +644,7 @@ async function handle(req, env, cfg, url) {
   if (parts.length && parts[parts.length - 1] === '' && parts.length === 1) parts.pop();
   const r = route(parts);
   if (!r) {
-    throw new Refusal(404, 'not_found', parts[0] === 'ns' && ['parts', 'commits'].includes(parts[2])
+    throw new Refusal(404, 'not_found', parts[0] === 'ns' && parts[2] === 'parts'
       ? `'${parts[2]}' is not served by this edge store yet (edge/README.md)` : 'no such route');
   }
   if (!r.methods.includes(req.method)) return new Response(null, { status: 405, headers: { allow: r.methods.join(', ') } });
@@ -587,6 +657,8 @@ async function handle(req, env, cfg, url) {
       return query(req, env, r.ns);
     case 'packs':
       return uploadPack(req, env, r.ns);
+    case 'commits':
+      return commits(req, env, r.ns);
     case 'list':
       return list(env, r.ns);
     case 'gc':

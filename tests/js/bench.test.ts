@@ -2,8 +2,9 @@
 // write the results JSON (machine, versions, backends, rows with units, skipped parts with
 // reasons), the Markdown tables and the SVG plots. Asserts structure only, never speed.
 // scripts/test-js.sh has built the wasm modules and the library already (CUTPOINT_BENCH_REBUILD=0).
-// About 45 s on the idle 2-core VM, plus the restic comparisons (restic.mjs, folder.mjs: about 30 s);
-// the generous timeout is for a machine shared with other work.
+// About 45 s on the idle 2-core VM, plus the restic comparisons (restic.mjs, folder.mjs: about 30 s)
+// and the edge store's step (edge.mjs: about 60 s, three workerd start-ups); the generous timeout
+// is for a machine shared with other work.
 import { expect, it } from 'vitest'
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -29,7 +30,7 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
   const out = mkdtempSync(`${tmpdir()}/cutpoint-bench-test-`)
   const readme = readFileSync(`${root}docs/performance.md`, 'utf8')
   try {
-    const r = await run('bash', ['scripts/bench.sh', '--quick', '--out', out], { ...process.env, CUTPOINT_BENCH_REBUILD: '0', DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }, 400_000)
+    const r = await run('bash', ['scripts/bench.sh', '--quick', '--out', out], { ...process.env, CUTPOINT_BENCH_REBUILD: '0', DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }, 500_000)
     const log = r.out
     expect(r.status, log.slice(-4000)).toBe(0)
     const files = readdirSync(out)
@@ -54,7 +55,7 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
     expect(res.rows.length).toBeGreaterThan(50)
     for (const row of res.rows) {
       expect(typeof row.name).toBe('string')
-      expect(['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory', 'store', 'restic', 'folder', 'compression', 'big', 'page']).toContain(row.section)
+      expect(['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory', 'store', 'restic', 'folder', 'compression', 'big', 'page', 'edge']).toContain(row.section)
       expect(['native', 'node', 'deno', 'chromium']).toContain(row.runtime)
       expect(['GB/s', 'ratio', 'MiB', 'bytes', 's', 'ms']).toContain(row.unit)
       expect(Number.isFinite(row.value), row.name).toBe(true)
@@ -65,6 +66,10 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
     // The store rows: pushes, a pull and the plain-upload baseline, with what they sent.
     for (const n of ['store/chunk+hash', 'store/push/first', 'store/push/again', 'store/push/mod', 'store/pull', 'store/plain-upload']) expect(has((r) => r.name === n), n).toBe(true)
     expect(has((r) => r.name === 'store/push/again' && r.novel_bytes === 0 && r.sent_bytes > 0)).toBe(true)
+    // The edge store beside cutpoint serve (bench/harness/edge.mjs), or the reason it was skipped.
+    for (const n of ['edge/push/first-vs-serve', 'edge/push/r2-floor-vs-serve', 'edge/push/mod', 'edge/cpu/query-1000', 'edge/cpu/ingest-wasm', 'edge/memory/4x32MiB']) {
+      expect(has((r) => r.name === n) || res.skipped.some((s: any) => s.name === 'edge'), n).toBe(true)
+    }
     // The library's client (cutpoint-js) under Node and Deno: the same bytes sent as the native push.
     for (const rt of ['node', 'deno']) {
       for (const k of ['first', 'mod']) {
@@ -155,4 +160,4 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
   } finally {
     rmSync(out, { recursive: true, force: true })
   }
-}, 420_000)
+}, 520_000)

@@ -15,11 +15,18 @@ export function haveEdge(): boolean {
     (existsSync(`${root}edge/node_modules/miniflare`) || existsSync(`${root}node_modules/miniflare`))
 }
 
-/** Starts the edge store; `tokens` as in `startStore` (made by `cutpoint token`). */
-export async function startEdge(opts: { data?: string; tokens?: Record<string, string> } = {}): Promise<Store> {
+/**
+ * Starts the edge store; `tokens` as in `startStore` (made by `cutpoint token`). `instances` > 1:
+ * that many Workers over the same R2 bucket and Durable Objects; `others` holds the URLs of the
+ * second and later ones.
+ */
+export async function startEdge(opts: { data?: string; tokens?: Record<string, string>; instances?: number; origins?: string[]; fault?: string } = {}): Promise<Store & { others: string[] }> {
   if (!haveEdge()) throw new Error('the edge store is not built: run `bash scripts/build-edge.sh` (and npm ci)')
   const data = opts.data ?? mkdtempSync(join(tmpdir(), 'cutpoint-edge-'))
-  const args = [`${root}edge/dev.mjs`, '--port', '0', '--dir', data]
+  const args = [`${root}edge/dev.mjs`, '--port', '0', '--dir', data, '--instances', String(opts.instances ?? 1)]
+  for (const o of opts.origins ?? []) args.push('--cors-origin', o)
+  if (opts.fault) args.push('--test-fault', opts.fault)
+  const others: string[] = []
   const tokens: Record<string, string> = {}
   if (opts.tokens) {
     const file = `${data}.tokens`
@@ -36,14 +43,25 @@ export async function startEdge(opts: { data?: string; tokens?: Record<string, s
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   let stderr = ''
   child.stderr!.on('data', (b) => (stderr += b))
-  const url = await new Promise<string>((resolve, reject) => {
+  let url: string | undefined
+  await new Promise<string>((resolve, reject) => {
     const rl = createInterface({ input: child.stdout! })
     const timer = setTimeout(() => reject(new Error(`the edge store did not start in 60 s: ${stderr}`)), 60_000)
-    rl.once('line', (line) => {
-      clearTimeout(timer)
+    rl.on('line', (line) => {
       const m = /(http:\/\/127\.0\.0\.1:\d+)/.exec(line)
-      if (m) resolve(m[1])
-      else reject(new Error(`unexpected first line from the edge store: ${line} ${stderr}`))
+      if (!m) {
+        clearTimeout(timer)
+        reject(new Error(`unexpected line from the edge store: ${line} ${stderr}`))
+      } else if (url === undefined) {
+        url = m[1]
+      } else {
+        others.push(m[1])
+      }
+      if (url !== undefined && others.length + 1 === (opts.instances ?? 1)) {
+        clearTimeout(timer)
+        rl.removeAllListeners('line')
+        resolve(url)
+      }
     })
     child.once('exit', (code) => {
       clearTimeout(timer)
@@ -53,7 +71,8 @@ export async function startEdge(opts: { data?: string; tokens?: Record<string, s
   child.stdout!.resume()
   const exited = new Promise<void>((r) => child.once('exit', () => r()))
   return {
-    url,
+    url: url!,
+    others,
     data,
     tokens,
     child,

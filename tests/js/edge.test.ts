@@ -239,6 +239,83 @@ describe.each(targets)('%s', (_label, start) => {
     expect(ck.chunks).toBeGreaterThan(0)
   })
 
+  it('gc rewrites a pack whose live chunks are under half of it: the dead go, the live restore', async () => {
+    // Two files pushed together share one pack; the bigger one deleted leaves it mostly dead.
+    const a = file('rw-a', randomBytes(3 << 20))
+    const b = file('rw-b', randomBytes(700_000))
+    const p = cutpoint(['push', a, b, '--ns', 'rw', '--no-cache', '--json'], store)
+    expect(p.status, p.stderr).toBe(0)
+    const packs = p.stdout.trim().split('\n').map((l) => JSON.parse(l).packs).filter((n) => n !== undefined)
+    expect(Math.max(...packs)).toBe(1)
+    const text = await (await fetch(`${ns(store, 'rw')}/recipes/rw-a`)).text()
+    const ids = Buffer.concat(text.split('\n').filter((l) => /^[0-9a-f]{64} /.test(l)).map((l) => Buffer.from(l.slice(0, 64), 'hex')))
+    expect((await fetch(`${ns(store, 'rw')}/files/rw-a`, { method: 'DELETE' })).status).toBe(200)
+    const rep = await (await fetch(`${ns(store, 'rw')}/gc?grace=0`, { method: 'POST' })).json()
+    expect(rep).toMatchObject({ packs_deleted: 0, packs_rewritten: 1, chunks_removed: ids.length / 32 })
+    expect(rep.bytes_freed).toBeGreaterThan(3 << 20)
+    const q = await fetch(`${ns(store, 'rw')}/query`, { method: 'POST', body: ids })
+    expect(Buffer.from(await q.arrayBuffer()).equals(ids)).toBe(true) // all gone
+    const out = join(dir, 'rw-out')
+    expect(cutpoint(['pull', 'rw-b', '--ns', 'rw', '-o', out], store).status).toBe(0)
+    expect(readFileSync(out).equals(readFileSync(b))).toBe(true)
+    expect((await (await fetch(`${ns(store, 'rw')}/check`)).json()).problems).toEqual([])
+    // Nothing left to rewrite.
+    expect(await (await fetch(`${ns(store, 'rw')}/gc?grace=0`, { method: 'POST' })).json()).toMatchObject({ packs_rewritten: 0, chunks_removed: 0 })
+  })
+
+  it('batch commits (POST commits): pushMany sends one batch; each file stands alone; a framing error commits nothing', async () => {
+    const v = await (await fetch(`${store.url}/v1`)).json()
+    expect(v.features).toContain('batch')
+    expect(v.limits.max_batch_files).toBe(4096)
+    const files = Array.from({ length: 40 }, (_, i) => ({ name: `m/f${i}`, data: i % 10 === 9 ? Buffer.from('same') : randomBytes(1 + i * 397) }))
+    const log: string[] = []
+    const fetchLog: typeof fetch = (url, init) => {
+      log.push(`${init?.method ?? 'GET'} ${new URL(String(url)).pathname.replace(/^\/v1\/ns\/[^/]+\//, '')}`)
+      return fetch(url, init)
+    }
+    const client = cp.createClient({ store: store.url, namespace: 'many', fetch: fetchLog })
+    try {
+      const m = await client.pushMany(files.map((f) => ({ input: new Uint8Array(f.data), name: f.name })))
+      expect(m.committed).toBe(40)
+      expect(log.filter((l) => l === 'POST commits').length).toBe(1)
+      expect(log.filter((l) => l.startsWith('PUT ')).length).toBe(0)
+      for (const i of [0, 9, 39]) expect((await bytesOf(await client.pull(files[i].name))).equals(files[i].data)).toBe(true)
+    } finally {
+      await client.close()
+    }
+    // By hand: a good recipe (twice: two versions), a bad name, a damaged recipe, a delta
+    // against a version that is not there; each answered on its own, in order.
+    const recipe = Buffer.from(await (await fetch(`${ns(store, 'many')}/recipes/${encodeURIComponent('m/f3')}`)).arrayBuffer())
+    const damaged = Buffer.from(recipe.toString('latin1').replace(/digest [0-9a-f]{4}/, 'digest 0000'), 'latin1')
+    const line = (k: string) => recipe.toString('latin1').split('\n').find((l) => l.startsWith(`${k} `))
+    const delta = Buffer.from(`cutpoint-delta 1\nbase 7\n${line('profile')}\n${line('hash')}\n${line('digest')}\n= 0 1\n${line('end')}\n`)
+    const entry = (name: string, body: Buffer) => Buffer.concat([Buffer.from(`file ${name} ${body.length}\n`), body])
+    const batch = Buffer.concat([Buffer.from('cutpoint-batch 1\n'), entry('x%2Fa', recipe), entry('bad%2F%2Fname', recipe),
+      entry('x%2Fb', damaged), entry('x%2Fa', recipe), entry('x%2Fc', delta), Buffer.from('end 5\n')])
+    const r = await fetch(`${ns(store, 'many')}/commits`, { method: 'POST', body: batch })
+    expect(r.status).toBe(200)
+    const res = (await r.json()).results
+    expect(res.map((x: any) => [x.name, x.status])).toEqual([['x/a', 201], ['bad//name', 400], ['x/b', 400], ['x/a', 201], ['x/c', 404]])
+    expect([res[0].version, res[3].version]).toEqual([1, 2])
+    const listed = await (await fetch(`${ns(store, 'many')}/files`)).json()
+    expect(listed.files.filter((f: any) => f.name.startsWith('x/')).map((f: any) => [f.name, f.version])).toEqual([['x/a', 1], ['x/a', 2]])
+    // A framing error (a length past the end): 400, nothing committed.
+    const bad = Buffer.concat([Buffer.from('cutpoint-batch 1\n'), entry('y%2Fa', recipe), Buffer.from(`file y%2Fb 99999\n`), recipe, Buffer.from('end 2\n')])
+    const rb = await fetch(`${ns(store, 'many')}/commits`, { method: 'POST', body: bad })
+    expect(rb.status).toBe(400)
+    const after = await (await fetch(`${ns(store, 'many')}/files`)).json()
+    expect(after.files.some((f: any) => f.name.startsWith('y/'))).toBe(false)
+    // The native CLI pushes a directory through batches and restores it.
+    const d = mkdtempSync(join(dir, 'tree-'))
+    for (let i = 0; i < 12; i++) writeFileSync(join(d, `t${i}.bin`), randomBytes(100 + i * 1000))
+    const p = cutpoint(['push', '--no-cache', '--store', store.url, '--ns', 'many', '--name', 'tree', d])
+    expect(p.status, p.stderr).toBe(0)
+    const out = join(dir, 'tree-out.bin')
+    const g = cutpoint(['pull', 'tree/t7.bin', '-o', out, '--store', store.url, '--ns', 'many'])
+    expect(g.status, g.stderr).toBe(0)
+    expect(readFileSync(out).equals(readFileSync(join(d, 't7.bin')))).toBe(true)
+  })
+
   it('tokens and namespaces stay apart', async () => {
     const f = file('t', randomBytes(100_000))
     const a = cutpoint(['push', f, '--name', 'secret', '--ns', 'ns-a', '--token', auth.tokens.a], auth)
@@ -255,6 +332,94 @@ describe.each(targets)('%s', (_label, start) => {
     expect((await q.json()).files).toEqual([])
     const body = (await get('ns-a', auth.tokens.a, 'DELETE'))
     expect(body.status).toBe(200)
+  })
+})
+
+// Two Workers (separate isolates, as the platform runs many of one Worker) bound to one R2
+// bucket and one Durable Object namespace: what one stored, the other finds, restores and builds
+// on; commits of one name through both never share a version number.
+describe('two edge Worker instances over one bucket', () => {
+  it('see each other\'s chunks and versions', async () => {
+    const two = await startEdge({ instances: 2 })
+    try {
+      expect(two.others.length).toBe(1)
+      const [a, b] = [two, { ...two, url: two.others[0] }]
+      const data = randomBytes(2 << 20)
+      const f = file('two.bin', data)
+      const first = nativePush(a, f, 'two')
+      expect(first.novel_bytes).toBe(data.length)
+      // B's existence query finds every chunk A stored; its push sends none.
+      const again = nativePush(b, f, 'two', ['--no-cache'])
+      expect(again.novel_bytes).toBe(0)
+      expect(again.pack_bytes).toBe(0)
+      expect(again.version).toBe(2)
+      // A's library pull of B's version, B's native pull of A's: byte-identical.
+      const client = cp.createClient({ store: b.url })
+      try {
+        expect((await bytesOf(await client.pull('two', { version: 1 }))).equals(data)).toBe(true)
+      } finally {
+        await client.close()
+      }
+      const out = join(dir, 'two-out.bin')
+      expect(cutpoint(['pull', 'two', '--version', '2', '-o', out], a).status).toBe(0)
+      expect(readFileSync(out).equals(data)).toBe(true)
+      // Commits of one name through both at once: distinct numbers, every one listed by each.
+      const pushes = await Promise.all([a, b, a, b].map((s, i) => new Promise<number>((resolve, reject) => {
+        const p = spawn(cutpointBin, ['push', f, '--name', 'race', '--json', '--no-cache', '--store', s.url])
+        let o = ''
+        p.stdout.on('data', (d) => (o += d))
+        p.on('close', (code) => (code === 0 ? resolve(JSON.parse(o.trim().split('\n').pop()!).version) : reject(new Error(`push ${i}: ${code}`))))
+      })))
+      expect([...pushes].sort()).toEqual([1, 2, 3, 4])
+      for (const s of [a, b]) {
+        const l = await (await fetch(`${s.url}/v1/ns/default/files`)).json()
+        expect(l.files.filter((x: any) => x.name === 'race').map((x: any) => x.version)).toEqual([1, 2, 3, 4])
+      }
+    } finally {
+      await two.stop()
+    }
+  })
+})
+
+// A crash between an object's R2 put and its index row (made by a test-only fault, which stops
+// the request right there), then the runtime restarted over the same state without the fault:
+// the namespace's start indexes the pack (a re-push sends no chunk) and lists the version whose
+// recipe was put (it restores byte-identical; the next push gets the next number).
+describe('edge store start-up reconcile', () => {
+  it('indexes a pack and lists a version a crash left between the put and the index', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'cutpoint-edge-reconcile-'))
+    const bytes = randomBytes(1 << 20)
+    const f = file('reconcile.bin', bytes)
+    const push = (s: Store, name: string) => cutpoint(['push', f, '--name', name, '--json', '--no-cache', '--retries', '0'], s)
+    let s: Store | undefined
+    try {
+      s = await startEdge({ data, fault: 'pack-unindexed' })
+      expect(push(s, 'p').status).not.toBe(0)
+      await s.stop(true)
+      s = await startEdge({ data })
+      const again = nativePush(s, f, 'p', ['--no-cache'])
+      expect(again.novel_bytes).toBe(0)
+      expect(again.pack_bytes).toBe(0)
+      await s.stop(true)
+      // The recipe put (the commit point), its row not written.
+      const other = randomBytes(1 << 20)
+      const g = file('reconcile2.bin', other)
+      s = await startEdge({ data, fault: 'recipe-unrowed' })
+      expect(cutpoint(['push', g, '--name', 'r', '--json', '--no-cache', '--retries', '0'], s).status).not.toBe(0)
+      await s.stop(true)
+      s = await startEdge({ data })
+      const l = await (await fetch(`${s.url}/v1/ns/default/files`)).json()
+      expect(l.files.filter((x: any) => x.name === 'r').map((x: any) => x.version)).toEqual([1])
+      const out = join(dir, 'reconcile-out.bin')
+      expect(cutpoint(['pull', 'r', '-o', out], s).status).toBe(0)
+      expect(readFileSync(out).equals(other)).toBe(true)
+      expect(nativePush(s, g, 'r', ['--no-cache']).version).toBe(2)
+      const c = await (await fetch(`${s.url}/v1/ns/default/check`)).json()
+      expect(c.problems).toEqual([])
+    } finally {
+      await s?.stop(true)
+      rmSync(data, { recursive: true, force: true })
+    }
   })
 })
 

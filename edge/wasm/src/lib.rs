@@ -270,3 +270,84 @@ pub fn plan_range(entries: &[u8], start: f64, end: f64) -> Vec<f64> {
     let (a, skip, b) = range::plan(sizes, start as u64..end as u64);
     vec![a as f64, skip as f64, b as f64]
 }
+
+/// A batch commit body (`POST commits`, feature `batch`): its files, in order, as a flat array
+/// `[name, start, end, name, start, end, ...]` (each body is `body[start..end]`, exactly a
+/// `PUT files/{name}` body); a framing error: `400 ...`, over `max_files`: `413 ...`
+/// (`cutpoint_core::protocol::batch::parse`, the store's parser).
+#[wasm_bindgen(js_name = parseBatch)]
+pub fn parse_batch(body: &[u8], max_files: u32) -> Result<Vec<JsValue>, JsError> {
+    use cutpoint_core::protocol::batch;
+    let files = batch::parse(body, max_files as usize).map_err(|e| match e {
+        batch::BatchError::TooMany(_) => fail(413, e),
+        batch::BatchError::Malformed(_) => fail(400, e),
+    })?;
+    let mut out = Vec::with_capacity(files.len() * 3);
+    for (name, r) in files {
+        out.push(JsValue::from_str(&name));
+        out.push(JsValue::from_f64(r.start as f64));
+        out.push(JsValue::from_f64(r.end as f64));
+    }
+    Ok(out)
+}
+
+/// The most files one batch may hold (`max_batch_files`, as `cutpoint serve` announces).
+#[wasm_bindgen(js_name = maxBatchFiles)]
+pub fn max_batch_files() -> u32 {
+    cutpoint_core::protocol::batch::MAX_BATCH_FILES as u32
+}
+
+/// gc's rewrite of a pack with some dead chunks (the store's `rewrite_pack`): the live frames,
+/// each checked against its id (`openFrame`) and copied as stored, into a new framed pack
+/// (`PackWriter`, zstd codec when one of them is compressed). `add` returns the frame's new
+/// offset; after `finish` (the new pack's bytes), `frames` and `packId` name it.
+#[wasm_bindgen]
+pub struct PackRewrite {
+    alg: HashAlg,
+    w: Option<cutpoint_core::protocol::pack::PackWriter<Vec<u8>>>,
+    moved: Vec<Frame>,
+}
+
+#[wasm_bindgen]
+impl PackRewrite {
+    #[wasm_bindgen(constructor)]
+    pub fn new(alg: &str, any_compressed: bool) -> Result<PackRewrite, JsError> {
+        use cutpoint_core::protocol::codec::Codec;
+        let alg = alg_of(alg)?;
+        let codec = if any_compressed { Codec::Zstd } else { Codec::None };
+        let w = cutpoint_core::protocol::pack::PackWriter::with_codec(Vec::new(), alg, codec).map_err(|e| fail(500, e))?;
+        Ok(PackRewrite { alg, w: Some(w), moved: Vec::new() })
+    }
+
+    /// Appends one live frame as stored (checked first: a corrupt one is `500 ...`).
+    pub fn add(&mut self, id: &[u8], stored: &[u8], compressed: bool, raw: u32) -> Result<f64, JsError> {
+        let id: Digest = id.try_into().map_err(|_| fail(500, "an id is 32 bytes"))?;
+        open_frame(self.alg, &id, stored, compressed, MAX_CHUNK).map_err(|m| fail(500, m))?;
+        let w = self.w.as_mut().ok_or_else(|| fail(500, "the rewrite is finished"))?;
+        let offset = w.add_frame(&id, stored, compressed).map_err(|e| fail(500, e))?;
+        self.moved.push(Frame {
+            id,
+            offset,
+            len: stored.len() as u32,
+            raw,
+            compressed,
+        });
+        Ok(offset as f64)
+    }
+
+    /// The new pack's bytes.
+    pub fn finish(&mut self) -> Result<Vec<u8>, JsError> {
+        let w = self.w.take().ok_or_else(|| fail(500, "the rewrite is finished"))?;
+        w.finish().map_err(|e| fail(500, e))
+    }
+
+    /// The new pack's frames, 48 bytes each (as `Ingest.frames`).
+    pub fn frames(&self) -> Vec<u8> {
+        frames_bytes(&self.moved)
+    }
+
+    #[wasm_bindgen(js_name = packId)]
+    pub fn pack_id(&self) -> String {
+        cutpoint_core::protocol::pack::pack_id(self.alg, &self.moved)
+    }
+}

@@ -37,7 +37,7 @@ pub struct PushArgs {
     /// Pack uploads in flight at once.
     #[arg(long, default_value_t = 2)]
     uploads: usize,
-    /// Compress novel chunks with zstd where the store takes it: auto (level 3, a chunk kept
+    /// Compress novel chunks with zstd where the store takes it: auto (level 4, a chunk kept
     /// compressed only where that saves at least 1/16), off, or max (level 19, slow).
     #[arg(long, default_value = "auto", value_name = "auto|off|max")]
     compression: String,

@@ -13,6 +13,9 @@
 //!                                        `cutpoint_core::protocol::name::name_key`)
 //! ns/<ns>/recipes/<name key>/<v:012>.deleted  the tombstone of the name's latest deleted version
 //! ```
+//!
+//! A local directory also keeps the recipes of batch commits as rows of
+//! `<dir>/recipes.sqlite` (`recipe_rows`), read, listed and deleted here under the same keys.
 
 use crate::error::{Result, StoreError};
 use bytes::Bytes;
@@ -36,6 +39,11 @@ pub struct Objects {
     /// The directory of a local store: a spooled pack is renamed into place there instead of
     /// copied (one write of its bytes, not two).
     local_root: Option<std::path::PathBuf>,
+    /// A local store's recipe rows (`recipe_rows`): batch commits' recipes.
+    rows: Option<crate::recipe_rows::RecipeRows>,
+    /// Held by a create-only put of a recipe key and by a put of recipe rows in a local
+    /// store, so that a file and a row never both take one version.
+    recipe_put: std::sync::Mutex<()>,
 }
 
 pub fn pack_key(ns: &str, pack: &str) -> String {
@@ -73,6 +81,8 @@ impl Objects {
             rt,
             desc: format!("directory {}", dir.display()),
             local_root: Some(dir.to_path_buf()),
+            rows: Some(crate::recipe_rows::RecipeRows::open(&dir.join("recipes.sqlite"))?),
+            recipe_put: std::sync::Mutex::new(()),
         })
     }
 
@@ -111,6 +121,8 @@ impl Objects {
             rt,
             desc: format!("bucket s3://{bucket}/{prefix}{}", ep.map(|e| format!(" at {e}")).unwrap_or_default()),
             local_root: None,
+            rows: None,
+            recipe_put: std::sync::Mutex::new(()),
         })
     }
 
@@ -129,6 +141,9 @@ impl Objects {
     /// How many seconds ago `key` was last written (by the object store's clock), or `None`
     /// if it does not exist.
     pub fn age(&self, key: &str) -> Result<Option<i64>> {
+        if let Some((_, modified)) = self.row_meta(key)? {
+            return Ok(Some(crate::index::now() - modified));
+        }
         let p = Self::path(key)?;
         match self.rt.block_on(self.store.head(&p)) {
             Ok(m) => Ok(Some(crate::index::now() - m.last_modified.timestamp())),
@@ -146,6 +161,9 @@ impl Objects {
 
     /// Whether `key` exists.
     pub fn exists(&self, key: &str) -> Result<bool> {
+        if self.row_meta(key)?.is_some() {
+            return Ok(true);
+        }
         let p = Self::path(key)?;
         match self.rt.block_on(self.store.head(&p)) {
             Ok(_) => Ok(true),
@@ -226,6 +244,10 @@ impl Objects {
 
     /// Puts `bytes` under `key` only if nothing is there; `false` if something was.
     pub fn put_new(&self, key: &str, bytes: Vec<u8>) -> Result<bool> {
+        let _one = self.rows_for(key).map(|_| self.recipe_put.lock().unwrap_or_else(|p| p.into_inner()));
+        if self.row_meta(key)?.is_some() {
+            return Ok(false);
+        }
         let p = Self::path(key)?;
         let opts = PutOptions {
             mode: PutMode::Create,
@@ -238,54 +260,12 @@ impl Objects {
         }
     }
 
-    /// A local directory: writes `bytes` to a new file `staged` (in a spool directory on the
-    /// same file system), not synced: [`Objects::sync_local`] makes many of them durable at once
-    /// before [`Objects::link_new`] publishes them.
-    pub fn stage_local(&self, staged: &Path, bytes: &[u8]) -> Result<()> {
-        std::fs::write(staged, bytes)?;
-        Ok(())
-    }
-
-    /// A local directory: one pass that makes every write to its file system durable (`syncfs`
-    /// on Linux, `sync` elsewhere) — the grouped fsync of a batch commit.
-    pub fn sync_local(&self) -> Result<()> {
-        let root = self.local_root.as_ref().ok_or_else(|| StoreError::Internal("sync_local on a bucket".into()))?;
-        let dir = std::fs::File::open(root)?;
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::fd::AsRawFd;
-            // SAFETY: a valid open descriptor; syncfs has no other precondition.
-            if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
-                return Err(std::io::Error::last_os_error().into());
+    pub fn get(&self, key: &str) -> Result<Option<Bytes>> {
+        if let Some(rows) = self.rows_for(key) {
+            if let Some(b) = rows.get(key)? {
+                return Ok(Some(b));
             }
         }
-        #[cfg(not(target_os = "linux"))]
-        {
-            drop(dir);
-            // SAFETY: sync(2) takes no arguments and cannot fail.
-            unsafe { libc::sync() };
-        }
-        Ok(())
-    }
-
-    /// A local directory: publishes the staged file under `key` only if nothing is there (a
-    /// hard link: create-only, atomic, its bytes complete once staged and synced); `false` if
-    /// something was. Durable after the next [`Objects::sync_local`]. On another file system
-    /// than the spool (EXDEV) it falls back to [`Objects::put_new`] (fsync'd on its own).
-    pub fn link_new(&self, staged: &Path, key: &str) -> Result<bool> {
-        let root = self.local_root.as_ref().ok_or_else(|| StoreError::Internal("link_new on a bucket".into()))?;
-        let dest = root.join(Self::path(key)?.as_ref());
-        let dir = dest.parent().ok_or_else(|| StoreError::Internal(format!("object key {key} has no directory")))?;
-        std::fs::create_dir_all(dir)?;
-        match std::fs::hard_link(staged, &dest) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) if e.raw_os_error() == Some(18) => self.put_new(key, std::fs::read(staged)?),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    pub fn get(&self, key: &str) -> Result<Option<Bytes>> {
         let p = Self::path(key)?;
         self.rt.block_on(async {
             match self.store.get(&p).await {
@@ -298,6 +278,9 @@ impl Objects {
 
     /// The size of the object under `key` (`None`: there is none).
     pub fn size(&self, key: &str) -> Result<Option<u64>> {
+        if let Some((size, _)) = self.row_meta(key)? {
+            return Ok(Some(size));
+        }
         let p = Self::path(key)?;
         match self.rt.block_on(self.store.head(&p)) {
             Ok(m) => Ok(Some(m.size)),
@@ -325,19 +308,53 @@ impl Objects {
     }
 
     /// Every object under `prefix`: (key, size, last modified as Unix seconds).
+    /// A local store's recipe rows are listed with its files.
     pub fn list(&self, prefix: &str) -> Result<Vec<(String, u64, i64)>> {
         let p = Self::path(prefix)?;
-        self.rt.block_on(async {
+        let mut out: Vec<(String, u64, i64)> = self.rt.block_on(async {
             let metas: Vec<_> = self.store.list(Some(&p)).try_collect().await?;
-            Ok(metas
-                .into_iter()
-                .map(|m| (m.location.to_string(), m.size, m.last_modified.timestamp()))
-                .collect())
-        })
+            Ok::<_, StoreError>(
+                metas
+                    .into_iter()
+                    .map(|m| (m.location.to_string(), m.size, m.last_modified.timestamp()))
+                    .collect(),
+            )
+        })?;
+        if let Some(rows) = &self.rows {
+            out.extend(rows.list(prefix)?);
+        }
+        Ok(out)
     }
 
-    /// Deletes `key`; absent is fine.
+    /// The recipe rows that may hold `key` (a local store's, for a recipe or tombstone key).
+    fn rows_for(&self, key: &str) -> Option<&crate::recipe_rows::RecipeRows> {
+        self.rows.as_ref().filter(|_| crate::recipe_rows::is_row_key(key))
+    }
+
+    /// The size and last write of the row under `key`, if a row holds it.
+    fn row_meta(&self, key: &str) -> Result<Option<(u64, i64)>> {
+        match self.rows_for(key) {
+            Some(rows) => rows.meta(key),
+            None => Ok(None),
+        }
+    }
+
+    /// A local store: a batch's recipes as rows, in one transaction (all or none; durable when
+    /// this returns): `(ns, name, first version to try, text)` each, put under the first version
+    /// from there that no row and no file holds. Returns each one's version.
+    pub fn put_recipe_rows(&self, items: &[(&str, &str, u64, Vec<u8>)]) -> Result<Vec<u64>> {
+        let (Some(rows), Some(root)) = (&self.rows, &self.local_root) else {
+            return Err(StoreError::Internal("recipe rows in a bucket".into()));
+        };
+        let _one = self.recipe_put.lock().unwrap_or_else(|p| p.into_inner());
+        rows.put_next_versions(items, |key| Ok(root.join(Self::path(key)?.as_ref()).exists()))
+    }
+
+    /// Deletes `key` (its row and its file); absent is fine.
     pub fn delete(&self, key: &str) -> Result<()> {
+        if let Some(rows) = self.rows_for(key) {
+            rows.delete(key)?;
+        }
         let p = Self::path(key)?;
         match self.rt.block_on(self.store.delete(&p)) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),

@@ -536,7 +536,7 @@ pub struct PushOptions {
     pub new_versions: bool,
 }
 
-/// `--compression`: off (codec 0), auto (zstd level 3, a chunk kept compressed only where that
+/// `--compression`: off (codec 0), auto (zstd level 4, a chunk kept compressed only where that
 /// saves at least 1/16 of it), max (zstd level 19: slow, for data pushed once).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
@@ -1350,66 +1350,53 @@ fn chunk_one(
     batch: &mut Vec<Item>,
     send: &impl Fn(&mut Vec<Item>) -> bool,
 ) -> Result<bool, cutpoint_core::Error> {
-    {
-        match hints {
-            Some((t, crit)) => {
-                let mut rapid = Rapid::new(engine, t, RapidOptions::new(crit))?;
-                for c in rapid.stream(rd) {
-                    let c = c?;
-                    batch.push(Item {
-                        file,
-                        off: c.offset,
-                        len: c.length as u32,
-                        id: c.hash,
-                        last: Some(c.last),
-                        regular: c.regular,
-                        hinted: matches!(c.found, cutpoint_core::rapid::Found::Hint(_)),
-                    });
-                    if batch.len() == BATCH && !send(batch) {
-                        return Ok(false);
-                    }
-                }
-            }
-            None if rd.metadata().is_ok_and(|m| m.is_file() && m.len() <= SMALL_FILE) => {
-                // A file that grew meanwhile is cut at SMALL_FILE + 1 bytes: its length then
-                // differs from its metadata's and the push refuses it (sealed).
-                buf.clear();
-                (&rd).take(SMALL_FILE + 1).read_to_end(buf).map_err(cutpoint_core::Error::Io)?;
-                for c in engine.chunks(buf) {
-                    batch.push(Item {
-                        file,
-                        off: c.offset,
-                        len: c.length as u32,
-                        id: c.hash.expect("the engine fingerprints"),
-                        last: None,
-                        regular: true,
-                        hinted: false,
-                    });
-                    if batch.len() == BATCH && !send(batch) {
-                        return Ok(false);
-                    }
-                }
-            }
-            None => {
-                for c in engine.stream_prefetch(rd) {
-                    let c = c?;
-                    batch.push(Item {
-                        file,
-                        off: c.offset,
-                        len: c.length as u32,
-                        id: c.hash.expect("the engine fingerprints"),
-                        last: None,
-                        regular: true,
-                        hinted: false,
-                    });
-                    if batch.len() == BATCH && !send(batch) {
-                        return Ok(false);
-                    }
+    // Adds one chunk; false once the receiver is gone.
+    let mut add = |it: Item| {
+        batch.push(it);
+        batch.len() < BATCH || send(batch)
+    };
+    let plain = |off: u64, len: usize, id: Option<Digest>| Item {
+        file,
+        off,
+        len: len as u32,
+        id: id.expect("the engine fingerprints"),
+        last: None,
+        regular: true,
+        hinted: false,
+    };
+    match hints {
+        Some((t, crit)) => {
+            let mut rapid = Rapid::new(engine, t, RapidOptions::new(crit))?;
+            for c in rapid.stream(rd) {
+                let c = c?;
+                let hinted = matches!(c.found, cutpoint_core::rapid::Found::Hint(_));
+                let it = Item { last: Some(c.last), regular: c.regular, hinted, ..plain(c.offset, c.length, Some(c.hash)) };
+                if !add(it) {
+                    return Ok(false);
                 }
             }
         }
-        Ok(true)
+        None if rd.metadata().is_ok_and(|m| m.is_file() && m.len() <= SMALL_FILE) => {
+            // A file that grew meanwhile is cut at SMALL_FILE + 1 bytes: its length then
+            // differs from its metadata's and the push refuses it (sealed).
+            buf.clear();
+            (&rd).take(SMALL_FILE + 1).read_to_end(buf).map_err(cutpoint_core::Error::Io)?;
+            for c in engine.chunks(buf) {
+                if !add(plain(c.offset, c.length, c.hash)) {
+                    return Ok(false);
+                }
+            }
+        }
+        None => {
+            for c in engine.stream_prefetch(rd) {
+                let c = c?;
+                if !add(plain(c.offset, c.length, c.hash)) {
+                    return Ok(false);
+                }
+            }
+        }
     }
+    Ok(true)
 }
 
 /// The recipe's entries, and existence queries for the ids not known present; the novel

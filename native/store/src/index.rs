@@ -502,6 +502,20 @@ impl Index {
         Ok(v.unwrap_or(0) as u64)
     }
 
+    /// [`Index::max_version`] of each of `names`, in one pass (a batch commit's names).
+    pub fn max_versions(&self, ns: &str, names: &[&str]) -> Result<Vec<u64>> {
+        let c = self.c();
+        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(vec![0; names.len()]) };
+        let mut s = c.prepare_cached(
+            "SELECT MAX(v) FROM (SELECT MAX(version) AS v FROM versions WHERE nsid = ?1 AND name = ?2
+             UNION ALL SELECT version FROM deleted WHERE nsid = ?1 AND name = ?2)",
+        )?;
+        names
+            .iter()
+            .map(|n| Ok(s.query_row(params![nsid, n], |r| r.get::<_, Option<i64>>(0))?.unwrap_or(0) as u64))
+            .collect()
+    }
+
     /// Records that version `version` of `name` was deleted (its tombstone object exists): the
     /// name's next version is above it.
     pub fn add_deleted(&self, ns: &str, name: &str, version: u64) -> Result<()> {

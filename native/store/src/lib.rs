@@ -21,6 +21,7 @@ pub mod idset;
 pub mod index;
 pub mod pushcache;
 pub mod range;
+pub mod recipe_rows;
 pub mod routes;
 pub mod spool;
 pub mod store;

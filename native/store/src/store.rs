@@ -220,8 +220,10 @@ fn parse_key(k: &str) -> Key {
 /// SIGKILL would stop it: no cleanup, no flush) when it reaches that point of the durability
 /// order: `before-pack-put` (the spooled pack is fsync'd, not yet stored), `after-pack-put`
 /// (stored, not yet indexed), `after-recipe-put` (the commit point passed, not yet indexed),
+/// `mid-batch-rows` (half a batch group's recipe rows written, the transaction open),
+/// `after-batch-link` (the group's rows committed, not yet indexed),
 /// `gc-locked` (a gc in a shared bucket took its lock object).
-fn failpoint(name: &str) {
+pub(crate) fn failpoint(name: &str) {
     static AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     if AT.get_or_init(|| std::env::var("CUTPOINT_FAILPOINT").ok()).as_deref() == Some(name) {
         eprintln!("cutpoint serve: CUTPOINT_FAILPOINT={name}: aborting");
@@ -980,9 +982,9 @@ impl Store {
     /// [`Store::commit`] would be, in order, each atomic on its own; one result per file. In a
     /// local directory the batch goes in groups of distinct names (a name met again starts the
     /// next group, so that its delta may name the version just made): the group's chunk
-    /// lookups are one index query, its recipes are staged, made durable by one `syncfs`,
-    /// published create-only (hard links) under their next version numbers, synced again and
-    /// indexed in one transaction; every `Ok` is durable when this returns. In a bucket each
+    /// lookups are one index query, its recipes are put as recipe rows (`recipe_rows`) under
+    /// their next version numbers in one synchronous transaction (the group commits whole or
+    /// not at all) and indexed in one more; every `Ok` is durable when this returns. In a bucket each
     /// file is committed on its own (a put is durable when acknowledged).
     /// `Err` only when the store itself failed (nothing after the failing group committed).
     pub fn commit_batch(&self, ns: &str, files: &[(String, Range<usize>)], body: &[u8]) -> Result<Vec<Result<Version>>> {
@@ -1043,12 +1045,8 @@ impl Store {
                 }
             }
         }
-        // Staged, synced once, published, synced once, indexed.
-        let batch_dir = self.tmp.join(format!("batch-{}", random_hex()));
-        std::fs::create_dir_all(&batch_dir)?;
-        let published = self.publish_group(ns, files, &res, &batch_dir);
-        let _ = std::fs::remove_dir_all(&batch_dir);
-        let versions = published?;
+        // Published in one transaction of recipe rows, then indexed.
+        let versions = self.publish_group(ns, files, &res)?;
         let rows: Vec<Version> = versions.iter().filter_map(|v| v.clone()).collect();
         self.index.add_versions(ns, &rows)?;
         Ok(res
@@ -1058,40 +1056,31 @@ impl Store {
             .collect())
     }
 
-    /// Stages the passing recipes of a group in `dir`, syncs, publishes each under its next
-    /// version number, syncs: the rows to index (`None` for a file that failed its checks).
-    fn publish_group(&self, ns: &str, files: &[(String, Range<usize>)], res: &[Result<Recipe>], dir: &Path) -> Result<Vec<Option<Version>>> {
-        let mut staged = Vec::with_capacity(files.len());
-        for (i, r) in res.iter().enumerate() {
-            staged.push(match r {
-                Ok(recipe) => {
-                    let mut text = Vec::new();
-                    recipe.write(&mut text).map_err(StoreError::internal)?;
-                    let p = dir.join(i.to_string());
-                    self.objects.stage_local(&p, &text)?;
-                    Some(p)
-                }
-                Err(_) => None,
-            });
+    /// Puts the passing recipes of a group as recipe rows (`recipe_rows`), each under its name's
+    /// next version number, in one transaction: the rows to index (`None` for a file that
+    /// failed its checks). The names' highest numbers are read in one pass over the index.
+    fn publish_group(&self, ns: &str, files: &[(String, Range<usize>)], res: &[Result<Recipe>]) -> Result<Vec<Option<Version>>> {
+        let passing: Vec<(&str, &Recipe)> = files.iter().zip(res).filter_map(|((n, _), r)| r.as_ref().ok().map(|r| (n.as_str(), r))).collect();
+        let names: Vec<&str> = passing.iter().map(|(n, _)| *n).collect();
+        let highest = self.index.max_versions(ns, &names)?;
+        let mut items = Vec::with_capacity(passing.len());
+        for ((name, recipe), top) in passing.iter().zip(highest) {
+            let mut text = Vec::new();
+            recipe.write(&mut text).map_err(StoreError::internal)?;
+            items.push((ns, *name, top + 1, text));
         }
-        self.objects.sync_local()?;
         stall_point();
-        let mut rows = Vec::with_capacity(files.len());
-        for ((name, _), (r, p)) in files.iter().zip(res.iter().zip(&staged)) {
-            let (Ok(recipe), Some(p)) = (r, p) else {
-                rows.push(None);
-                continue;
-            };
-            let nk = name_key(name);
-            let mut version = self.index.max_version(ns, name)? + 1;
-            while !self.objects.link_new(p, &recipe_key(ns, &nk, version))? {
-                version += 1;
-            }
-            rows.push(Some(version_row(name, version, &Stored::Plain(recipe.clone()))));
-        }
+        let mut versions = self.objects.put_recipe_rows(&items)?.into_iter();
         failpoint("after-batch-link");
-        self.objects.sync_local()?;
-        Ok(rows)
+        Ok(files
+            .iter()
+            .zip(res)
+            .map(|((name, _), r)| {
+                let recipe = r.as_ref().ok()?;
+                let v = versions.next()?;
+                Some(version_row(name, v, &Stored::Plain(recipe.clone())))
+            })
+            .collect())
     }
 
     /// In a shared bucket, after a commit's put: if a gc started since the commit checked the
@@ -1435,6 +1424,25 @@ impl Store {
                 return Ok(Some(join(pieces)));
             }
         }
+    }
+
+    /// Several [`Store::restore_next`] pieces, joined, until at least `at_least` bytes or the
+    /// range's end (`None`: nothing was left). One step of the server's restore stream: fewer
+    /// hand-offs between the async runtime and the blocking pool than one step per run of
+    /// chunks (a file restored from many packs has runs of a few chunks).
+    pub fn restore_step(&self, c: &mut RestoreCursor, at_least: usize) -> Result<Option<Bytes>> {
+        let mut pieces = Vec::new();
+        let mut n = 0;
+        while n < at_least {
+            match self.restore_next(c)? {
+                Some(b) => {
+                    n += b.len();
+                    pieces.push(b);
+                }
+                None => break,
+            }
+        }
+        Ok((!pieces.is_empty()).then(|| join(pieces)))
     }
 
     /// Step 5: removes chunks that no recipe of the namespace references, from packs older

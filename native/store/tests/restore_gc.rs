@@ -89,3 +89,38 @@ fn a_restore_racing_a_gc_rewrite_goes_on_from_the_new_pack() {
     assert!(got == want, "the restore went on from the new pack ({} of {} bytes)", got.len(), want.len());
     assert!(store.check("n").unwrap().problems.is_empty());
 }
+
+#[test]
+fn restore_steps_join_runs_up_to_their_size_and_make_the_whole_range() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = Store::open_dir(dir.path(), rt.handle().clone(), Limits::default(), false).unwrap();
+    // Chunks spread over two packs, interleaved in the file: runs of one chunk each.
+    let a = chunks(30, 8 << 10, 3);
+    let b = chunks(30, 8 << 10, 4);
+    for set in [&a, &b] {
+        let mut w = PackWriter::new(Vec::new(), HashAlg::Blake3).unwrap();
+        for c in set.iter() {
+            w.add(&HashAlg::Blake3.digest(c).unwrap(), c).unwrap();
+        }
+        store.ingest("n", &w.finish().unwrap()[..]).unwrap();
+    }
+    let file: Vec<Vec<u8>> = a.iter().zip(&b).flat_map(|(x, y)| [x.clone(), y.clone()]).collect();
+    store.commit("n", "f", &recipe_of(&file)).unwrap();
+    let want: Vec<u8> = file.concat();
+    for (range, step) in [(0..want.len() as u64, 64 << 10), (5000..want.len() as u64 - 7, 20_000), (100..101, 1 << 20)] {
+        let (_, recipe) = store.recipe("n", "f", None).unwrap();
+        let mut c = store.restore_cursor("n", recipe, range.clone());
+        let mut got = Vec::new();
+        let mut steps = Vec::new();
+        while let Some(bytes) = store.restore_step(&mut c, step).unwrap() {
+            steps.push(bytes.len());
+            got.extend_from_slice(&bytes);
+        }
+        assert!(got == want[range.start as usize..range.end as usize], "range {range:?}");
+        // Every step but the last holds at least its size (many one-chunk runs joined).
+        for s in &steps[..steps.len() - 1] {
+            assert!(*s >= step, "a step of {s} bytes < {step}: {steps:?}");
+        }
+    }
+}

@@ -57,7 +57,7 @@ export interface ClientOptions {
   timeout?: number
   /**
    * Compression of the novel chunks (PROTOCOL.md 3.1, as `cutpoint push --compression`): 'auto'
-   * (the default: zstd level 3, each chunk kept compressed only where that saves at least 1/16
+   * (the default: zstd level 4, each chunk kept compressed only where that saves at least 1/16
    * of it), 'max' (zstd level 19: slow, for data pushed once) or 'off'. Used only where the
    * store lists `zstd` in `GET /v1` (an older store: off). The client's workers compress (as
    * many as `workers`), never the calling thread unless `workers` is 0.
