@@ -117,7 +117,9 @@ describe('the library in Node, through a stalling store', () => {
     const bytes = data(2 << 20, 3)
     const ns = `push-${compression}`
     await proxy.stall({ upload: 100 << 10 })
-    const c = client(ns, { packSize: 64 << 10, compression })
+    // Packs of 128 KiB: each upload passes the stall's 100 KiB, so none gets through (with 64 KiB
+    // packs the first pack on each new connection did, and the push could end without a failure).
+    const c = client(ns, { packSize: 128 << 10, compression })
     const { e, ms } = await failure(c.push(bytes, { name: 'up' }))
     expect(e).toBeInstanceOf(cp.StoreError)
     expect(e.code).toBe('network')

@@ -500,48 +500,96 @@ async function download(name: string, version: number, button: HTMLButtonElement
   }
 }
 
+/** The listing being built (a newer refresh stops an older one's slices). */
+let listing = 0
+/**
+ * Rows of the listing shown at a time ("Show more" adds the next ones): the rows of a namespace
+ * of 10,000 files, in one table, took the page's thread seconds at a time to lay out.
+ */
+const LIST_PAGE = 500
+
 async function refreshList(): Promise<void> {
   const status = $('list-status')
   const body = ($('listing') as HTMLTableElement).tBodies[0]
   status.textContent = 'loading…'
+  const mine = ++listing
   try {
     const c = await getClient()
     const files: FileVersion[] = await c.list()
     answered()
+    if (mine !== listing) return
     body.replaceChildren()
-    for (const f of files) {
-      const tr = el('tr')
-      tr.dataset.name = f.name
-      tr.dataset.version = String(f.version)
-      tr.dataset.bytes = String(f.bytes)
-      const name = el('td', 'name', f.name)
-      name.title = f.name
-      const dl = el('td')
-      const what = `Download ${f.name} version ${f.version}`
-      if (settings.token) {
-        const b = el('button', 'download', 'Download')
-        b.type = 'button'
-        b.setAttribute('aria-label', what)
-        b.addEventListener('click', () => void download(f.name, f.version, b))
-        dl.append(b)
-      } else {
-        // An open store: a plain link; the store streams the file (ranges, verified chunks).
-        const a = el('a', 'download', 'Download')
-        a.href = restoreUrl(f.name, f.version)
-        a.download = f.name.split('/').pop() || 'download'
-        a.setAttribute('aria-label', what)
-        dl.append(a)
-      }
-      tr.append(name, el('td', 'num', String(f.version)), el('td', 'num', fmt.bytes(f.bytes)), el('td', 'num', fmt.count(f.chunks)), el('td', '', fmt.when(f.created)), dl)
-      body.append(tr)
-    }
+    document.getElementById('list-more')?.remove()
+    if (!(await showRows(files, 0, mine))) return
     status.textContent = files.length === 0 ? `nothing in namespace ${settings.namespace} yet` : `${files.length} version${files.length === 1 ? '' : 's'} in namespace ${settings.namespace}`
     status.className = 'status'
   } catch (e) {
+    if (mine !== listing) return
     body.replaceChildren()
+    document.getElementById('list-more')?.remove()
     status.textContent = `cannot list the store: ${message(e)}`
     status.className = 'status bad'
   }
+}
+
+/**
+ * The listing's rows `from` on, LIST_PAGE of them, made a slice at a time (8 ms, then the thread
+ * is given back) and put in the table at once; a "Show more" button while some are left. False:
+ * a newer refresh took over.
+ */
+async function showRows(files: FileVersion[], from: number, mine: number): Promise<boolean> {
+  const rows = document.createDocumentFragment()
+  const to = Math.min(files.length, from + LIST_PAGE)
+  let since = performance.now()
+  for (let i = from; i < to; i++) {
+    if (performance.now() - since > 8) {
+      await new Promise((r) => setTimeout(r, 0))
+      if (mine !== listing) return false
+      since = performance.now()
+    }
+    rows.append(listRow(files[i]))
+  }
+  ;($('listing') as HTMLTableElement).tBodies[0].append(rows)
+  if (to < files.length) {
+    const left = files.length - to
+    const more = el('button', 'more', `Show ${fmt.count(Math.min(LIST_PAGE, left))} more (${fmt.count(left)} not shown)`)
+    more.id = 'list-more'
+    more.type = 'button'
+    more.addEventListener('click', () => {
+      more.remove()
+      void showRows(files, to, listing)
+    })
+    $('listing').parentElement!.after(more)
+  }
+  return true
+}
+
+/** A row of the listing: the name, version, size, chunks, when, and a download link (or button, with a token). */
+function listRow(f: FileVersion): HTMLTableRowElement {
+  const tr = el('tr')
+  tr.dataset.name = f.name
+  tr.dataset.version = String(f.version)
+  tr.dataset.bytes = String(f.bytes)
+  const name = el('td', 'name', f.name)
+  name.title = f.name
+  const dl = el('td')
+  const what = `Download ${f.name} version ${f.version}`
+  if (settings.token) {
+    const b = el('button', 'download', 'Download')
+    b.type = 'button'
+    b.setAttribute('aria-label', what)
+    b.addEventListener('click', () => void download(f.name, f.version, b))
+    dl.append(b)
+  } else {
+    // An open store: a plain link; the store streams the file (ranges, verified chunks).
+    const a = el('a', 'download', 'Download')
+    a.href = restoreUrl(f.name, f.version)
+    a.download = f.name.split('/').pop() || 'download'
+    a.setAttribute('aria-label', what)
+    dl.append(a)
+  }
+  tr.append(name, el('td', 'num', String(f.version)), el('td', 'num', fmt.bytes(f.bytes)), el('td', 'num', fmt.count(f.chunks)), el('td', '', fmt.when(f.created)), dl)
+  return tr
 }
 
 // ---- wiring --------------------------------------------------------------------------------------

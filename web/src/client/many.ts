@@ -392,6 +392,7 @@ class ManyRun {
   async prepare(): Promise<void> {
     const { run } = this
     for (const f of this.files) {
+      await pause(f.index)
       try {
         wire().validateName(f.name)
       } catch (e: any) {
