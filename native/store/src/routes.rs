@@ -647,28 +647,23 @@ async fn restore(
 /// the next one, so a client that does not read holds no thread and at most one piece (a
 /// client that reads nothing for `--send-timeout` is cut by the connection, see `serve`).
 /// An error ends the body with it (the client sees a cut response, never wrong bytes).
-/// Bytes one step of a restore gathers before it is sent (several runs of chunks).
-const RESTORE_STEP: usize = 1 << 20;
-
-/// A restore's body: steps of [`RESTORE_STEP`] bytes, each read, decompressed and verified on the
-/// blocking pool, the next one while the current one is being sent (so the store's reading and
-/// the network overlap). At most two steps are held per restore; a client that stops reading
-/// holds no thread (the step ahead ends, and waits as bytes, until the idle limit cuts the
-/// connection and drops it).
+/// A restore's body: steps of up to one piece (`Store::restore_piece`: 128 KiB locally, 2 MiB
+/// from a bucket), each several runs of chunks read, decompressed and verified on the blocking
+/// pool. The next step is made only when the body is polled for it, so a client that stops
+/// reading holds one step of memory and no thread.
 fn restore_stream(st: Arc<AppState>, cursor: crate::store::RestoreCursor) -> impl futures::Stream<Item = std::io::Result<Bytes>> + Send {
-    type Step = tokio::task::JoinHandle<(Result<Option<Bytes>>, crate::store::RestoreCursor)>;
-    fn ahead(st: Arc<AppState>, mut c: crate::store::RestoreCursor) -> Step {
-        tokio::task::spawn_blocking(move || {
-            let r = st.store.restore_step(&mut c, RESTORE_STEP);
-            (r, c)
-        })
-    }
-    let first = ahead(st.clone(), cursor);
-    futures::stream::unfold(Some(first), move |h: Option<Step>| {
+    futures::stream::unfold(Some(cursor), move |c| {
         let st = st.clone();
         async move {
-            match h?.await {
-                Ok((Ok(Some(b)), c)) => Some((Ok(b), Some(ahead(st, c)))),
+            let mut c = c?;
+            let step = tokio::task::spawn_blocking(move || {
+                let piece = Store::restore_piece(&c);
+                let r = st.store.restore_step(&mut c, piece);
+                (r, c)
+            })
+            .await;
+            match step {
+                Ok((Ok(Some(b)), c)) => Some((Ok(b), Some(c))),
                 Ok((Ok(None), _)) => None,
                 Ok((Err(e), _)) => Some((Err(std::io::Error::other(e.to_string())), None)),
                 Err(e) => Some((Err(std::io::Error::other(format!("restore task failed: {e}"))), None)),

@@ -1426,23 +1426,39 @@ impl Store {
         }
     }
 
-    /// Several [`Store::restore_next`] pieces, joined, until at least `at_least` bytes or the
-    /// range's end (`None`: nothing was left). One step of the server's restore stream: fewer
-    /// hand-offs between the async runtime and the blocking pool than one step per run of
-    /// chunks (a file restored from many packs has runs of a few chunks).
-    pub fn restore_step(&self, c: &mut RestoreCursor, at_least: usize) -> Result<Option<Bytes>> {
+    /// Several [`Store::restore_next`] runs, joined, up to `at_most` bytes (more only by one
+    /// chunk larger than what is left) or the range's end (`None`: nothing was left). One step
+    /// of the server's restore stream: fewer hand-offs between the async runtime and the
+    /// blocking pool than one step per run of chunks (a file restored from many packs has
+    /// runs of a few chunks), and no more held per restore than one piece.
+    pub fn restore_step(&self, c: &mut RestoreCursor, at_most: u64) -> Result<Option<Bytes>> {
+        let piece = c.max_read;
         let mut pieces = Vec::new();
-        let mut n = 0;
-        while n < at_least {
-            match self.restore_next(c)? {
-                Some(b) => {
-                    n += b.len();
+        let mut n = 0u64;
+        let r = loop {
+            if n >= at_most {
+                break Ok(());
+            }
+            // The run is coalesced within what is left of the step.
+            c.max_read = piece.min(at_most - n);
+            match self.restore_next(c) {
+                Ok(Some(b)) => {
+                    n += b.len() as u64;
                     pieces.push(b);
                 }
-                None => break,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
             }
-        }
+        };
+        c.max_read = piece;
+        r?;
         Ok((!pieces.is_empty()).then(|| join(pieces)))
+    }
+
+    /// The bytes one read of a restore takes at most ([`RESTORE_PIECE_LOCAL`] or
+    /// [`RESTORE_PIECE_BUCKET`]), and so one step of its stream.
+    pub fn restore_piece(c: &RestoreCursor) -> u64 {
+        c.max_read
     }
 
     /// Step 5: removes chunks that no recipe of the namespace references, from packs older

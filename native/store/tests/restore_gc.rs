@@ -109,6 +109,7 @@ fn restore_steps_join_runs_up_to_their_size_and_make_the_whole_range() {
     store.commit("n", "f", &recipe_of(&file)).unwrap();
     let want: Vec<u8> = file.concat();
     for (range, step) in [(0..want.len() as u64, 64 << 10), (5000..want.len() as u64 - 7, 20_000), (100..101, 1 << 20)] {
+        let step = step as u64;
         let (_, recipe) = store.recipe("n", "f", None).unwrap();
         let mut c = store.restore_cursor("n", recipe, range.clone());
         let mut got = Vec::new();
@@ -118,9 +119,13 @@ fn restore_steps_join_runs_up_to_their_size_and_make_the_whole_range() {
             got.extend_from_slice(&bytes);
         }
         assert!(got == want[range.start as usize..range.end as usize], "range {range:?}");
-        // Every step but the last holds at least its size (many one-chunk runs joined).
+        // Every step but the last holds its size (many one-chunk runs joined), and none holds
+        // more than its size and one chunk.
         for s in &steps[..steps.len() - 1] {
-            assert!(*s >= step, "a step of {s} bytes < {step}: {steps:?}");
+            assert!(*s >= step as usize, "a step of {s} bytes < {step}: {steps:?}");
+        }
+        for s in &steps {
+            assert!(*s < step as usize + (8 << 10), "a step of {s} bytes > {step} + a chunk: {steps:?}");
         }
     }
 }
