@@ -17,6 +17,13 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
+/** A positive size: digits, optionally followed by k or m (KiB, MiB), as `cutpoint serve` takes it. */
+function bytesArg(a, v) {
+  const m = /^([1-9][0-9]*)([kKmM]?)$/.exec(v);
+  if (!m) throw new Error(`${a} takes a positive number (k, m: KiB, MiB)`);
+  return Number(m[1]) * ({ '': 1, k: 1024, m: 1 << 20 })[m[2].toLowerCase()];
+}
+
 function args(argv) {
   const o = { port: 8788, dir: resolve('.cutpoint-edge'), tokens: null, origins: [], instances: 1 };
   for (let i = 0; i < argv.length; i++) {
@@ -30,12 +37,15 @@ function args(argv) {
     else if (a === '--tokens') o.tokens = readFileSync(v(), 'utf8');
     else if (a === '--cors-origin') o.origins.push(v());
     else if (a === '--test-fault') o.fault = v();
+    else if (a === '--max-recipe') o.maxRecipe = bytesArg(a, v());
+    else if (a === '--max-uploads-per-token') o.maxUploadsPerToken = bytesArg(a, v());
     else if (a === '--instances') {
       o.instances = Number(v());
       if (!Number.isInteger(o.instances) || o.instances < 1 || o.instances > 8) throw new Error('--instances takes 1 to 8');
     }
     else if (a === '-h' || a === '--help') {
-      console.log('usage: npm run edge -- [--port N] [--dir DIR] [--tokens FILE] [--cors-origin ORIGIN]... [--instances N]');
+      console.log('usage: npm run edge -- [--port N] [--dir DIR] [--tokens FILE] [--cors-origin ORIGIN]... [--instances N] '
+        + '[--max-recipe BYTES] [--max-uploads-per-token N]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -47,7 +57,8 @@ function args(argv) {
  * that many Workers `edge-1`.. (the first on `port`, the others on direct sockets of free ports),
  * one R2 bucket, the Durable Object class of `edge-1` bound in each.
  */
-export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instances = 1, fault = null }) {
+export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instances = 1, fault = null, maxRecipe = null,
+  maxUploadsPerToken = null, inspectorPort = null }) {
   const wasm = join(here, 'pkg', 'cutpoint_edge_wasm_bg.wasm');
   if (!existsSync(wasm)) throw new Error('edge/pkg is missing: run `bash scripts/build-edge.sh` (or npm run setup)');
   mkdirSync(dir, { recursive: true });
@@ -57,6 +68,9 @@ export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instan
   // Tests only (--test-fault): 'pack-unindexed' or 'recipe-unrowed' stops a request between its
   // R2 put and its index row, as a crash there would (tests/js/edge.test.ts, the reconcile).
   if (fault) bindings.CUTPOINT_TEST_FAULT = fault;
+  // Limits below the defaults (`max_recipe_bytes`: 16 MiB at most), as `cutpoint serve --max-recipe`.
+  if (maxRecipe) bindings.CUTPOINT_MAX_RECIPE_BYTES = String(maxRecipe);
+  if (maxUploadsPerToken) bindings.CUTPOINT_MAX_UPLOADS_PER_TOKEN = String(maxUploadsPerToken);
   const worker = {
     modules: true,
     scriptPath: join(here, 'src', 'worker.js'),
@@ -64,10 +78,11 @@ export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instan
     modulesRules: [{ type: 'ESModule', include: ['**/*.js'] }, { type: 'CompiledWasm', include: ['**/*.wasm'] }],
     compatibilityDate: '2025-09-01',
     r2Buckets: { BUCKET: 'cutpoint' },
-    durableObjects: { NS: { className: 'Namespace', useSQLite: true } },
+    durableObjects: { NS: { className: 'Namespace', useSQLite: true }, UPLOADS: { className: 'Uploads', useSQLite: true } },
     bindings,
   };
-  const shared = { host: '127.0.0.1', port, r2Persist: join(dir, 'r2'), durableObjectsPersist: join(dir, 'do') };
+  const shared = { host: '127.0.0.1', port, r2Persist: join(dir, 'r2'), durableObjectsPersist: join(dir, 'do'),
+    ...(inspectorPort === null ? {} : { inspectorPort }) };
   if (instances === 1) return { ...shared, ...worker };
   return {
     ...shared,
@@ -75,7 +90,10 @@ export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instan
       ...worker,
       name: `edge-${i + 1}`,
       ...(i === 0 ? {} : {
-        durableObjects: { NS: { className: 'Namespace', scriptName: 'edge-1', useSQLite: true } },
+        durableObjects: {
+          NS: { className: 'Namespace', scriptName: 'edge-1', useSQLite: true },
+          UPLOADS: { className: 'Uploads', scriptName: 'edge-1', useSQLite: true },
+        },
         unsafeDirectSockets: [{ host: '127.0.0.1', port: 0 }],
       }),
     })),

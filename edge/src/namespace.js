@@ -37,6 +37,7 @@ const refuse = (status, code, error, extra = {}) => ({ refused: { status, code, 
 export const recipePrefix = (ns, key) => `ns/${ns}/recipes/${key}/`;
 export const versionKey = (ns, key, v) => `${recipePrefix(ns, key)}${String(v).padStart(12, '0')}`;
 export const packKey = (ns, id) => `ns/${ns}/packs/${id.slice(0, 2)}/${id}`;
+export const partKey = (ns, id) => `ns/${ns}/parts/${id.slice(0, 2)}/${id}`;
 const MAX_CHUNK = 64 << 20;
 const MAX_PACK_CHUNKS = 65536;
 
@@ -121,7 +122,7 @@ export class Namespace extends DurableObject {
       return;
     }
     try {
-      if (this.#check(ns, new Uint8Array(c.entries()))) {
+      if (this.#check(ns, new Uint8Array(c.entries())) || (await this.#missingParts(ns, c.parts())).length) {
         await this.env.BUCKET.delete(key);
         return;
       }
@@ -267,12 +268,19 @@ export class Namespace extends DurableObject {
    * length), then the recipe PUT create-only under the next free number (the commit point),
    * then its row. Returns the version row or `{refused}`.
    */
-  async commit(ns, name, key, text, entries, meta) {
+  async commit(ns, name, key, text, entries, meta, parts = new Uint8Array(0)) {
     return this.#serial(async () => {
       const bad = await this.#fixAlg(ns, meta.alg, 'recipe');
       if (bad) return bad;
       const bad2 = this.#check(ns, new Uint8Array(entries));
       if (bad2) return bad2;
+      // A recipe with part lines: its parts looked up again here, where no gc runs meanwhile
+      // (the Worker checked the digest over them; a gc since may have deleted one).
+      const missing = await this.#missingParts(ns, new Uint8Array(parts));
+      if (missing.length) {
+        return refuse(409, 'missing_parts', `${missing.length} of the recipe's parts are not in namespace '${ns}'; `
+          + 'nothing was committed', { missing_parts: missing });
+      }
       let v = (await this.#top(ns, key, name)) + 1;
       for (;;) {
         const k = versionKey(ns, key, v);
@@ -290,12 +298,50 @@ export class Namespace extends DurableObject {
     });
   }
 
+  /** The hex ids of `parts` (32 bytes each) with no part object in R2. */
+  async #missingParts(ns, parts) {
+    const ids = [];
+    for (let k = 0; k + 32 <= parts.length; k += 32) ids.push(hex(parts.subarray(k, k + 32)));
+    const out = [];
+    for (let at = 0; at < ids.length; at += 16) {
+      const batch = ids.slice(at, at + 16);
+      const found = await Promise.all(batch.map((id) => this.env.BUCKET.head(partKey(ns, id))));
+      batch.forEach((id, k) => {
+        if (!found[k]) out.push(id);
+      });
+    }
+    return out;
+  }
+
+  /** A commit's plain chunks checked before its parts are read (not serialized; `commit` checks again). */
+  checkChunks(ns, alg, entries) {
+    const have = this.alg();
+    if (have && have !== alg) return refuse(400, 'bad_request', `namespace '${ns}' uses ${have} fingerprints; this recipe uses ${alg}`);
+    return this.#check(ns, new Uint8Array(entries));
+  }
+
+  /**
+   * `POST parts`: a part (parsed by the Worker's core) stored create-only under its id once
+   * every chunk it names is indexed with its length (409/400 as a commit), in the namespace's
+   * order, so that no gc runs between the check and the put.
+   */
+  async putPart(ns, id, alg, body, entries) {
+    return this.#serial(async () => {
+      const bad = await this.#fixAlg(ns, alg, 'part');
+      if (bad) return bad;
+      const bad2 = this.#check(ns, new Uint8Array(entries), 'part');
+      if (bad2) return bad2;
+      await this.env.BUCKET.put(partKey(ns, id), body, { onlyIf: { etagDoesNotMatch: '*' } });
+      return { part: id };
+    });
+  }
+
   /**
    * Whether every entry (`e`: 36 bytes each, id and size) is indexed with its size: null, or the
    * refusal (400 on a size, 409 with the missing ids). One statement: the entries whose chunk is
    * not indexed, or is with another length.
    */
-  #check(ns, e) {
+  #check(ns, e, what = 'recipe') {
     const dv = new DataView(e.buffer, e.byteOffset, e.byteLength);
     const count = Math.floor(e.length / 36);
     const sizes = [];
@@ -307,7 +353,7 @@ export class Namespace extends DurableObject {
     for (const [n, raw] of odd.raw()) {
       const id = e.subarray(n * 36, n * 36 + 32);
       if (raw !== null) {
-        return refuse(400, 'bad_request', `recipe: chunk ${hex(id)} is ${raw} bytes in the store, the recipe says ${sizes[n]}`);
+        return refuse(400, 'bad_request', `${what}: chunk ${hex(id)} is ${raw} bytes in the store, the ${what} says ${sizes[n]}`);
       }
       const h = hex(id);
       if (!seen.has(h)) {
@@ -317,7 +363,7 @@ export class Namespace extends DurableObject {
     }
     if (missing.length) {
       return refuse(409, 'missing_chunks',
-        `${missing.length} of the recipe's chunks are not in namespace '${ns}'; nothing was committed`, { missing });
+        `${missing.length} of the ${what}'s chunks are not in namespace '${ns}'; nothing was ${what === 'part' ? 'stored' : 'committed'}`, { missing });
     }
     return null;
   }
@@ -362,21 +408,27 @@ export class Namespace extends DurableObject {
       this.sql.exec('DROP TABLE IF EXISTS live');
       this.sql.exec('CREATE TABLE live (id BLOB PRIMARY KEY) WITHOUT ROWID');
       try {
+        const named = new Set();
         for (const v of this.sql.exec('SELECT name, version FROM versions').toArray()) {
           const o = await this.env.BUCKET.get(versionKey(ns, core.nameKey(v.name), v.version));
-          let entries;
+          let r;
           try {
-            entries = core.recipeEntries(new Uint8Array(await o.arrayBuffer()));
+            r = new core.StoredRecipe(new Uint8Array(await o.arrayBuffer()));
           } catch {
             rep.warnings.push(`the recipe of '${v.name}' version ${v.version} is unreadable: nothing was swept`);
             return rep;
           }
-          this.ctx.storage.transactionSync(() => {
-            for (let i = 0; i + 36 <= entries.length; i += 36) {
-              this.sql.exec('INSERT OR IGNORE INTO live (id) VALUES (?)', entries.subarray(i, i + 32));
+          try {
+            for (let k = 0; k < r.segments(); k++) {
+              const id = r.partId(k);
+              if (id === undefined) this.#markLive(r.entries(k));
+              else named.add(id);
             }
-          });
+          } finally {
+            r.free();
+          }
         }
+        if (!(await this.#gcParts(ns, named, cutoff, rep))) return rep;
         rep.referenced_chunks = this.sql.exec('SELECT count(*) AS n FROM live').one().n;
         const packs = this.sql.exec('SELECT id, size, created FROM packs').toArray();
         for (const p of packs) {
@@ -453,6 +505,50 @@ export class Namespace extends DurableObject {
     rep.packs_rewritten++;
     rep.chunks_removed += before - rows.length;
     rep.bytes_freed += Math.max(0, p.size - body.length);
+  }
+
+  /** Marks the chunks of `entries` (36 bytes each) live for gc. */
+  #markLive(entries) {
+    this.ctx.storage.transactionSync(() => {
+      for (let i = 0; i + 36 <= entries.length; i += 36) {
+        this.sql.exec('INSERT OR IGNORE INTO live (id) VALUES (?)', entries.subarray(i, i + 32));
+      }
+    });
+  }
+
+  /**
+   * gc's parts (PROTOCOL.md 4.9): a part no stored recipe names (`named`) and written before
+   * `cutoff` is deleted; every other part is a root, its chunks marked live (one part read at a
+   * time). A part that does not verify stops the sweep (false; a warning), as a recipe does.
+   */
+  async #gcParts(ns, named, cutoff, rep) {
+    let cursor;
+    do {
+      const l = await this.env.BUCKET.list({ prefix: `ns/${ns}/parts/`, cursor });
+      for (const o of l.objects) {
+        const id = o.key.split('/').pop();
+        if (!named.has(id) && o.uploaded.getTime() / 1000 <= cutoff) {
+          await this.env.BUCKET.delete(o.key);
+          rep.parts_deleted++;
+          continue;
+        }
+        const b = await this.env.BUCKET.get(o.key);
+        let p;
+        try {
+          p = core.storedPart(new Uint8Array(await b.arrayBuffer()), id);
+        } catch {
+          rep.warnings.push(`part ${id} is unreadable: nothing was swept`);
+          return false;
+        }
+        try {
+          this.#markLive(p.entries());
+        } finally {
+          p.free();
+        }
+      }
+      cursor = l.truncated ? l.cursor : undefined;
+    } while (cursor);
+    return true;
   }
 
   /** Deletes the objects under `prefix` past `cutoff` that are no indexed pack. */

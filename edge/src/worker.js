@@ -5,9 +5,11 @@
 // (re-hashing every chunk, bounded decompression), id lists, recipes, deltas, names, ranges.
 import wasmModule from '../pkg/cutpoint_edge_wasm_bg.wasm';
 import * as core from '../pkg/cutpoint_edge_wasm.js';
-import { packKey, recipePrefix, versionKey } from './namespace.js';
+import { packKey, partKey, recipePrefix, versionKey } from './namespace.js';
 
 export { Namespace } from './namespace.js';
+export { Uploads } from './uploads.js';
+import { RENEW_MS } from './uploads.js';
 
 core.initSync({ module: wasmModule });
 
@@ -21,8 +23,16 @@ const LIMITS = {
   max_pack_chunks: 65536,
   max_uploads_per_token: 16,
   max_batch_files: core.maxBatchFiles(),
+  max_commit_entries: 33554432,
 };
-const FEATURES = ['zstd', 'batch'];
+const FEATURES = ['zstd', 'parts', 'batch'];
+
+/** A positive integer variable (a test's small limit), or the default. */
+function intVar(v, dflt) {
+  if (v === undefined || v === '') return dflt;
+  if (!/^[1-9][0-9]{0,14}$/.test(String(v))) throw new Error(`bad limit '${v}' (a positive integer)`);
+  return Number(v);
+}
 const VERSION = '0.1.0';
 
 // ---- answers -------------------------------------------------------------------------------
@@ -100,6 +110,9 @@ async function config(env) {
   const open = grants.size === 0;
   const origins = (env.CUTPOINT_CORS_ORIGINS ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
   const hosts = (env.CUTPOINT_ALLOWED_HOSTS ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  // Limits below the defaults (tests: a small recipe limit commits a few MiB in parts).
+  LIMITS.max_recipe_bytes = Math.min(intVar(env.CUTPOINT_MAX_RECIPE_BYTES, LIMITS.max_recipe_bytes), 16 * MiB);
+  LIMITS.max_uploads_per_token = intVar(env.CUTPOINT_MAX_UPLOADS_PER_TOKEN, LIMITS.max_uploads_per_token);
   configCache = {
     grants,
     open,
@@ -195,6 +208,29 @@ function randomHex() {
 }
 
 // ---- requests -----------------------------------------------------------------------------
+
+/**
+ * Runs `f` (a pack upload, a commit, a batch, a part) holding one of the `max_uploads_per_token`
+ * slots of the request's `Authorization` header (the empty header on an open store), counted by
+ * that header's `Uploads` Durable Object across every isolate; over the limit: 503 `busy` with
+ * `Retry-After: 2` at once, the body unread, as `cutpoint serve` answers. The slot's lease is
+ * renewed while `f` runs and given back at its end (a killed request's lease runs out).
+ */
+async function withSlot(req, env, f) {
+  const u = env.UPLOADS.get(env.UPLOADS.idFromName(`auth ${core.tokenHash(req.headers.get('authorization') ?? '')}`));
+  const lease = await u.take(LIMITS.max_uploads_per_token);
+  if (lease === null) {
+    throw new Refusal(503, 'busy', `this token has ${LIMITS.max_uploads_per_token} uploads in progress (the store's limit `
+      + 'per token); try again shortly', {}, { 'retry-after': '2' });
+  }
+  const timer = setInterval(() => u.renew(lease).catch(() => {}), RENEW_MS);
+  try {
+    return await f();
+  } finally {
+    clearInterval(timer);
+    await u.release(lease).catch(() => {});
+  }
+}
 
 async function query(req, env, ns) {
   const body = await readBody(req, LIMITS.max_query_ids * 32, 'query');
@@ -410,11 +446,19 @@ async function recipeText(env, ns, name, row) {
 
 async function commit(req, env, ns, name) {
   const body = await readBody(req, LIMITS.max_recipe_bytes, 'recipe');
-  return json(201, await commitBody(env, ns, name, body));
+  return json(201, await commitBody(env, ns, name, body, { left: LIMITS.max_commit_entries }));
 }
 
-/** One commit (a `PUT files/{name}` body, recipe or delta): its version row, or a Refusal thrown. */
-async function commitBody(env, ns, name, body) {
+/**
+ * One commit (a `PUT files/{name}` body, recipe or delta): its version row, or a Refusal thrown.
+ * A recipe with part lines (PROTOCOL.md 4.4, checks 3-7, as `cutpoint serve`'s `commit_parts`):
+ * its expanded count is taken from the request's `budget` of `max_commit_entries` (413
+ * `too_many_entries` before any part is read), its plain chunks checked (409 `missing_chunks`),
+ * each distinct part looked up once (409 `missing_parts`), then the digest computed by the core
+ * over the parts read one at a time (400); the Durable Object checks chunks and parts again when
+ * it commits, in the namespace's order (after which no gc can take them away).
+ */
+async function commitBody(env, ns, name, body, budget) {
   const base = core1(() => core.deltaBase(body));
   let c;
   if (base > 0) {
@@ -427,10 +471,96 @@ async function commitBody(env, ns, name, body) {
   }
   try {
     const meta = { alg: c.alg, digest: c.digest, bytes: c.bytes, count: c.count };
-    return unwrap(await stub(env, ns).commit(ns, name, core.nameKey(name), c.text(), c.entries(), meta));
+    const parts = c.parts();
+    if (parts.length) {
+      if (c.count > budget.left) {
+        throw new Refusal(413, 'too_many_entries', `recipe: it expands to ${c.count} entries, over the store's `
+          + `max_commit_entries of ${LIMITS.max_commit_entries} (in this request); nothing was committed`);
+      }
+      budget.left -= c.count;
+      unwrap(await stub(env, ns).checkChunks(ns, c.alg, c.entries()));
+      const missing = await missingParts(env, ns, parts);
+      if (missing.length) {
+        throw new Refusal(409, 'missing_parts', `${missing.length} of the recipe's parts are not in namespace '${ns}'; `
+          + 'nothing was committed', { missing_parts: missing.map(hexOf) });
+      }
+      await walkDigest(env, ns, c);
+    }
+    return unwrap(await stub(env, ns).commit(ns, name, core.nameKey(name), c.text(), c.entries(), meta, parts));
   } finally {
     c.free();
   }
+}
+
+/** The file digest of a recipe with part lines checked by the core, its parts read one at a time. */
+async function walkDigest(env, ns, c) {
+  const w = c.walk();
+  try {
+    for (let id; (id = core1(() => w.next())) !== undefined;) {
+      const o = await env.BUCKET.get(partKey(ns, id));
+      if (!o) {
+        throw new Refusal(409, 'missing_parts', `a part of the recipe is no longer in namespace '${ns}'; nothing was committed`,
+          { missing_parts: [id] });
+      }
+      const text = new Uint8Array(await o.arrayBuffer());
+      core1(() => w.give(text));
+    }
+    core1(() => w.finish());
+  } finally {
+    w.free();
+  }
+}
+
+/** The ids of `ids` (32 bytes each) that have no part object in the namespace, in order. */
+async function missingParts(env, ns, ids) {
+  const out = [];
+  const AT_ONCE = 16;
+  for (let at = 0; at < ids.length; at += 32 * AT_ONCE) {
+    const batch = [];
+    for (let k = at; k < Math.min(ids.length, at + 32 * AT_ONCE); k += 32) batch.push(ids.subarray(k, k + 32));
+    const found = await Promise.all(batch.map((id) => env.BUCKET.head(partKey(ns, hexOf(id)))));
+    batch.forEach((id, k) => {
+      if (!found[k]) out.push(id);
+    });
+  }
+  return out;
+}
+
+/** `POST parts` (PROTOCOL.md 4.11): parsed by the core, stored by the namespace's Durable Object. */
+async function putPart(req, env, ns) {
+  const body = await readBody(req, LIMITS.max_recipe_bytes, 'part');
+  const p = core1(() => core.parsePart(body));
+  try {
+    unwrap(await stub(env, ns).putPart(ns, p.id, p.alg, body, p.entries()));
+    return json(200, { part: p.id, chunks: p.count, bytes: p.bytes });
+  } finally {
+    p.free();
+  }
+}
+
+/** `POST parts/query` (4.12): the ids the namespace has no part of. */
+async function queryParts(req, env, ns) {
+  const body = await readBody(req, LIMITS.max_query_ids * 32, 'query');
+  core1(() => core.checkIds(body, LIMITS.max_query_ids));
+  const missing = await missingParts(env, ns, body);
+  const out = new Uint8Array(missing.length * 32);
+  missing.forEach((id, i) => out.set(id, i * 32));
+  return new Response(out, { headers: { 'content-type': 'application/octet-stream' } });
+}
+
+/** `GET parts/{id}` (4.13): the part's text. */
+async function getPart(env, ns, id) {
+  if (!/^[0-9a-f]{64}$/.test(id)) throw new Refusal(400, 'bad_request', 'a part id is 64 lower-case hex digits');
+  const o = await env.BUCKET.get(partKey(ns, id));
+  if (!o) throw new Refusal(404, 'not_found', `no part ${id} in namespace '${ns}'`);
+  return new Response(o.body, { headers: { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(o.size) } });
+}
+
+/** A stored part's text (a restore or an expansion): gone is a damaged store. */
+async function partBytes(env, ns, id) {
+  const o = await env.BUCKET.get(partKey(ns, id));
+  if (!o) throw new Error(`part ${id}, which a recipe names, is not stored`);
+  return new Uint8Array(await o.arrayBuffer());
 }
 
 /**
@@ -444,11 +574,12 @@ async function commits(req, env, ns) {
   const body = await readBody(req, LIMITS.max_recipe_bytes, 'batch');
   const files = core1(() => core.parseBatch(body, LIMITS.max_batch_files));
   const results = [];
+  const budget = { left: LIMITS.max_commit_entries };
   for (let k = 0; k < files.length; k += 3) {
     const name = files[k];
     try {
       core1(() => core.validateName(name));
-      const row = await commitBody(env, ns, name, body.subarray(files[k + 1], files[k + 2]));
+      const row = await commitBody(env, ns, name, body.subarray(files[k + 1], files[k + 2]), budget);
       results.push({ ...row, status: 201 });
     } catch (e) {
       if (!(e instanceof Refusal)) throw e;
@@ -458,14 +589,45 @@ async function commits(req, env, ns) {
   return json(200, { results });
 }
 
+/**
+ * GET recipes/{name}: the stored text; a version committed in parts expanded (its parts' chunk
+ * lines in place of its part lines, one part read at a time), unless `?parts=1`.
+ */
 async function getRecipe(env, ns, name, url) {
   const row = await resolve(env, ns, name, versionParam(url));
-  const o = await env.BUCKET.get(versionKey(ns, core.nameKey(name), row.version));
-  if (!o) throw new Refusal(500, 'damaged', `the recipe of '${name}' version ${row.version} is missing`);
-  return new Response(o.body, {
-    headers: { 'content-type': 'text/plain; charset=utf-8', 'x-cutpoint-version': String(row.version),
-      'content-length': String(o.size) },
+  const text = await recipeText(env, ns, name, row);
+  const headers = { 'content-type': 'text/plain; charset=utf-8', 'x-cutpoint-version': String(row.version) };
+  if (url.searchParams.get('parts') === '1' || !core.hasPartLines(text)) {
+    return new Response(text, { headers: { ...headers, 'content-length': String(text.length) } });
+  }
+  const r = core1(() => new core.StoredRecipe(text));
+  const enc = new TextEncoder();
+  let i = -1;
+  const body = new ReadableStream({
+    async pull(ctl) {
+      try {
+        if (i === -1) ctl.enqueue(enc.encode(r.head()));
+        else if (i < r.segments()) {
+          const id = r.partId(i);
+          if (id === undefined) ctl.enqueue(enc.encode(r.chunkLines(i)));
+          else {
+            const t = await partBytes(env, ns, id);
+            core.storedPart(t, id).free();
+            ctl.enqueue(enc.encode(core.partChunkLines(t)));
+          }
+        } else {
+          ctl.enqueue(enc.encode(r.end()));
+          ctl.close();
+          r.free();
+        }
+        i++;
+      } catch (e) {
+        console.error('recipe expansion stopped:', e?.message ?? e);
+        ctl.error(e);
+      }
+    },
   });
+  return new Response(body, { headers });
 }
 
 /** A restore's body: the entries the core's range plan names, each chunk checked by the core. */
@@ -521,6 +683,50 @@ async function restoreBody(env, ns, entries, start, end, alg) {
           sent += raw.length;
           i++;
           if (raw.length) ctl.enqueue(raw);
+        }
+      } catch (e) {
+        console.error('restore stopped:', e?.message ?? e);
+        ctl.error(e); // the body stops early: the client sees a short body
+      }
+    },
+  });
+}
+
+/**
+ * A restore of a version committed in parts: its segments (runs of chunk lines, parts) in
+ * order, whole segments outside the range skipped by their bytes, each part read (and checked
+ * against its line by the core) only when its turn comes: one part's entries held at a time.
+ */
+function restoreParts(env, ns, text, start, end, alg) {
+  const r = core1(() => new core.StoredRecipe(text));
+  const n = r.segments();
+  let i = 0;
+  let at = 0;
+  let inner = null;
+  return new ReadableStream({
+    async pull(ctl) {
+      try {
+        for (;;) {
+          if (inner) {
+            const { value, done } = await inner.read();
+            if (!done) {
+              ctl.enqueue(value);
+              return;
+            }
+            inner = null;
+          }
+          if (i >= n || at >= end) {
+            r.free();
+            ctl.close();
+            return;
+          }
+          const k = i++;
+          const [s0, s1] = [at, at + r.bytes(k)];
+          at = s1;
+          if (s1 <= start || s1 === s0) continue;
+          const id = r.partId(k);
+          const entries = id === undefined ? r.entries(k) : r.partEntries(k, alg, await partBytes(env, ns, id));
+          inner = (await restoreBody(env, ns, entries, Math.max(start, s0) - s0, Math.min(end, s1) - s0, alg)).getReader();
         }
       } catch (e) {
         console.error('restore stopped:', e?.message ?? e);
@@ -593,23 +799,77 @@ async function check(env, ns) {
   for (const v of await s.list()) {
     rep.versions++;
     const o = await env.BUCKET.get(versionKey(ns, core.nameKey(v.name), v.version));
-    let entries;
+    let r;
     try {
-      entries = core.recipeEntries(new Uint8Array(await o.arrayBuffer()));
+      r = new core.StoredRecipe(new Uint8Array(await o.arrayBuffer()));
     } catch (e) {
       rep.problems.push(`the recipe of '${v.name}' version ${v.version} is unreadable`);
       continue;
     }
-    for (let at = 0; at < entries.length; at += 4096 * 36) {
-      const part = entries.subarray(at, Math.min(entries.length, at + 4096 * 36));
-      const ids = new Uint8Array((part.length / 36) * 32);
-      for (let k = 0; k * 36 < part.length; k++) ids.set(part.subarray(k * 36, k * 36 + 32), k * 32);
-      const locs = await s.locate(ids);
-      const missing = locs.filter((l) => !l).length;
+    try {
+      let missing = 0;
+      const parts = [];
+      for (let k = 0; k < r.segments(); k++) {
+        const id = r.partId(k);
+        if (id === undefined) missing += (await unindexed(s, r.entries(k))).missing;
+        else parts.push(id);
+      }
       if (missing) rep.problems.push(`'${v.name}' version ${v.version}: ${missing} of its chunks are not indexed`);
+      const heads = await Promise.all(parts.map((id) => env.BUCKET.head(partKey(ns, id))));
+      parts.forEach((id, k) => {
+        if (!heads[k]) rep.problems.push(`'${v.name}' version ${v.version}: its part ${id} is not stored`);
+      });
+    } finally {
+      r.free();
     }
   }
+  await checkParts(env, ns, s, rep);
   return json(200, rep);
+}
+
+/** Of `entries` (36 bytes each), how many are not indexed and how many with another length. */
+async function unindexed(s, entries) {
+  let missing = 0;
+  let odd = 0;
+  const dv = new DataView(entries.buffer, entries.byteOffset, entries.byteLength);
+  for (let at = 0; at < entries.length; at += 4096 * 36) {
+    const piece = entries.subarray(at, Math.min(entries.length, at + 4096 * 36));
+    const ids = new Uint8Array((piece.length / 36) * 32);
+    for (let k = 0; k * 36 < piece.length; k++) ids.set(piece.subarray(k * 36, k * 36 + 32), k * 32);
+    const locs = await s.locate(ids);
+    locs.forEach((l, k) => {
+      if (!l) missing++;
+      else if (l[3] !== dv.getUint32(at + k * 36 + 32, true)) odd++;
+    });
+  }
+  return { missing, odd };
+}
+
+/** check's part: every stored part parses, hashes to its name, its chunks indexed with its lengths. */
+async function checkParts(env, ns, s, rep) {
+  let cursor;
+  do {
+    const l = await env.BUCKET.list({ prefix: `ns/${ns}/parts/`, cursor });
+    for (const o of l.objects) {
+      rep.parts++;
+      const id = o.key.split('/').pop();
+      let p;
+      try {
+        p = core.storedPart(await partBytes(env, ns, id), id);
+      } catch (e) {
+        rep.problems.push(`part ${id} does not verify: ${fromCore(e).message}`);
+        continue;
+      }
+      try {
+        const u = await unindexed(s, p.entries());
+        if (u.missing) rep.problems.push(`part ${id}: ${u.missing} of its chunks are not indexed`);
+        if (u.odd) rep.problems.push(`part ${id}: ${u.odd} of its chunks have another length in the index`);
+      } finally {
+        p.free();
+      }
+    }
+    cursor = l.truncated ? l.cursor : undefined;
+  } while (cursor);
 }
 
 function info(cfg) {
@@ -633,6 +893,9 @@ function route(parts) {
   if (what === 'files' && rest.length === 0) return { ns, methods: ['GET'], kind: 'list' };
   if (what === 'files' && rest.length === 1) return { ns, methods: ['GET', 'HEAD', 'PUT', 'DELETE'], kind: 'file', seg: rest[0] };
   if (what === 'recipes' && rest.length === 1) return { ns, methods: ['GET'], kind: 'recipe', seg: rest[0] };
+  if (what === 'parts' && rest.length === 0) return { ns, methods: ['POST'], kind: 'parts' };
+  if (what === 'parts' && rest.length === 1 && rest[0] === 'query') return { ns, methods: ['POST'], kind: 'partsQuery' };
+  if (what === 'parts' && rest.length === 1) return { ns, methods: ['GET'], kind: 'part', seg: rest[0] };
   return null;
 }
 
@@ -643,33 +906,36 @@ async function handle(req, env, cfg, url) {
   const parts = tail.split('/').slice(1);
   if (parts.length && parts[parts.length - 1] === '' && parts.length === 1) parts.pop();
   const r = route(parts);
-  if (!r) {
-    throw new Refusal(404, 'not_found', parts[0] === 'ns' && parts[2] === 'parts'
-      ? `'${parts[2]}' is not served by this edge store yet (edge/README.md)` : 'no such route');
-  }
+  if (!r) throw new Refusal(404, 'not_found', 'no such route');
   if (!r.methods.includes(req.method)) return new Response(null, { status: 405, headers: { allow: r.methods.join(', ') } });
   if (r.kind === 'info') return info(cfg);
   core1(() => core.validateNamespace(r.ns));
-  const write = req.method !== 'GET' && req.method !== 'HEAD' && r.kind !== 'query';
+  const write = req.method !== 'GET' && req.method !== 'HEAD' && r.kind !== 'query' && r.kind !== 'partsQuery';
   authorize(cfg, req, r.ns, write ? 'rw' : 'r');
   switch (r.kind) {
     case 'query':
       return query(req, env, r.ns);
     case 'packs':
-      return uploadPack(req, env, r.ns);
+      return withSlot(req, env, () => uploadPack(req, env, r.ns));
     case 'commits':
-      return commits(req, env, r.ns);
+      return withSlot(req, env, () => commits(req, env, r.ns));
     case 'list':
       return list(env, r.ns);
     case 'gc':
       return gc(env, r.ns, url);
     case 'check':
       return check(env, r.ns);
+    case 'parts':
+      return withSlot(req, env, () => putPart(req, env, r.ns));
+    case 'partsQuery':
+      return queryParts(req, env, r.ns);
+    case 'part':
+      return getPart(env, r.ns, r.seg);
     case 'recipe':
       return getRecipe(env, r.ns, nameOf(r.seg), url);
     case 'file': {
       const name = nameOf(r.seg);
-      if (req.method === 'PUT') return commit(req, env, r.ns, name);
+      if (req.method === 'PUT') return withSlot(req, env, () => commit(req, env, r.ns, name));
       if (req.method === 'DELETE') return remove(env, r.ns, name, url);
       return restoreFile(req, env, r.ns, name, url);
     }
@@ -681,9 +947,10 @@ async function restoreFile(req, env, ns, name, url) {
   const head = await restoreHead(req, env, ns, name, url);
   if (head.response) return head.response;
   const text = await recipeText(env, ns, name, head.row);
-  const entries = core1(() => core.recipeEntries(text));
   const alg = await stub(env, ns).alg();
-  const body = await restoreBody(env, ns, entries, head.start, head.end, alg);
+  const body = core.hasPartLines(text)
+    ? restoreParts(env, ns, text, head.start, head.end, alg)
+    : await restoreBody(env, ns, core1(() => core.recipeEntries(text)), head.start, head.end, alg);
   // A FixedLengthStream, so that the answer carries its Content-Length (PROTOCOL.md 4.6) rather
   // than going chunked; a chunk that does not verify aborts it: the body stops early.
   const fixed = new FixedLengthStream(head.end - head.start);

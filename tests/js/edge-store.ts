@@ -20,12 +20,14 @@ export function haveEdge(): boolean {
  * that many Workers over the same R2 bucket and Durable Objects; `others` holds the URLs of the
  * second and later ones.
  */
-export async function startEdge(opts: { data?: string; tokens?: Record<string, string>; instances?: number; origins?: string[]; fault?: string } = {}): Promise<Store & { others: string[] }> {
+export async function startEdge(opts: { data?: string; tokens?: Record<string, string>; instances?: number; origins?: string[]; fault?: string; args?: string[] } = {}): Promise<Store & { others: string[] }> {
   if (!haveEdge()) throw new Error('the edge store is not built: run `bash scripts/build-edge.sh` (and npm ci)')
   const data = opts.data ?? mkdtempSync(join(tmpdir(), 'cutpoint-edge-'))
   const args = [`${root}edge/dev.mjs`, '--port', '0', '--dir', data, '--instances', String(opts.instances ?? 1)]
   for (const o of opts.origins ?? []) args.push('--cors-origin', o)
   if (opts.fault) args.push('--test-fault', opts.fault)
+  // As startStore's: flags both take (`--max-recipe`, `--max-uploads-per-token`).
+  args.push(...(opts.args ?? []))
   const others: string[] = []
   const tokens: Record<string, string> = {}
   if (opts.tokens) {

@@ -67,6 +67,26 @@ function announced(url: string, length: number): Promise<number> {
   })
 }
 
+/**
+ * fetch over a connection of its own (no keep-alive): workerd closes an idle connection while a
+ * test blocks in spawnSync (a CLI push), and fetch would then send on the closed socket.
+ */
+function fetch1(url: string, init: { method?: string; body?: string | Uint8Array; headers?: Record<string, string> } = {}): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: init.method ?? 'GET', headers: init.headers, agent: false }, (res) => {
+      const parts: Buffer[] = []
+      res.on('data', (d) => parts.push(d))
+      res.on('end', () => {
+        const empty = res.statusCode === 204 || res.statusCode === 304
+        resolve(new Response(empty ? null : Buffer.concat(parts), { status: res.statusCode, headers: res.headers as Record<string, string> }))
+      })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(init.body)
+  })
+}
+
 const targets: [string, typeof startStore][] = [
   ['cutpoint serve', startStore],
   ['edge store (workerd)', startEdge],
@@ -75,15 +95,19 @@ const targets: [string, typeof startStore][] = [
 describe.each(targets)('%s', (_label, start) => {
   let store: Store
   let auth: Store
+  // A small recipe limit (a file of a few MiB is committed in parts) and 2 uploads per token.
+  let small: Store
   const ns = (s: Store, n: string) => `${s.url}/v1/ns/${n}`
 
   beforeAll(async () => {
     store = await start()
     auth = await start({ tokens: { a: 'ns-a:rw', ar: 'ns-a:r', b: 'ns-b:rw' } })
+    small = await start({ args: ['--max-recipe', '16k', '--max-uploads-per-token', '2'] })
   })
   afterAll(async () => {
     await store?.stop()
     await auth?.stop()
+    await small?.stop()
   })
 
   it('GET /v1 announces protocol 1 and limits a client fits its packs to', async () => {
@@ -314,6 +338,130 @@ describe.each(targets)('%s', (_label, start) => {
     const g = cutpoint(['pull', 'tree/t7.bin', '-o', out, '--store', store.url, '--ns', 'many'])
     expect(g.status, g.stderr).toBe(0)
     expect(readFileSync(out).equals(readFileSync(join(d, 't7.bin')))).toBe(true)
+  })
+
+  it('recipe parts: a few MiB committed in parts by the CLI and the library, restored; bad parts refused; gc keeps what parts name', async () => {
+    const v = await (await fetch1(`${small.url}/v1`)).json()
+    expect(v.features).toContain('parts')
+    expect(v.limits.max_recipe_bytes).toBe(16384)
+    const u = (p: string) => `${ns(small, 'parts')}/${p}`
+    const partLines = async (name: string) =>
+      (await (await fetch1(u(`recipes/${name}?parts=1`))).text()).split('\n').filter((l) => l.startsWith('part '))
+    // The native CLI: several parts; pulled byte-identical; a re-push sends no chunk and no part.
+    const data = randomBytes(4 << 20)
+    const f = file('parts.bin', data)
+    const first = nativePush(small, f, 'big', ['--ns', 'parts', '--no-cache'])
+    expect(first.novel_bytes).toBe(data.length)
+    const lines = await partLines('big')
+    expect(lines.length).toBeGreaterThanOrEqual(3)
+    const out = join(dir, 'parts-out')
+    const p = cutpoint(['pull', 'big', '--ns', 'parts', '-o', out], small)
+    expect(p.status, p.stderr).toBe(0)
+    expect(readFileSync(out).equals(data)).toBe(true)
+    const again = nativePush(small, f, 'big', ['--ns', 'parts', '--no-cache'])
+    expect([again.version, again.novel_bytes, again.pack_bytes]).toEqual([2, 0, 0])
+    // The expanded recipe (no part lines, every chunk line) and a range across parts.
+    const expanded = (await (await fetch1(u('recipes/big'))).text()).split('\n')
+    expect(expanded.some((l) => l.startsWith('part '))).toBe(false)
+    const count = lines.reduce((n, l) => n + Number(l.split(' ')[2]), 0)
+    expect(expanded.filter((l) => /^[0-9a-f]{64} /.test(l)).length).toBe(count)
+    expect(expanded).toContain(`end ${count} ${data.length}`)
+    const span = Number(lines[0].split(' ')[3])
+    const r = await fetch1(u('files/big'), { headers: { range: `bytes=${span - 1000}-${span + 999}` } })
+    expect(r.status).toBe(206)
+    expect(Buffer.from(await r.arrayBuffer()).equals(data.subarray(span - 1000, span + 1000))).toBe(true)
+    // The library: in parts too, pulled by the CLI and by itself.
+    const c = cp.createClient({ store: small.url, namespace: 'parts' })
+    try {
+      const lib = randomBytes(3 << 20)
+      expect((await c.push(lib, { name: 'lib' })).bytes).toBe(lib.length)
+      expect((await partLines('lib')).length).toBeGreaterThanOrEqual(2)
+      expect((await bytesOf(await c.pull('lib'))).equals(lib)).toBe(true)
+      expect((await bytesOf(await c.pull('big'))).equals(data)).toBe(true)
+      const o2 = join(dir, 'parts-lib-out')
+      expect(cutpoint(['pull', 'lib', '--ns', 'parts', '-o', o2], small).status).toBe(0)
+      expect(readFileSync(o2).equals(lib)).toBe(true)
+    } finally {
+      await c.close()
+    }
+    // parts/query and GET parts/{id}: the stored ones found, their text hashes to their id.
+    const ids = lines.map((l) => l.split(' ')[1])
+    const unknown = randomBytes(32)
+    const q = await fetch1(u('parts/query'), { method: 'POST', body: Buffer.concat([...ids.map((i) => Buffer.from(i, 'hex')), unknown]) })
+    expect(Buffer.from(await q.arrayBuffer()).equals(unknown)).toBe(true)
+    const text = Buffer.from(await (await fetch1(u(`parts/${ids[0]}`))).arrayBuffer())
+    expect(await blake3(text)).toBe(ids[0])
+    expect((await fetch1(u(`parts/${unknown.toString('hex')}`))).status).toBe(404)
+    expect((await fetch1(u('parts/XYZ'))).status).toBe(400)
+    // A part naming a chunk the namespace lacks: 409 missing_chunks, nothing stored.
+    const ghost = randomBytes(32).toString('hex')
+    const bad = await fetch1(u('parts'), { method: 'POST', body: `cutpoint-part 1\nhash blake3\n${ghost} 1000 - r\nend 1 1000\n` })
+    expect(bad.status).toBe(409)
+    expect(await bad.json()).toMatchObject({ code: 'missing_chunks', missing: [ghost] })
+    // A commit naming a part that is not stored: 409 missing_parts; a wrong COUNT: 400.
+    const stored = await (await fetch1(u('recipes/big?parts=1'))).text()
+    const lost = unknown.toString('hex')
+    const c1 = await fetch1(u('files/nope'), { method: 'PUT', body: stored.replace(ids[1], lost) })
+    expect(c1.status).toBe(409)
+    expect(await c1.json()).toMatchObject({ code: 'missing_parts', missing_parts: [lost] })
+    const [, , n1, b1] = lines[1].split(' ')
+    const wrong = stored.replace(lines[1], `part ${ids[1]} ${Number(n1) - 1} ${b1}`).replace(/\nend (\d+) /, (_m, n) => `\nend ${Number(n) - 1} `)
+    expect((await fetch1(u('files/nope'), { method: 'PUT', body: wrong })).status).toBe(400)
+    expect((await (await fetch1(u('files'))).json()).files.some((x: any) => x.name === 'nope')).toBe(false)
+    // gc keeps the chunks named only through parts; once no version names them, parts and chunks go.
+    const chunkIds = Buffer.concat(expanded.filter((l) => /^[0-9a-f]{64} /.test(l)).map((l) => Buffer.from(l.slice(0, 64), 'hex')))
+    const kept = await (await fetch1(u('gc?grace=0'), { method: 'POST' })).json()
+    expect(kept).toMatchObject({ packs_deleted: 0, chunks_removed: 0, parts_deleted: 0 })
+    expect((await (await fetch1(u('query'), { method: 'POST', body: chunkIds })).arrayBuffer()).byteLength).toBe(0)
+    expect((await (await fetch1(u('check'))).json())).toMatchObject({ versions: 3, problems: [] })
+    const o3 = join(dir, 'parts-out3')
+    expect(cutpoint(['pull', 'big', '--ns', 'parts', '-o', o3], small).status).toBe(0)
+    expect(readFileSync(o3).equals(data)).toBe(true)
+    expect((await fetch1(u('files/big'), { method: 'DELETE' })).status).toBe(200)
+    const swept = await (await fetch1(u('gc?grace=0'), { method: 'POST' })).json()
+    expect(swept.parts_deleted).toBeGreaterThanOrEqual(lines.length)
+    expect(swept.chunks_removed).toBe(chunkIds.length / 32)
+    const q2 = await fetch1(u('parts/query'), { method: 'POST', body: Buffer.from(ids[0], 'hex') })
+    expect((await q2.arrayBuffer()).byteLength).toBe(32)
+    expect((await (await fetch1(u('check'))).json()).problems).toEqual([])
+  }, 180_000)
+
+  it('uploads per token: past max_uploads_per_token a 503 busy with Retry-After at once; free again once they end', async () => {
+    const packs = `${ns(small, 'slots')}/packs`
+    // An upload that announces 1 MiB, sends its first bytes and then nothing.
+    const ended: string[] = []
+    const stall = () => {
+      const req = request(packs, { method: 'POST', headers: { 'content-length': String(1 << 20) }, agent: false })
+      req.on('error', (e) => ended.push(e.message))
+      req.on('response', (res) => ended.push(String(res.statusCode)))
+      req.write(Buffer.alloc(16))
+      return req
+    }
+    // A one-byte pack: 400 when a slot is free (a bad pack), 503 when none is.
+    const probe = async () => {
+      const r = await fetch1(packs, { method: 'POST', body: new Uint8Array([1]) })
+      return { status: r.status, retry: r.headers.get('retry-after'), body: await r.json() }
+    }
+    const until = async (want: number) => {
+      for (let i = 0; i < 150; i++) {
+        const p = await probe()
+        if (p.status === want) return p
+        await new Promise((r) => setTimeout(r, 200))
+      }
+      throw new Error(`no ${want} in 30 s (the stalled uploads: ${ended.join(', ') || 'open'})`)
+    }
+    const stalled = [stall(), stall()]
+    try {
+      const busy = await until(503)
+      expect(busy.retry).toBe('2')
+      expect(busy.body.code).toBe('busy')
+      // Every rw request that takes a slot is refused alike, a commit too.
+      expect((await fetch1(`${ns(small, 'slots')}/files/x`, { method: 'PUT', body: 'x' })).status).toBe(503)
+    } finally {
+      for (const s of stalled) s.destroy()
+    }
+    expect((await until(400)).body.code).toBe('bad_request')
+    expect(nativePush(small, file('slots.bin', randomBytes(100_000)), 'after', ['--ns', 'slots']).version).toBe(1)
   })
 
   it('tokens and namespaces stay apart', async () => {

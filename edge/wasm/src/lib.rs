@@ -13,6 +13,7 @@
 
 use cutpoint_core::protocol::ingest::{open_frame, IngestError, PackIngest};
 use cutpoint_core::protocol::pack::{Frame, MAX_CHUNK};
+use cutpoint_core::protocol::part::{has_part_lines, part_id, Line, Part, PartRecipe};
 use cutpoint_core::protocol::{delta, name, query, range, FileDigest};
 use cutpoint_core::rapid::{Recipe, RecipeEntry};
 use cutpoint_core::{Digest, HashAlg};
@@ -161,6 +162,9 @@ pub struct Commit {
     count: u64,
     text: Vec<u8>,
     entries: Vec<u8>,
+    /// The distinct parts its lines name (32 bytes each), in order of first mention.
+    parts: Vec<u8>,
+    recipe: Option<PartRecipe>,
 }
 
 #[wasm_bindgen]
@@ -185,9 +189,23 @@ impl Commit {
     pub fn text(&self) -> Vec<u8> {
         self.text.clone()
     }
-    /// Its entries (36 bytes each).
+    /// Its entries (36 bytes each): a recipe with part lines, its plain chunk lines only.
     pub fn entries(&self) -> Vec<u8> {
         self.entries.clone()
+    }
+    /// The distinct parts it names (32 bytes each; empty without part lines).
+    pub fn parts(&self) -> Vec<u8> {
+        self.parts.clone()
+    }
+    /// The walk that checks its digest over its parts (`undefined` without part lines).
+    pub fn walk(&mut self) -> Option<PartWalk> {
+        let r = self.recipe.take()?;
+        Some(PartWalk {
+            d: Some(FileDigest::new(r.hash)),
+            r,
+            at: 0,
+            last: None,
+        })
     }
 }
 
@@ -210,16 +228,327 @@ fn checked(recipe: Recipe) -> Result<Commit, JsError> {
         count: recipe.entries.len() as u64,
         entries: entries_bytes(recipe.entries.iter()),
         text,
+        parts: Vec::new(),
+        recipe: None,
     })
 }
 
 /// A full recipe commit body: parsed and checked (400 naming the line; the digest; chunk sizes).
+/// A recipe with part lines (feature `parts`) is parsed by the core's `PartRecipe`: its plain
+/// chunk lines are `entries`, its distinct parts `parts`, and its digest is checked by a
+/// [`PartWalk`] over the stored parts (`walk`), as `cutpoint serve`'s `commit_parts` does.
 #[wasm_bindgen(js_name = parseRecipe)]
 pub fn parse_recipe(body: &[u8]) -> Result<Commit, JsError> {
-    if cutpoint_core::protocol::part::has_part_lines(body) {
-        return Err(fail(400, "recipe: part lines need the 'parts' feature, which this store does not list"));
+    if has_part_lines(body) {
+        return parse_part_recipe(body);
     }
     checked(Recipe::read(body).map_err(|e| fail(400, format!("recipe: {e}")))?)
+}
+
+fn parse_part_recipe(body: &[u8]) -> Result<Commit, JsError> {
+    let r = PartRecipe::parse(body).map_err(|e| fail(400, format!("recipe: {e}")))?;
+    let digest = r
+        .digest
+        .ok_or_else(|| fail(400, "recipe: a commit needs the file's 'digest' line"))?;
+    let chunks: Vec<&RecipeEntry> = r
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::Chunk(e) => Some(e),
+            Line::Part { .. } => None,
+        })
+        .collect();
+    if let Some(e) = chunks.iter().find(|e| e.size as usize > MAX_CHUNK) {
+        return Err(fail(400, format!("recipe: a chunk of {} bytes is over the store's limit of {MAX_CHUNK}", e.size)));
+    }
+    let entries = entries_bytes(chunks.into_iter());
+    let mut seen = std::collections::HashSet::new();
+    let mut parts = Vec::new();
+    for l in &r.lines {
+        if let Line::Part { id, .. } = l {
+            if seen.insert(*id) {
+                parts.extend_from_slice(id);
+            }
+        }
+    }
+    Ok(Commit {
+        alg: r.hash.name().to_string(),
+        digest: cutpoint_core::hex(&digest),
+        bytes: r.bytes,
+        count: r.count,
+        text: r.text().into_bytes(),
+        entries,
+        parts,
+        recipe: Some(r),
+    })
+}
+
+/// Whether a stored recipe names parts (then it is no delta base).
+#[wasm_bindgen(js_name = hasPartLines)]
+pub fn has_part_lines_js(text: &[u8]) -> bool {
+    has_part_lines(text)
+}
+
+/// A part upload's body (`POST parts`), parsed by the core (only the canonical text, 400 naming
+/// the line): its id (the algorithm over the text), its chunks.
+#[wasm_bindgen]
+pub struct PartInfo {
+    id: String,
+    alg: String,
+    count: u64,
+    bytes: u64,
+    entries: Vec<u8>,
+}
+
+#[wasm_bindgen]
+impl PartInfo {
+    #[wasm_bindgen(getter)]
+    pub fn id(&self) -> String {
+        self.id.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn alg(&self) -> String {
+        self.alg.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn count(&self) -> f64 {
+        self.count as f64
+    }
+    #[wasm_bindgen(getter)]
+    pub fn bytes(&self) -> f64 {
+        self.bytes as f64
+    }
+    /// Its chunks (36 bytes each: id, size).
+    pub fn entries(&self) -> Vec<u8> {
+        self.entries.clone()
+    }
+}
+
+fn part_info(p: &Part, body: &[u8]) -> PartInfo {
+    PartInfo {
+        id: cutpoint_core::hex(&part_id(p.hash, body).unwrap_or_default()),
+        alg: p.hash.name().to_string(),
+        count: p.entries.len() as u64,
+        bytes: p.bytes(),
+        entries: entries_bytes(p.entries.iter()),
+    }
+}
+
+/// `POST parts`: the body parsed (400 `part: ...`); over `MAX_CHUNK` a chunk: 400.
+#[wasm_bindgen(js_name = parsePart)]
+pub fn parse_part(body: &[u8]) -> Result<PartInfo, JsError> {
+    let p = Part::parse(body).map_err(|e| fail(400, format!("part: {e}")))?;
+    if let Some(e) = p.entries.iter().find(|e| e.size as usize > MAX_CHUNK) {
+        return Err(fail(400, format!("part: a chunk of {} bytes is over the store's limit of {MAX_CHUNK}", e.size)));
+    }
+    Ok(part_info(&p, body))
+}
+
+/// A stored part, read back (restore, gc, check): it must parse and hash to `id` (hex); else
+/// `500 ...` (damaged).
+#[wasm_bindgen(js_name = storedPart)]
+pub fn stored_part(body: &[u8], id: &str) -> Result<PartInfo, JsError> {
+    let p = Part::parse(body).map_err(|e| fail(500, format!("the stored part {id} is damaged: {e}")))?;
+    let info = part_info(&p, body);
+    if info.id != id {
+        return Err(fail(500, format!("the stored part {id} is damaged: its text hashes to {}", info.id)));
+    }
+    Ok(info)
+}
+
+/// A part's chunk lines (its text between the `hash` and the `end` line), for a recipe answered
+/// expanded; a damaged part: `500 ...`.
+#[wasm_bindgen(js_name = partChunkLines)]
+pub fn part_chunk_lines(body: &[u8]) -> Result<String, JsError> {
+    let p = Part::parse(body).map_err(|e| fail(500, format!("a stored part is damaged: {e}")))?;
+    let mut s = String::new();
+    for e in &p.entries {
+        e.write_line(&mut s);
+    }
+    Ok(s)
+}
+
+/// The file digest of a recipe with part lines, over its expanded chunk list, the parts read one
+/// at a time in recipe order (a part named on consecutive lines is read once): `next` names the
+/// part to read (hex) or `undefined` at the end, `give` takes its text, `finish` checks the
+/// digest (`cutpoint serve`'s `expanded_digest`). A part whose COUNT, BYTES or algorithm differ
+/// from its line's: `400 ...`.
+#[wasm_bindgen]
+pub struct PartWalk {
+    r: PartRecipe,
+    at: usize,
+    d: Option<FileDigest>,
+    last: Option<(Digest, Part)>,
+}
+
+#[wasm_bindgen]
+impl PartWalk {
+    pub fn next(&mut self) -> Result<Option<String>, JsError> {
+        let d = self.d.as_mut().ok_or_else(|| fail(500, "the walk is finished"))?;
+        while let Some(l) = self.r.lines.get(self.at) {
+            match l {
+                Line::Chunk(e) => d.add(&e.fp, e.size),
+                Line::Part { id, count, bytes } => {
+                    let Some((_, p)) = self.last.as_ref().filter(|(l, _)| l == id) else {
+                        return Ok(Some(cutpoint_core::hex(id)));
+                    };
+                    if p.hash != self.r.hash || p.entries.len() as u64 != *count || p.bytes() != *bytes {
+                        return Err(fail(
+                            400,
+                            format!(
+                                "recipe: part {} holds {} chunks of {} bytes, the recipe says {count} chunks of {bytes} bytes",
+                                cutpoint_core::hex(id),
+                                p.entries.len(),
+                                p.bytes()
+                            ),
+                        ));
+                    }
+                    for e in &p.entries {
+                        d.add(&e.fp, e.size);
+                    }
+                }
+            }
+            self.at += 1;
+        }
+        Ok(None)
+    }
+
+    /// The text of the part `next` named (a damaged one: `500 ...`).
+    pub fn give(&mut self, text: &[u8]) -> Result<(), JsError> {
+        let Some(Line::Part { id, .. }) = self.r.lines.get(self.at) else {
+            return Err(fail(500, "no part was asked for"));
+        };
+        let p = Part::parse(text).map_err(|e| fail(500, format!("the stored part {} is damaged: {e}", cutpoint_core::hex(id))))?;
+        self.last = Some((*id, p));
+        Ok(())
+    }
+
+    /// After `next` answered `undefined`: 400 unless the digest is the recipe's.
+    pub fn finish(&mut self) -> Result<(), JsError> {
+        let d = self.d.take().ok_or_else(|| fail(500, "the walk is finished"))?;
+        if d.finish() != self.r.digest {
+            return Err(fail(400, "recipe: its 'digest' line is not the digest of its chunk list (see PROTOCOL.md, 'File digest')"));
+        }
+        Ok(())
+    }
+}
+
+/// A stored recipe, plain or with part lines, as segments in file order: a run of chunk lines
+/// (`entries`, 36 bytes each) or a part (`partId`, `count`, `bytes`). Unreadable: `500 ...`.
+#[wasm_bindgen]
+pub struct StoredRecipe {
+    head: String,
+    segs: Vec<Seg>,
+    count: u64,
+    bytes: u64,
+}
+
+enum Seg {
+    Chunks(Vec<RecipeEntry>),
+    Part { id: Digest, count: u64, bytes: u64 },
+}
+
+#[wasm_bindgen]
+impl StoredRecipe {
+    #[wasm_bindgen(constructor)]
+    pub fn new(text: &[u8]) -> Result<StoredRecipe, JsError> {
+        let r = PartRecipe::parse(text).map_err(|e| fail(500, format!("a stored recipe is unreadable: {e}")))?;
+        let mut head = format!("cutpoint-recipe 1\nprofile {}\nhash {}\n", r.profile, r.hash.name());
+        if let Some(d) = &r.digest {
+            head.push_str(&format!("digest {}\n", cutpoint_core::hex(d)));
+        }
+        let mut segs: Vec<Seg> = Vec::new();
+        for l in r.lines {
+            match l {
+                Line::Chunk(e) => match segs.last_mut() {
+                    Some(Seg::Chunks(v)) => v.push(e),
+                    _ => segs.push(Seg::Chunks(vec![e])),
+                },
+                Line::Part { id, count, bytes } => segs.push(Seg::Part { id, count, bytes }),
+            }
+        }
+        Ok(StoredRecipe { head, segs, count: r.count, bytes: r.bytes })
+    }
+
+    /// Its header lines (with `digest`), as an expanded recipe starts.
+    pub fn head(&self) -> String {
+        self.head.clone()
+    }
+    /// Its `end` line.
+    pub fn end(&self) -> String {
+        format!("end {} {}\n", self.count, self.bytes)
+    }
+    pub fn segments(&self) -> u32 {
+        self.segs.len() as u32
+    }
+    /// Segment `i`'s part id (hex), or `undefined` for a run of chunk lines.
+    #[wasm_bindgen(js_name = partId)]
+    pub fn part_id(&self, i: u32) -> Option<String> {
+        match self.segs.get(i as usize) {
+            Some(Seg::Part { id, .. }) => Some(cutpoint_core::hex(id)),
+            _ => None,
+        }
+    }
+    /// Segment `i`'s entry count.
+    pub fn count(&self, i: u32) -> f64 {
+        match self.segs.get(i as usize) {
+            Some(Seg::Part { count, .. }) => *count as f64,
+            Some(Seg::Chunks(v)) => v.len() as f64,
+            None => 0.0,
+        }
+    }
+    /// Segment `i`'s bytes of file.
+    pub fn bytes(&self, i: u32) -> f64 {
+        match self.segs.get(i as usize) {
+            Some(Seg::Part { bytes, .. }) => *bytes as f64,
+            Some(Seg::Chunks(v)) => v.iter().map(|e| e.size as u64).sum::<u64>() as f64,
+            None => 0.0,
+        }
+    }
+    /// Segment `i`'s entries (36 bytes each) when it is a run of chunk lines.
+    pub fn entries(&self, i: u32) -> Vec<u8> {
+        match self.segs.get(i as usize) {
+            Some(Seg::Chunks(v)) => entries_bytes(v.iter()),
+            _ => Vec::new(),
+        }
+    }
+    /// Segment `i`'s chunk lines as text (a run of chunk lines).
+    #[wasm_bindgen(js_name = chunkLines)]
+    pub fn chunk_lines(&self, i: u32) -> String {
+        let mut s = String::new();
+        if let Some(Seg::Chunks(v)) = self.segs.get(i as usize) {
+            for e in v {
+                e.write_line(&mut s);
+            }
+        }
+        s
+    }
+    /// The entries of a part segment `i`, from the part's stored `text`: it must be the part the
+    /// line names (its id, COUNT and BYTES), else `500 ...`.
+    #[wasm_bindgen(js_name = partEntries)]
+    pub fn part_entries(&self, i: u32, alg: &str, text: &[u8]) -> Result<Vec<u8>, JsError> {
+        let Some(Seg::Part { id, count, bytes }) = self.segs.get(i as usize) else {
+            return Err(fail(500, "not a part segment"));
+        };
+        let info = stored_part_alg(text, id, alg_of(alg)?)?;
+        if info.count != *count || info.bytes != *bytes {
+            return Err(fail(500, format!("the stored part {} does not hold what the recipe says", info.id)));
+        }
+        Ok(info.entries)
+    }
+}
+
+fn stored_part_alg(text: &[u8], id: &Digest, alg: HashAlg) -> Result<PartInfo, JsError> {
+    let hid = cutpoint_core::hex(id);
+    let p = Part::parse(text).map_err(|e| fail(500, format!("the stored part {hid} is damaged: {e}")))?;
+    if p.hash != alg {
+        return Err(fail(500, format!("the stored part {hid} is damaged: another algorithm")));
+    }
+    let info = part_info(&p, text);
+    if info.id != hid {
+        return Err(fail(500, format!("the stored part {hid} is damaged: its text hashes to {}", info.id)));
+    }
+    Ok(info)
 }
 
 /// A delta commit body's base version (0: the body is not a delta).
@@ -236,6 +565,9 @@ pub fn delta_base(body: &[u8]) -> Result<f64, JsError> {
 #[wasm_bindgen(js_name = expandDelta)]
 pub fn expand_delta(body: &[u8], base: &[u8], max_recipe: f64) -> Result<Commit, JsError> {
     let d = delta::parse(body).map_err(|e| fail(400, format!("delta: {e}")))?;
+    if has_part_lines(base) {
+        return Err(fail(404, format!("delta: version {} is committed in parts (it cannot be a delta's base)", d.base)));
+    }
     let base = Recipe::read(base).map_err(|e| fail(500, format!("damaged base: {e}")))?;
     let r = d.expand(&base, max_recipe as u64).map_err(|e| match e {
         delta::ExpandError::TooLarge(m) => fail(413, format!("delta: {m}")),
