@@ -100,6 +100,16 @@ export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instan
   };
 }
 
+/**
+ * The R2 bucket of a stopped edge store's state directory, opened in this process (tests copy
+ * objects between it and an S3 bucket key for key); `dispose()` when done.
+ */
+export async function openBucket(dir) {
+  const mf = new Miniflare(edgeOptions({ dir }));
+  await mf.ready;
+  return { bucket: await mf.getR2Bucket('BUCKET'), dispose: () => mf.dispose() };
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   let o;
   try {

@@ -48,9 +48,69 @@ export class Namespace extends DurableObject {
     this.sql.exec(SCHEMA);
     this.tail = Promise.resolve();
     // An object a crash left between its R2 put and its index row (a pack, a recipe) is
-    // finished here, when the namespace starts, before any request is taken.
-    if (this.sql.exec('SELECT count(*) AS n FROM pending').one().n > 0) {
-      ctx.blockConcurrencyWhile(() => this.#reconcile());
+    // finished here, when the namespace starts, before any request is taken; a namespace whose
+    // index was never built from the bucket (a bucket another store wrote) is indexed first.
+    const pending = this.sql.exec('SELECT count(*) AS n FROM pending').one().n > 0;
+    const fresh = this.sql.exec("SELECT count(*) AS n FROM meta WHERE k = 'indexed'").one().n === 0 && ctx.id.name;
+    if (pending || fresh) {
+      ctx.blockConcurrencyWhile(async () => {
+        if (fresh) await this.#reindex(ctx.id.name);
+        if (pending) await this.#reconcile();
+      });
+    }
+  }
+
+  /**
+   * The index built from the bucket, once, when a namespace's Durable Object starts without one
+   * (a bucket written by `cutpoint serve --data s3://`, or by an edge store whose Durable Objects
+   * are gone): its algorithm from `ns/<ns>/config`; every pack not indexed yet read back and
+   * verified by the core (every chunk re-hashed, its id recomputed from its frames) and indexed
+   * (one that does not verify is left out, and `check` does not list it as indexed); every
+   * recipe parsed by the core and given its version row; tombstones keep their numbers.
+   */
+  async #reindex(ns) {
+    const cfg = await this.env.BUCKET.get(`ns/${ns}/config`);
+    const m = cfg && /^hash (blake3|sha256)\n?$/.exec(await cfg.text());
+    if (m && !this.alg()) this.sql.exec('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)', 'alg', m[1]);
+    await this.#eachObject(`ns/${ns}/packs/`, (o) => this.#reconcilePack(ns, o.key, false));
+    await this.#eachObject(`ns/${ns}/recipes/`, (o) => this.#reindexRecipe(o));
+    this.sql.exec('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)', 'indexed', '1');
+  }
+
+  async #eachObject(prefix, f) {
+    let cursor;
+    do {
+      const l = await this.env.BUCKET.list({ prefix, cursor });
+      for (const o of l.objects) await f(o);
+      cursor = l.truncated ? l.cursor : undefined;
+    } while (cursor);
+  }
+
+  /** A recipe object (or a tombstone) found by the reindex: its version row (or its number kept). */
+  async #reindexRecipe(o) {
+    const m = /^ns\/[^/]+\/recipes\/(.+)\/(\d{12})(\.deleted)?$/.exec(o.key);
+    const name = m && core.nameFromKey(m[1]);
+    if (!name) return;
+    const v = Number(m[2]);
+    if (m[3]) {
+      this.sql.exec('INSERT INTO tops (name, top) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET top = max(top, excluded.top)', name, v);
+      return;
+    }
+    if (this.sql.exec('SELECT 1 FROM versions WHERE name = ? AND version = ?', name, v).toArray().length) return;
+    const b = await this.env.BUCKET.get(o.key);
+    if (!b) return;
+    let c;
+    try {
+      c = core.parseRecipe(new Uint8Array(await b.arrayBuffer()));
+    } catch (e) {
+      console.error(`reindex: the recipe ${o.key} is unreadable (left out):`, e?.message ?? e);
+      return;
+    }
+    try {
+      this.#addVersion({ name, version: v, bytes: c.bytes, chunks: c.count, digest: c.digest,
+        created: Math.floor(o.uploaded.getTime() / 1000) }, o.key);
+    } finally {
+      c.free();
     }
   }
 
@@ -78,7 +138,8 @@ export class Namespace extends DurableObject {
     }
   }
 
-  async #reconcilePack(ns, key) {
+  /** A pack in R2 not indexed: verified and indexed; one that does not verify is deleted when `drop` (a crashed upload of this store's). */
+  async #reconcilePack(ns, key, drop = true) {
     const id = key.split('/').pop();
     if (this.sql.exec('SELECT 1 FROM packs WHERE id = ?', id).toArray().length) return;
     const o = await this.env.BUCKET.get(key);
@@ -94,12 +155,13 @@ export class Namespace extends DurableObject {
         ok = false;
       }
       if (!ok) {
-        await this.env.BUCKET.delete(key);
+        if (drop) await this.env.BUCKET.delete(key);
+        else console.error(`reindex: the pack ${key} does not verify (left out)`);
         return;
       }
       if (await this.#fixAlg(ns, g.alg(), 'pack')) return;
       const r = this.#index(key, id, o.size, g.frames());
-      if (r.added === 0) await this.env.BUCKET.delete(key);
+      if (r.added === 0 && drop) await this.env.BUCKET.delete(key);
     } finally {
       g.free();
     }

@@ -13,6 +13,12 @@ import { blake3 } from 'hash-wasm'
 import * as cp from '@cutpoint/web'
 import { cutpoint, cutpointBin, haveCutpoint, nativePush, startStore, type Store } from './store'
 import { startEdge } from './edge-store'
+// @ts-expect-error: a JavaScript module without types
+import { openBucket } from '../../edge/dev.mjs'
+import { connect, createServer } from 'node:net'
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { homedir } from 'node:os'
 
 const dir = mkdtempSync(join(tmpdir(), 'cutpoint-edge-test-'))
 const file = (name: string, data: Uint8Array) => {
@@ -527,6 +533,150 @@ describe('two edge Worker instances over one bucket', () => {
       await two.stop()
     }
   })
+})
+
+// versitygw (an S3-compatible server; its posix backend: the bucket is a directory, each object a
+// file under its key) on 127.0.0.1, as the native S3 tests start it.
+const S3 = { key: 'cutpointtest', secret: 'cutpointtestsecret0123456789', bucket: 'cutpoint' }
+async function startVersity(root: string): Promise<{ endpoint: string; bucketDir: string; stop: () => Promise<void> }> {
+  const bin = process.env.CUTPOINT_VERSITYGW ?? join(process.env.CUTPOINT_GOBIN ?? join(homedir(), 'go/bin'), 'versitygw')
+  const bucketDir = join(root, S3.bucket)
+  mkdirSync(bucketDir, { recursive: true })
+  const port = await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as any).port
+      srv.close(() => resolve(p))
+    })
+  })
+  const child = spawn(bin, ['--access', S3.key, '--secret', S3.secret, '--port', `127.0.0.1:${port}`, 'posix', root], { stdio: 'ignore' })
+  const exited = new Promise<void>((r) => child.once('exit', () => r()))
+  for (let i = 0; ; i++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const c = connect(port, '127.0.0.1', () => (c.end(), resolve(true)))
+      c.on('error', () => resolve(false))
+    })
+    if (up) break
+    if (i > 300 || child.exitCode !== null) throw new Error(`versitygw (${bin}) did not start`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return { endpoint: `http://127.0.0.1:${port}`, bucketDir, stop: async () => {
+    child.kill('SIGKILL')
+    await exited
+  } }
+}
+
+/** Every object of an edge store's (stopped) R2 bucket written into an S3 bucket's directory, key for key. */
+async function r2ToS3(edgeDir: string, bucketDir: string): Promise<string[]> {
+  const { bucket, dispose } = await openBucket(edgeDir)
+  const keys: string[] = []
+  try {
+    let cursor: string | undefined
+    do {
+      const l = await bucket.list({ cursor })
+      for (const o of l.objects) {
+        const b = await bucket.get(o.key)
+        const f = join(bucketDir, o.key)
+        mkdirSync(dirname(f), { recursive: true })
+        writeFileSync(f, Buffer.from(await b.arrayBuffer()))
+        keys.push(o.key)
+      }
+      cursor = l.truncated ? l.cursor : undefined
+    } while (cursor)
+  } finally {
+    await dispose()
+  }
+  return keys
+}
+
+/** Every object of an S3 bucket's directory put into a fresh edge state directory's R2 bucket, key for key. */
+async function s3ToR2(bucketDir: string, edgeDir: string): Promise<string[]> {
+  const { bucket, dispose } = await openBucket(edgeDir)
+  const keys: string[] = []
+  try {
+    for (const f of readdirSync(bucketDir, { recursive: true }) as string[]) {
+      const path = join(bucketDir, f)
+      if (!f.startsWith('ns/') || !statSync(path).isFile()) continue // versitygw's own files start with '.'
+      await bucket.put(f, new Uint8Array(readFileSync(path))) // a copy: a view into a shared buffer does not cross to workerd
+      keys.push(f)
+    }
+  } finally {
+    await dispose()
+  }
+  return keys
+}
+
+// One bucket, served by `cutpoint serve --data s3://` and by the edge store: what the edge
+// stored (copied key for key from its R2 into a versitygw bucket) is listed, restored and found
+// by serve; what serve stored (copied back into a fresh R2) is indexed by the edge's start (the
+// namespace's Durable Object is empty: it builds its index from the bucket, every pack verified).
+describe('one bucket, served by cutpoint serve --data s3:// and by the edge store', () => {
+  it('each lists, restores and re-pushes (no chunk bytes) what the other stored', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'cutpoint-shared-bucket-'))
+    const s3 = await startVersity(join(root, 's3'))
+    const env0 = { ...process.env }
+    Object.assign(process.env, { AWS_ACCESS_KEY_ID: S3.key, AWS_SECRET_ACCESS_KEY: S3.secret, AWS_REGION: 'us-east-1' })
+    const stops: (() => Promise<void>)[] = [s3.stop]
+    try {
+      // (a) The edge stores a file (plain) and one in parts (a small recipe limit).
+      const edgeDir = join(root, 'edge-a')
+      const edge = await startEdge({ data: edgeDir, args: ['--max-recipe', '16k'] })
+      stops.push(() => edge.stop(true))
+      const one = randomBytes(3 << 20)
+      const f1 = file('shared-1.bin', one)
+      expect(nativePush(edge, f1, 'from-edge', ['--no-cache']).novel_bytes).toBe(one.length)
+      const c = cp.createClient({ store: edge.url })
+      const two = randomBytes(5 << 20)
+      try {
+        await c.push(two, { name: 'edge-parts' })
+      } finally {
+        await c.close()
+      }
+      expect((await (await fetch1(`${edge.url}/v1/ns/default/recipes/edge-parts?parts=1`)).text())).toMatch(/\npart [0-9a-f]{64} /)
+      await edge.stop(true)
+      const copied = await r2ToS3(edgeDir, s3.bucketDir)
+      expect(copied.some((k) => k.startsWith('ns/default/packs/'))).toBe(true)
+      expect(copied.some((k) => k.startsWith('ns/default/parts/'))).toBe(true)
+      expect(copied.some((k) => k.includes('/tmp/'))).toBe(false)
+      const serve = await startStore({ data: `s3://${S3.bucket}`, args: ['--s3-endpoint', s3.endpoint, '--cache', join(root, 'serve-cache')] })
+      stops.push(() => serve.stop())
+      const ls = JSON.parse(cutpoint(['ls', '--json'], serve).stdout)
+      const listed = (Array.isArray(ls) ? ls : ls.files).map((v: any) => `${v.name}@${v.version}`).sort()
+      expect(listed).toEqual(['edge-parts@1', 'from-edge@1'])
+      for (const [name, data] of [['from-edge', one], ['edge-parts', two]] as const) {
+        const out = join(dir, `shared-out-${name}`)
+        const p = cutpoint(['pull', name, '-o', out], serve)
+        expect(p.status, p.stderr).toBe(0)
+        expect(readFileSync(out).equals(data)).toBe(true)
+      }
+      const again = nativePush(serve, f1, 'from-edge', ['--no-cache'])
+      expect([again.version, again.novel_bytes, again.pack_bytes]).toEqual([2, 0, 0])
+      // (b) serve stores a file; the bucket goes key for key into a fresh edge store's R2.
+      const three = randomBytes(2 << 20)
+      const f3 = file('shared-3.bin', three)
+      expect(nativePush(serve, f3, 'from-serve', ['--no-cache']).novel_bytes).toBe(three.length)
+      await serve.stop()
+      const edgeDir2 = join(root, 'edge-b')
+      const back = await s3ToR2(s3.bucketDir, edgeDir2)
+      expect(back.length).toBeGreaterThanOrEqual(copied.length)
+      const edge2 = await startEdge({ data: edgeDir2 })
+      stops.push(() => edge2.stop(true))
+      const l2 = await (await fetch1(`${edge2.url}/v1/ns/default/files`)).json()
+      expect(l2.files.map((v: any) => `${v.name}@${v.version}`)).toEqual(['edge-parts@1', 'from-edge@1', 'from-edge@2', 'from-serve@1'])
+      for (const [name, data] of [['from-serve', three], ['from-edge', one], ['edge-parts', two]] as const) {
+        const out = join(dir, `shared-back-${name}`)
+        const p = cutpoint(['pull', name, '-o', out], edge2)
+        expect(p.status, p.stderr).toBe(0)
+        expect(readFileSync(out).equals(data)).toBe(true)
+      }
+      const again2 = nativePush(edge2, f3, 'from-serve', ['--no-cache'])
+      expect([again2.version, again2.novel_bytes, again2.pack_bytes]).toEqual([2, 0, 0])
+      expect((await (await fetch1(`${edge2.url}/v1/ns/default/check`)).json()).problems).toEqual([])
+    } finally {
+      for (const s of stops.reverse()) await s().catch(() => {})
+      process.env = env0
+      rmSync(root, { recursive: true, force: true })
+    }
+  }, 300_000)
 })
 
 // A crash between an object's R2 put and its index row (made by a test-only fault, which stops
