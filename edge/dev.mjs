@@ -39,6 +39,7 @@ function args(argv) {
     else if (a === '--test-fault') o.fault = v();
     else if (a === '--max-recipe') o.maxRecipe = bytesArg(a, v());
     else if (a === '--max-uploads-per-token') o.maxUploadsPerToken = bytesArg(a, v());
+    else if (a === '--inspector-port') o.inspectorPort = Number(v());
     else if (a === '--instances') {
       o.instances = Number(v());
       if (!Number.isInteger(o.instances) || o.instances < 1 || o.instances > 8) throw new Error('--instances takes 1 to 8');

@@ -11,8 +11,14 @@
 //   Object's SQLite), half of them present;
 // * edge/cpu/ingest-wasm and edge/cpu/ids-wasm: the Worker's own verification in wasm (edge/bench.mjs);
 // * edge/memory/4x32MiB: workerd's peak RSS (VmHWM, the whole process: the runtime, the local R2
-//   and storage included; the isolate's heap cannot be read from outside) during 4 concurrent
-//   uploads of ~32 MiB packs (max_pack_bytes), in a fresh runtime; goal < 128 MB for the isolate.
+//   and storage included) during 4 concurrent uploads of ~32 MiB packs (max_pack_bytes), in a
+//   fresh runtime;
+// * edge/memory/isolate-4x32MiB: the Worker's isolate's peak memory during the same uploads, read
+//   through V8's inspector (miniflare's inspectorPort, `Runtime.getHeapUsage` sampled every
+//   ~10 ms): the V8 heap, the embedder's heap and the ArrayBuffer backing stores (the body
+//   pieces among them), plus the wasm memory's size after the uploads (it never shrinks: its
+//   peak; the Worker names it as globalThis.cutpointWasmMemory); goal < 128 MB (the platform's
+//   limit per isolate).
 // Usage: node bench/harness/edge.mjs [--quick] [--size 1g] [--only pushes,wasm,memory]. Prints one JSON row per measure.
 import { spawn, spawnSync, execFileSync } from 'node:child_process'
 import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs'
@@ -79,8 +85,8 @@ async function serve() {
 }
 
 /** `node edge/dev.mjs` in its own process group, and its workerd process. */
-async function edge(sub) {
-  const child = spawn(process.execPath, [`${root}edge/dev.mjs`, '--port', '0', '--dir', join(dir, sub)], { stdio: ['ignore', 'pipe', 'inherit'], detached: true })
+async function edge(sub, extra = []) {
+  const child = spawn(process.execPath, [`${root}edge/dev.mjs`, '--port', '0', '--dir', join(dir, sub), ...extra], { stdio: ['ignore', 'pipe', 'inherit'], detached: true })
   const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(await firstLine(child))[1]
   child.stdout.resume()
   const ps = spawnSync('ps', ['-o', 'pid=,comm=', '-g', String(child.pid)], { encoding: 'utf8' }).stdout
@@ -205,19 +211,110 @@ function wasm() {
   emit({ name: 'edge/cpu/ids-wasm', what: 'the Worker\'s id list check in wasm, CPU per 1,000 ids', value: wb.id_list_check_cpu_ms_per_1000_ids, unit: 'ms' })
 }
 
+/** A free TCP port on 127.0.0.1. */
+async function freePort() {
+  const { createServer } = await import('node:net')
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const p = srv.address().port
+      srv.close(() => resolve(p))
+    })
+  })
+}
+
+/**
+ * The Worker's isolate through V8's inspector (miniflare's inspector proxy, target `core:user:`:
+ * the Worker and its Durable Objects): `sample()` reads `Runtime.getHeapUsage` (V8 heap,
+ * embedder heap, ArrayBuffer backing stores); `start()` samples every ~10 ms until `stop()`,
+ * which returns the peak of their sum and its parts.
+ */
+async function isolateHeap(port) {
+  const { default: WebSocket } = await import(pathToFileURL(`${root}edge/node_modules/ws/wrapper.mjs`).href)
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/core:user:`)
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  let seq = 0
+  const waiting = new Map()
+  let context = null
+  ws.on('message', (m) => {
+    const j = JSON.parse(m)
+    if (j.method === 'Runtime.executionContextCreated') context ??= j.params.context.id
+    waiting.get(j.id)?.(j)
+    waiting.delete(j.id)
+  })
+  const call = (method, params = {}) => new Promise((resolve, reject) => {
+    const id = ++seq
+    waiting.set(id, (j) => (j.result ? resolve(j.result) : reject(new Error(JSON.stringify(j.error)))))
+    ws.send(JSON.stringify({ id, method, params }))
+  })
+  const sample = () => call('Runtime.getHeapUsage')
+  await call('Runtime.enable')
+  // The wasm memory is outside these counts: the Worker names it (globalThis.cutpointWasmMemory).
+  const wasmBytes = async () => {
+    const r = await call('Runtime.evaluate', { expression: 'globalThis.cutpointWasmMemory?.buffer.byteLength ?? 0', ...(context === null ? {} : { contextId: context }) })
+    return Number(r.result?.value ?? 0)
+  }
+  const total = (u) => u.usedSize + (u.embedderHeapUsedSize ?? 0) + (u.backingStorageSize ?? 0)
+  let peak = null
+  let samples = 0
+  let running = false
+  let loop
+  return {
+    sample,
+    wasmBytes,
+    start() {
+      // Asked every 10 ms without waiting for the answers: the isolate answers between its tasks.
+      running = true
+      loop = setInterval(() => {
+        sample().then((u) => {
+          samples++
+          if (!peak || total(u) > total(peak)) peak = u
+        }, () => {})
+      }, 10)
+    },
+    async stop() {
+      running = false
+      clearInterval(loop)
+      // One more once the uploads are done: the wasm memory never shrinks, so its high-water mark is in it.
+      const u = await sample()
+      samples++
+      if (!peak || total(u) > total(peak)) peak = u
+      const wasm = await wasmBytes()
+      ws.close()
+      // The wasm memory never shrinks: its size now is its peak, added whole (an upper bound).
+      return { peak, wasm, total: (peak ? total(peak) : 0) + wasm, samples }
+    },
+  }
+}
+
 async function memory() {
-  // Memory: a fresh runtime, 4 pack uploads of ~32 MiB at once.
-  const m2 = await edge('memory')
+  // Memory: a fresh runtime, 4 pack uploads of ~32 MiB at once; the isolate read through its inspector.
+  const port = await freePort()
+  const m2 = await edge('memory', ['--inspector-port', String(port)])
   try {
     const v = await (await fetch(`${m2.url}/v1`)).json()
     const packs = []
     for (let i = 0; i < 4; i++) packs.push(await pack(v.limits.max_pack_bytes))
+    const heap = await isolateHeap(port)
+    const idle = await heap.sample()
+    const idleWasm = await heap.wasmBytes()
     const before = status(m2.workerd, 'VmRSS')
+    heap.start()
+    const t0 = performance.now()
     const rs = await Promise.all(packs.map((p) => post(`${m2.url}/v1/ns/mem/packs`, p)
       .then(async (r) => [r.status, await r.text()], (e) => [0, String(e?.cause?.code ?? e)])))
+    const seconds = (performance.now() - t0) / 1000
+    const h = await heap.stop()
     for (const [st, t] of rs) if (st !== 200) throw new Error(`pack upload: ${st} ${t}`)
     emit({ name: 'edge/memory/4x32MiB', what: 'workerd peak RSS (whole process: runtime, local R2 and storage) during 4 concurrent ~32 MiB pack uploads', value: status(m2.workerd, 'VmHWM'), unit: 'MiB',
       rss_before_mib: before, pack_bytes: packs[0].length })
+    const mb = (x) => x / 1e6
+    emit({ name: 'edge/memory/isolate-4x32MiB', what: 'peak isolate memory (V8 heap + embedder heap + ArrayBuffer backing stores, Runtime.getHeapUsage through the inspector, sampled ~every 10 ms; plus the wasm memory\'s size after, its peak) during 4 concurrent ~32 MiB pack uploads',
+      value: mb(h.total), unit: 'MB', goal: '< 128', v8_heap_mb: mb(h.peak.usedSize), embedder_heap_mb: mb(h.peak.embedderHeapUsedSize ?? 0),
+      backing_stores_mb: mb(h.peak.backingStorageSize ?? 0), wasm_memory_mb: mb(h.wasm),
+      idle_mb: mb(idle.usedSize + (idle.embedderHeapUsedSize ?? 0) + (idle.backingStorageSize ?? 0) + idleWasm), samples: h.samples, seconds })
   } finally {
     m2.stop()
   }
