@@ -40,6 +40,7 @@ function args(argv) {
     else if (a === '--max-recipe') o.maxRecipe = bytesArg(a, v());
     else if (a === '--max-uploads-per-token') o.maxUploadsPerToken = bytesArg(a, v());
     else if (a === '--inspector-port') o.inspectorPort = Number(v());
+    else if (a === '--test-reindex-step') o.reindexStep = bytesArg(a, v());
     else if (a === '--instances') {
       o.instances = Number(v());
       if (!Number.isInteger(o.instances) || o.instances < 1 || o.instances > 8) throw new Error('--instances takes 1 to 8');
@@ -59,7 +60,7 @@ function args(argv) {
  * one R2 bucket, the Durable Object class of `edge-1` bound in each.
  */
 export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instances = 1, fault = null, maxRecipe = null,
-  maxUploadsPerToken = null, inspectorPort = null }) {
+  maxUploadsPerToken = null, inspectorPort = null, reindexStep = null }) {
   const wasm = join(here, 'pkg', 'cutpoint_edge_wasm_bg.wasm');
   if (!existsSync(wasm)) throw new Error('edge/pkg is missing: run `bash scripts/build-edge.sh` (or npm run setup)');
   mkdirSync(dir, { recursive: true });
@@ -72,6 +73,8 @@ export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instan
   // Limits below the defaults (`max_recipe_bytes`: 16 MiB at most), as `cutpoint serve --max-recipe`.
   if (maxRecipe) bindings.CUTPOINT_MAX_RECIPE_BYTES = String(maxRecipe);
   if (maxUploadsPerToken) bindings.CUTPOINT_MAX_UPLOADS_PER_TOKEN = String(maxUploadsPerToken);
+  // Tests only: a namespace's index is built from the bucket in steps of this many objects.
+  if (reindexStep) bindings.CUTPOINT_TEST_REINDEX_STEP = String(reindexStep);
   const worker = {
     modules: true,
     scriptPath: join(here, 'src', 'worker.js'),

@@ -39,6 +39,9 @@ export const versionKey = (ns, key, v) => `${recipePrefix(ns, key)}${String(v).p
 export const packKey = (ns, id) => `ns/${ns}/packs/${id.slice(0, 2)}/${id}`;
 export const partKey = (ns, id) => `ns/${ns}/parts/${id.slice(0, 2)}/${id}`;
 const MAX_CHUNK = 64 << 20;
+// A step of building an index from the bucket (#reindexStep): packs read, objects listed.
+const REINDEX_STEP_BYTES = 256 << 20;
+const REINDEX_STEP_OBJECTS = 1000;
 const MAX_PACK_CHUNKS = 65536;
 
 export class Namespace extends DurableObject {
@@ -48,42 +51,75 @@ export class Namespace extends DurableObject {
     this.sql.exec(SCHEMA);
     this.tail = Promise.resolve();
     // An object a crash left between its R2 put and its index row (a pack, a recipe) is
-    // finished here, when the namespace starts, before any request is taken; a namespace whose
-    // index was never built from the bucket (a bucket another store wrote) is indexed first.
-    const pending = this.sql.exec('SELECT count(*) AS n FROM pending').one().n > 0;
-    const fresh = this.sql.exec("SELECT count(*) AS n FROM meta WHERE k = 'indexed'").one().n === 0 && ctx.id.name;
-    if (pending || fresh) {
-      ctx.blockConcurrencyWhile(async () => {
-        if (fresh) await this.#reindex(ctx.id.name);
-        if (pending) await this.#reconcile();
-      });
+    // finished here, when the namespace starts, before any request is taken.
+    if (this.sql.exec('SELECT count(*) AS n FROM pending').one().n > 0) {
+      ctx.blockConcurrencyWhile(() => this.#reconcile());
+    }
+    // A namespace whose index was never built from the bucket (a bucket another store wrote):
+    // built by the requests, a bounded step each (#ready).
+    this.indexed = this.sql.exec("SELECT count(*) AS n FROM meta WHERE k = 'indexed'").one().n > 0 || !ctx.id.name;
+  }
+
+  /**
+   * Every request's first call: while the namespace's index is not yet built from the bucket
+   * (its Durable Object started without one: a bucket `cutpoint serve --data s3://` wrote, or
+   * Durable Objects lost), one bounded step of building it runs first (#reindexStep, with no
+   * other event of this object meanwhile); if more is left, the request is answered 503 `busy`
+   * (the Worker adds `Retry-After`), so no request waits for more than one step.
+   */
+  async #ready() {
+    if (this.indexed) return;
+    await this.ctx.blockConcurrencyWhile(() => this.#reindexStep(this.ctx.id.name));
+    if (!this.indexed) {
+      throw new Error(`cutpoint-busy: namespace '${this.ctx.id.name}' is being indexed from its bucket; try again shortly`);
     }
   }
 
   /**
-   * The index built from the bucket, once, when a namespace's Durable Object starts without one
-   * (a bucket written by `cutpoint serve --data s3://`, or by an edge store whose Durable Objects
-   * are gone): its algorithm from `ns/<ns>/config`; every pack not indexed yet read back and
-   * verified by the core (every chunk re-hashed, its id recomputed from its frames) and indexed
-   * (one that does not verify is left out, and `check` does not list it as indexed); every
-   * recipe parsed by the core and given its version row; tombstones keep their numbers.
+   * One step of building the index from the bucket, at most REINDEX_STEP_BYTES of packs read or
+   * REINDEX_STEP_OBJECTS objects listed, from where the last step stopped (`meta` 'reindex':
+   * the phase and the listing's cursor): its algorithm from `ns/<ns>/config`; every pack not
+   * indexed yet read back, verified by the core (every chunk re-hashed, its id recomputed from
+   * its frames) and indexed (one that does not verify is left out); every recipe object parsed
+   * by the core and given its version row; tombstones keep their numbers. Ends with 'indexed'.
    */
-  async #reindex(ns) {
-    const cfg = await this.env.BUCKET.get(`ns/${ns}/config`);
-    const m = cfg && /^hash (blake3|sha256)\n?$/.exec(await cfg.text());
-    if (m && !this.alg()) this.sql.exec('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)', 'alg', m[1]);
-    await this.#eachObject(`ns/${ns}/packs/`, (o) => this.#reconcilePack(ns, o.key, false));
-    await this.#eachObject(`ns/${ns}/recipes/`, (o) => this.#reindexRecipe(o));
-    this.sql.exec('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)', 'indexed', '1');
-  }
-
-  async #eachObject(prefix, f) {
-    let cursor;
-    do {
-      const l = await this.env.BUCKET.list({ prefix, cursor });
-      for (const o of l.objects) await f(o);
-      cursor = l.truncated ? l.cursor : undefined;
-    } while (cursor);
+  async #reindexStep(ns) {
+    if (this.indexed) return;
+    const row = this.sql.exec("SELECT v FROM meta WHERE k = 'reindex'").toArray();
+    const st = row.length ? JSON.parse(row[0].v) : { phase: 'config', cursor: null };
+    let bytes = 0;
+    let objects = 0;
+    // Tests (--test-reindex-step N): steps of N objects, so that a small namespace takes several.
+    const most = Number(this.env.CUTPOINT_TEST_REINDEX_STEP) || REINDEX_STEP_OBJECTS;
+    const save = () => this.sql.exec('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)', 'reindex', JSON.stringify(st));
+    while (bytes < REINDEX_STEP_BYTES && objects < most) {
+      if (st.phase === 'config') {
+        const cfg = await this.env.BUCKET.get(`ns/${ns}/config`);
+        const m = cfg && /^hash (blake3|sha256)\n?$/.exec(await cfg.text());
+        if (m && !this.#alg()) this.sql.exec('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)', 'alg', m[1]);
+        Object.assign(st, { phase: 'packs', cursor: null });
+      } else if (st.phase === 'packs' || st.phase === 'recipes') {
+        const l = await this.env.BUCKET.list({ prefix: `ns/${ns}/${st.phase}/`, cursor: st.cursor ?? undefined,
+          limit: Math.min(most, st.phase === 'packs' ? 4 : 100) });
+        for (const o of l.objects) {
+          objects++;
+          if (st.phase === 'packs') {
+            bytes += o.size;
+            await this.#reconcilePack(ns, o.key, false);
+          } else await this.#reindexRecipe(o);
+        }
+        if (l.truncated) st.cursor = l.cursor;
+        else Object.assign(st, { phase: st.phase === 'packs' ? 'recipes' : 'done', cursor: null });
+      } else {
+        this.ctx.storage.transactionSync(() => {
+          this.sql.exec('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)', 'indexed', '1');
+          this.sql.exec("DELETE FROM meta WHERE k = 'reindex'");
+        });
+        this.indexed = true;
+        return;
+      }
+      save();
+    }
   }
 
   /** A recipe object (or a tombstone) found by the reindex: its version row (or its number kept). */
@@ -115,7 +151,12 @@ export class Namespace extends DurableObject {
   }
 
   /** Notes that `key` is about to be put in R2 (its indexing removes the note). */
-  intend(ns, key) {
+  async intend(ns, key) {
+    await this.#ready();
+    this.#intend(ns, key);
+  }
+
+  #intend(ns, key) {
     this.sql.exec('INSERT OR REPLACE INTO pending (key, ns, created) VALUES (?, ?, ?)', key, ns, now());
   }
 
@@ -150,7 +191,7 @@ export class Namespace extends DurableObject {
       try {
         for await (const piece of o.body) g.push(piece);
         g.finish();
-        ok = g.packId() === id && (!this.alg() || this.alg() === g.alg());
+        ok = g.packId() === id && (!this.#alg() || this.#alg() === g.alg());
       } catch {
         ok = false;
       }
@@ -212,14 +253,19 @@ export class Namespace extends DurableObject {
     return run;
   }
 
-  alg() {
+  async alg() {
+    await this.#ready();
+    return this.#alg();
+  }
+
+  #alg() {
     const r = this.sql.exec('SELECT v FROM meta WHERE k = ?', 'alg').toArray();
     return r.length ? r[0].v : null;
   }
 
   /** Fixes the namespace's algorithm (and writes ns/<ns>/config, as cutpoint serve does). */
   async #fixAlg(ns, alg, what) {
-    const have = this.alg();
+    const have = this.#alg();
     if (have && have !== alg) {
       return refuse(400, 'bad_request', `namespace '${ns}' uses ${have} fingerprints; this ${what} uses ${alg}`);
     }
@@ -231,7 +277,8 @@ export class Namespace extends DurableObject {
   }
 
   /** The ids of `body` (32 bytes each) the namespace lacks, in order, each once (one statement). */
-  query(body) {
+  async query(body) {
+    await this.#ready();
     const ids = new Uint8Array(body);
     const out = [];
     const seen = new Set();
@@ -254,6 +301,7 @@ export class Namespace extends DurableObject {
    * 48 bytes a frame (id, offset u64, stored length u32 with bit 31, raw length u32).
    */
   async addPack(ns, pack, size, alg, frames) {
+    await this.#ready();
     return this.#serial(async () => {
       const bad = await this.#fixAlg(ns, alg, 'pack');
       if (bad) return bad;
@@ -301,7 +349,8 @@ export class Namespace extends DurableObject {
   }
 
   /** Where each id of `body` is: `[pack, offset, stored length with bit 31, raw]` or null. */
-  locate(body) {
+  async locate(body) {
+    await this.#ready();
     const ids = new Uint8Array(body);
     const rows = this.sql.exec(`${EACH} SELECT c.pack, c.off, c.len, c.raw FROM i
       LEFT JOIN chunks c ON c.id = substr(?2, n * 32 + 1, 32) ORDER BY n`, ids.length >> 5, ids);
@@ -331,6 +380,7 @@ export class Namespace extends DurableObject {
    * then its row. Returns the version row or `{refused}`.
    */
   async commit(ns, name, key, text, entries, meta, parts = new Uint8Array(0)) {
+    await this.#ready();
     return this.#serial(async () => {
       const bad = await this.#fixAlg(ns, meta.alg, 'recipe');
       if (bad) return bad;
@@ -346,7 +396,7 @@ export class Namespace extends DurableObject {
       let v = (await this.#top(ns, key, name)) + 1;
       for (;;) {
         const k = versionKey(ns, key, v);
-        this.intend(ns, k);
+        this.#intend(ns, k);
         const put = await this.env.BUCKET.put(k, text, { onlyIf: { etagDoesNotMatch: '*' } });
         if (put) break;
         this.sql.exec('DELETE FROM pending WHERE key = ?', k);
@@ -376,8 +426,9 @@ export class Namespace extends DurableObject {
   }
 
   /** A commit's plain chunks checked before its parts are read (not serialized; `commit` checks again). */
-  checkChunks(ns, alg, entries) {
-    const have = this.alg();
+  async checkChunks(ns, alg, entries) {
+    await this.#ready();
+    const have = this.#alg();
     if (have && have !== alg) return refuse(400, 'bad_request', `namespace '${ns}' uses ${have} fingerprints; this recipe uses ${alg}`);
     return this.#check(ns, new Uint8Array(entries));
   }
@@ -388,6 +439,7 @@ export class Namespace extends DurableObject {
    * order, so that no gc runs between the check and the put.
    */
   async putPart(ns, id, alg, body, entries) {
+    await this.#ready();
     return this.#serial(async () => {
       const bad = await this.#fixAlg(ns, alg, 'part');
       if (bad) return bad;
@@ -431,17 +483,20 @@ export class Namespace extends DurableObject {
   }
 
   /** The indexed packs, and the index rows of one (check). */
-  packs() {
+  async packs() {
+    await this.#ready();
     return this.sql.exec('SELECT id, size FROM packs ORDER BY id').toArray().map((r) => ({ ...r }));
   }
 
-  packRows(pack) {
+  async packRows(pack) {
+    await this.#ready();
     return this.sql.exec('SELECT id, off, len, raw FROM chunks WHERE pack = ?', pack).toArray()
       .map((r) => [new Uint8Array(r.id), r.off, r.len, r.raw]);
   }
 
   /** A version's row (`version` 0: the latest), or null. */
-  resolve(name, version) {
+  async resolve(name, version) {
+    await this.#ready();
     const r = version
       ? this.sql.exec('SELECT * FROM versions WHERE name = ? AND version = ?', name, version).toArray()
       : this.sql.exec('SELECT * FROM versions WHERE name = ? ORDER BY version DESC LIMIT 1', name).toArray();
@@ -449,7 +504,8 @@ export class Namespace extends DurableObject {
   }
 
   /** Every version, by name (bytewise: SQLite's BINARY collation of UTF-8), then version. */
-  list() {
+  async list() {
+    await this.#ready();
     return this.sql.exec('SELECT name, version, bytes, chunks, digest, created FROM versions ORDER BY name, version')
       .toArray().map((r) => ({ ...r }));
   }
@@ -463,6 +519,7 @@ export class Namespace extends DurableObject {
    * sweep (nothing is deleted) with a warning.
    */
   async gc(ns, grace) {
+    await this.#ready();
     return this.#serial(async () => {
       const rep = { referenced_chunks: 0, packs_deleted: 0, packs_rewritten: 0, chunks_removed: 0, bytes_freed: 0,
         packs_in_grace: 0, parts_deleted: 0, warnings: [] };
@@ -538,7 +595,7 @@ export class Namespace extends DurableObject {
       return;
     }
     const bytes = new Uint8Array(await o.arrayBuffer());
-    const w = new core.PackRewrite(this.alg(), rows.some((r) => (r.len & 0x80000000) !== 0));
+    const w = new core.PackRewrite(this.#alg(), rows.some((r) => (r.len & 0x80000000) !== 0));
     let body;
     try {
       for (const r of rows) {
@@ -555,7 +612,7 @@ export class Namespace extends DurableObject {
     const frames = w.frames();
     w.free();
     const key = packKey(ns, id);
-    this.intend(ns, key);
+    this.#intend(ns, key);
     await this.env.BUCKET.put(key, body);
     const before = this.sql.exec('SELECT count(*) AS n FROM chunks WHERE pack = ?', p.id).one().n;
     // One transaction: the old pack's rows out, the new one's in.
@@ -631,6 +688,7 @@ export class Namespace extends DurableObject {
 
   /** Deletes version `version` (0: every version) of `name`; a tombstone keeps the latest's number. */
   async delete(ns, name, key, version) {
+    await this.#ready();
     return this.#serial(async () => {
       const rows = version
         ? this.sql.exec('SELECT version FROM versions WHERE name = ? AND version = ?', name, version).toArray()

@@ -76,6 +76,9 @@ function errorResponse(e) {
   if (e instanceof Refusal) {
     return json(e.status, { error: e.message, code: e.code, ...e.extra }, e.headers);
   }
+  // The namespace's Durable Object is building its index from the bucket, a step a request.
+  const busy = /^cutpoint-busy: ([\s\S]*)$/.exec(e?.message ?? '');
+  if (busy) return json(503, { error: busy[1], code: 'busy' }, { 'retry-after': '2' });
   const n = ++internalSeq;
   console.error(`internal error #${n}:`, e?.stack ?? e);
   return json(500, { error: `internal error #${n}`, code: 'internal' });

@@ -658,9 +658,20 @@ describe('one bucket, served by cutpoint serve --data s3:// and by the edge stor
       const edgeDir2 = join(root, 'edge-b')
       const back = await s3ToR2(s3.bucketDir, edgeDir2)
       expect(back.length).toBeGreaterThanOrEqual(copied.length)
-      const edge2 = await startEdge({ data: edgeDir2 })
+      // Built from the bucket a step of 2 objects a request: 503 busy (Retry-After) until it is done.
+      const edge2 = await startEdge({ data: edgeDir2, args: ['--test-reindex-step', '2'] })
       stops.push(() => edge2.stop(true))
-      const l2 = await (await fetch1(`${edge2.url}/v1/ns/default/files`)).json()
+      let busy = 0
+      let r2: Response
+      for (;;) {
+        r2 = await fetch1(`${edge2.url}/v1/ns/default/files`)
+        if (r2.status !== 503) break
+        expect(r2.headers.get('retry-after')).toBe('2')
+        expect((await r2.json()).code).toBe('busy')
+        expect(++busy).toBeLessThan(back.length)
+      }
+      expect(busy).toBeGreaterThanOrEqual(2) // several packs and four recipes: several steps
+      const l2 = await r2.json()
       expect(l2.files.map((v: any) => `${v.name}@${v.version}`)).toEqual(['edge-parts@1', 'from-edge@1', 'from-edge@2', 'from-serve@1'])
       for (const [name, data] of [['from-serve', three], ['from-edge', one], ['edge-parts', two]] as const) {
         const out = join(dir, `shared-back-${name}`)
