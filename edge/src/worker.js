@@ -607,7 +607,13 @@ async function getRecipe(env, ns, name, url) {
   const r = core1(() => new core.StoredRecipe(text));
   const enc = new TextEncoder();
   let i = -1;
+  let freed = false;
+  const free = () => {
+    if (!freed) r.free();
+    freed = true;
+  };
   const body = new ReadableStream({
+    cancel: free,
     async pull(ctl) {
       try {
         if (i === -1) ctl.enqueue(enc.encode(r.head()));
@@ -622,11 +628,12 @@ async function getRecipe(env, ns, name, url) {
         } else {
           ctl.enqueue(enc.encode(r.end()));
           ctl.close();
-          r.free();
+          free();
         }
         i++;
       } catch (e) {
         console.error('recipe expansion stopped:', e?.message ?? e);
+        free();
         ctl.error(e);
       }
     },
@@ -707,7 +714,16 @@ function restoreParts(env, ns, text, start, end, alg) {
   let i = 0;
   let at = 0;
   let inner = null;
+  let freed = false;
+  const free = () => {
+    if (!freed) r.free();
+    freed = true;
+  };
   return new ReadableStream({
+    cancel() {
+      inner?.cancel().catch(() => {});
+      free();
+    },
     async pull(ctl) {
       try {
         for (;;) {
@@ -720,7 +736,7 @@ function restoreParts(env, ns, text, start, end, alg) {
             inner = null;
           }
           if (i >= n || at >= end) {
-            r.free();
+            free();
             ctl.close();
             return;
           }
@@ -734,6 +750,7 @@ function restoreParts(env, ns, text, start, end, alg) {
         }
       } catch (e) {
         console.error('restore stopped:', e?.message ?? e);
+        free();
         ctl.error(e); // the body stops early: the client sees a short body
       }
     },
