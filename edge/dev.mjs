@@ -24,6 +24,12 @@ function bytesArg(a, v) {
   return Number(m[1]) * ({ '': 1, k: 1024, m: 1 << 20 })[m[2].toLowerCase()];
 }
 
+/** Whole seconds, at least `least` (`--gc-lease`, `--gc-settle`, as `cutpoint serve` takes them). */
+function secondsArg(a, v, least) {
+  if (!/^[0-9]{1,6}$/.test(v) || Number(v) < least) throw new Error(`${a} takes whole seconds, at least ${least}`);
+  return Number(v);
+}
+
 function args(argv) {
   const o = { port: 8788, dir: resolve('.cutpoint-edge'), tokens: null, origins: [], instances: 1 };
   for (let i = 0; i < argv.length; i++) {
@@ -41,13 +47,15 @@ function args(argv) {
     else if (a === '--max-uploads-per-token') o.maxUploadsPerToken = bytesArg(a, v());
     else if (a === '--inspector-port') o.inspectorPort = Number(v());
     else if (a === '--test-reindex-step') o.reindexStep = bytesArg(a, v());
+    else if (a === '--gc-lease') o.gcLease = secondsArg(a, v(), 1);
+    else if (a === '--gc-settle') o.gcSettle = secondsArg(a, v(), 0);
     else if (a === '--instances') {
       o.instances = Number(v());
       if (!Number.isInteger(o.instances) || o.instances < 1 || o.instances > 8) throw new Error('--instances takes 1 to 8');
     }
     else if (a === '-h' || a === '--help') {
       console.log('usage: npm run edge -- [--port N] [--dir DIR] [--tokens FILE] [--cors-origin ORIGIN]... [--instances N] '
-        + '[--max-recipe BYTES] [--max-uploads-per-token N]');
+        + '[--max-recipe BYTES] [--max-uploads-per-token N] [--gc-lease SECONDS] [--gc-settle SECONDS]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -60,7 +68,7 @@ function args(argv) {
  * one R2 bucket, the Durable Object class of `edge-1` bound in each.
  */
 export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instances = 1, fault = null, maxRecipe = null,
-  maxUploadsPerToken = null, inspectorPort = null, reindexStep = null }) {
+  maxUploadsPerToken = null, inspectorPort = null, reindexStep = null, gcLease = null, gcSettle = null }) {
   const wasm = join(here, 'pkg', 'cutpoint_edge_wasm_bg.wasm');
   if (!existsSync(wasm)) throw new Error('edge/pkg is missing: run `bash scripts/build-edge.sh` (or npm run setup)');
   mkdirSync(dir, { recursive: true });
@@ -75,6 +83,9 @@ export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instan
   if (maxUploadsPerToken) bindings.CUTPOINT_MAX_UPLOADS_PER_TOKEN = String(maxUploadsPerToken);
   // Tests only: a namespace's index is built from the bucket in steps of this many objects.
   if (reindexStep) bindings.CUTPOINT_TEST_REINDEX_STEP = String(reindexStep);
+  // PROTOCOL.md §6 (several nodes): the gc lock's lease (default 120 s) and settle time (5 s).
+  if (gcLease !== null) bindings.CUTPOINT_GC_LEASE = String(gcLease);
+  if (gcSettle !== null) bindings.CUTPOINT_GC_SETTLE = String(gcSettle);
   const worker = {
     modules: true,
     scriptPath: join(here, 'src', 'worker.js'),

@@ -43,6 +43,13 @@ const MAX_CHUNK = 64 << 20;
 const REINDEX_STEP_BYTES = 256 << 20;
 const REINDEX_STEP_OBJECTS = 1000;
 const MAX_PACK_CHUNKS = 65536;
+// PROTOCOL.md §6 (several nodes over one bucket): a gc's lock object, a lease renewed every third
+// of CUTPOINT_GC_LEASE seconds (120 by default), and its epoch, rewritten by every gc.
+const gcLockKey = (ns) => `ns/${ns}/gc-lock`;
+const gcEpochKey = (ns) => `ns/${ns}/gc-epoch`;
+const gcLockBody = () => `gc running, renewed at ${now()} (Unix seconds)\n`;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const randomHex = () => hex(crypto.getRandomValues(new Uint8Array(16)));
 
 export class Namespace extends DurableObject {
   constructor(ctx, env) {
@@ -384,6 +391,8 @@ export class Namespace extends DurableObject {
     return this.#serial(async () => {
       const bad = await this.#fixAlg(ns, meta.alg, 'recipe');
       if (bad) return bad;
+      const pre = await this.#commitPrelude(ns);
+      if (pre.refused) return pre;
       const bad2 = this.#check(ns, new Uint8Array(entries));
       if (bad2) return bad2;
       // A recipe with part lines: its parts looked up again here, where no gc runs meanwhile
@@ -402,12 +411,106 @@ export class Namespace extends DurableObject {
         this.sql.exec('DELETE FROM pending WHERE key = ?', k);
         v++; // taken (another node over the same bucket): the next number
       }
+      const gone = await this.#confirmCommit(ns, name, key, v, new Uint8Array(entries), new Uint8Array(parts), pre.epoch);
+      if (gone) return gone;
       // A test of the start-up reconcile: a crash between the commit point and the row.
       if (this.env.CUTPOINT_TEST_FAULT === 'recipe-unrowed') throw new Error('test fault: the recipe is in R2, its row is not');
       const row = { name, version: v, bytes: meta.bytes, chunks: meta.count, digest: meta.digest, created: now() };
       this.#addVersion(row, versionKey(ns, key, v));
       return row;
     });
+  }
+
+  /** The gc lock's lease in milliseconds (CUTPOINT_GC_LEASE seconds, 120 by default). */
+  #lease() {
+    return (Number(this.env.CUTPOINT_GC_LEASE) || 120) * 1000;
+  }
+
+  /** Whether a live gc (on any node of the bucket) holds namespace `ns`: its lock younger than the lease. */
+  async #gcLockHeld(ns) {
+    const o = await this.env.BUCKET.head(gcLockKey(ns));
+    return o !== null && Date.now() - o.uploaded.getTime() <= this.#lease();
+  }
+
+  /** The namespace's gc epoch (the text of `gc-epoch`, rewritten by every gc), or null. */
+  async #gcEpoch(ns) {
+    const o = await this.env.BUCKET.get(gcEpochKey(ns));
+    return o === null ? null : await o.text();
+  }
+
+  /**
+   * Before a commit's (or a part's) check (PROTOCOL.md §6): the gc epoch it belongs to, read
+   * first, then `{refused}` 503 busy while a gc on any node holds the namespace's lock (a lock
+   * past its lease is a dead node's and is ignored).
+   */
+  async #commitPrelude(ns) {
+    const epoch = await this.#gcEpoch(ns);
+    if (await this.#gcLockHeld(ns)) {
+      return refuse(503, 'busy', `a gc of namespace '${ns}' is running on a node of this bucket; try again shortly`);
+    }
+    return { epoch };
+  }
+
+  /**
+   * After a commit's recipe put (PROTOCOL.md §6, "A stalled commit"): if a gc took the lock
+   * since the prelude (the lock is held, or the epoch changed), it may have listed the recipes
+   * before this put and swept chunks it names. Then: wait for that gc to end (up to a lease),
+   * look at the bucket's packs again and check the chunks and parts again; all there, the
+   * version stands (null); else it is withdrawn (a tombstone keeps its number, the recipe is
+   * deleted) and the refusal returned (409 with what is missing; 503 if the gc still runs).
+   */
+  async #confirmCommit(ns, name, key, v, entries, parts, epoch) {
+    if (!(await this.#gcLockHeld(ns)) && (await this.#gcEpoch(ns)) === epoch) return null;
+    const t = Date.now();
+    while ((await this.#gcLockHeld(ns)) && Date.now() - t < this.#lease()) await sleep(200);
+    const k = versionKey(ns, key, v);
+    const withdraw = async () => {
+      await this.env.BUCKET.put(`${k}.deleted`, `withdrawn at ${now()} (Unix seconds)\n`);
+      await this.env.BUCKET.delete(k);
+      this.ctx.storage.transactionSync(() => {
+        this.sql.exec('INSERT INTO tops (name, top) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET top = max(top, excluded.top)', name, v);
+        this.sql.exec('DELETE FROM pending WHERE key = ?', k);
+      });
+    };
+    if (await this.#gcLockHeld(ns)) {
+      await withdraw();
+      return refuse(503, 'busy', `a gc of namespace '${ns}' ran while this commit was stalled and is still running; nothing was committed`);
+    }
+    await this.#dropGonePacks(ns);
+    const bad = this.#check(ns, entries);
+    const missing = bad ? [] : await this.#missingParts(ns, parts);
+    if (!bad && missing.length === 0) return null;
+    await withdraw();
+    if (bad) return bad;
+    return refuse(409, 'missing_parts', `a gc that ran while this commit was stalled removed ${missing.length} of its parts `
+      + `from namespace '${ns}'; nothing was committed`, { missing_parts: missing });
+  }
+
+  /**
+   * The bucket's pack listing against the index: the rows of an indexed pack no longer in the
+   * bucket (another node's gc deleted or rewrote it) are dropped; a pack not indexed is read,
+   * verified by the core and indexed (a rewrite's, another node's upload). The whole namespace:
+   * for gc and a commit that raced one (rare).
+   */
+  async #dropGonePacks(ns) {
+    const seen = new Set();
+    let cursor;
+    do {
+      const l = await this.env.BUCKET.list({ prefix: `ns/${ns}/packs/`, cursor });
+      for (const o of l.objects) {
+        const id = o.key.split('/').pop();
+        seen.add(id);
+        await this.#reconcilePack(ns, o.key, false);
+      }
+      cursor = l.truncated ? l.cursor : undefined;
+    } while (cursor);
+    for (const { id } of this.sql.exec('SELECT id FROM packs').toArray()) {
+      if (seen.has(id)) continue;
+      this.ctx.storage.transactionSync(() => {
+        this.sql.exec('DELETE FROM chunks WHERE pack = ?', id);
+        this.sql.exec('DELETE FROM packs WHERE id = ?', id);
+      });
+    }
   }
 
   /** The hex ids of `parts` (32 bytes each) with no part object in R2. */
@@ -443,6 +546,8 @@ export class Namespace extends DurableObject {
     return this.#serial(async () => {
       const bad = await this.#fixAlg(ns, alg, 'part');
       if (bad) return bad;
+      const pre = await this.#commitPrelude(ns);
+      if (pre.refused) return pre;
       const bad2 = this.#check(ns, new Uint8Array(entries), 'part');
       if (bad2) return bad2;
       await this.env.BUCKET.put(partKey(ns, id), body, { onlyIf: { etagDoesNotMatch: '*' } });
@@ -520,7 +625,51 @@ export class Namespace extends DurableObject {
    */
   async gc(ns, grace) {
     await this.#ready();
-    return this.#serial(async () => {
+    return this.#serial(() => this.#gcShared(ns, grace));
+  }
+
+  /**
+   * gc as one node of a shared bucket (PROTOCOL.md §6): the lock `ns/<ns>/gc-lock` taken
+   * create-only (one past its lease taken over; a live one: 503 busy), `gc-epoch` rewritten, the
+   * lock renewed every third of the lease while this runs, a settle time (CUTPOINT_GC_SETTLE
+   * seconds, 5 by default) for commits past their lock check, the index refreshed from the
+   * bucket's packs, the sweep, then the lock deleted.
+   */
+  async #gcShared(ns, grace) {
+    const lock = gcLockKey(ns);
+    if (!(await this.#takeGcLock(ns))) {
+      return refuse(503, 'busy', `another gc of namespace '${ns}' holds ${lock} (a lock not renewed for `
+        + `${this.#lease() / 1000} s is taken over)`);
+    }
+    const renew = setInterval(() => {
+      this.env.BUCKET.put(lock, gcLockBody()).catch((e) => console.error(`renewing ${lock} failed:`, e?.message ?? e));
+    }, this.#lease() / 3);
+    try {
+      await this.env.BUCKET.put(gcEpochKey(ns), `${randomHex()}\n`);
+      const settle = this.env.CUTPOINT_GC_SETTLE;
+      await sleep((settle === undefined || settle === '' ? 5 : Number(settle)) * 1000);
+      await this.#dropGonePacks(ns);
+      return await this.#gcLocked(ns, grace);
+    } finally {
+      clearInterval(renew);
+      await this.env.BUCKET.delete(lock);
+    }
+  }
+
+  /** Takes the gc lock: creates it, or takes over one past its lease (a node that died in a gc). */
+  async #takeGcLock(ns) {
+    const lock = gcLockKey(ns);
+    const create = async () => (await this.env.BUCKET.put(lock, gcLockBody(), { onlyIf: { etagDoesNotMatch: '*' } })) !== null;
+    if (await create()) return true;
+    if (await this.#gcLockHeld(ns)) return false;
+    console.error(`taking over ${lock}, not renewed for longer than the lease (a node died during a gc)`);
+    await this.env.BUCKET.delete(lock);
+    return create();
+  }
+
+  /** The sweep of gc, under the lock (see `gc`). */
+  async #gcLocked(ns, grace) {
+    {
       const rep = { referenced_chunks: 0, packs_deleted: 0, packs_rewritten: 0, chunks_removed: 0, bytes_freed: 0,
         packs_in_grace: 0, parts_deleted: 0, warnings: [] };
       const cutoff = grace === null ? -Infinity : now() - grace;
@@ -528,13 +677,15 @@ export class Namespace extends DurableObject {
       this.sql.exec('CREATE TABLE live (id BLOB PRIMARY KEY) WITHOUT ROWID');
       try {
         const named = new Set();
-        for (const v of this.sql.exec('SELECT name, version FROM versions').toArray()) {
-          const o = await this.env.BUCKET.get(versionKey(ns, core.nameKey(v.name), v.version));
+        // Every recipe in the bucket (other nodes' too), not only this index's versions.
+        for await (const key of this.#recipeKeys(ns)) {
+          const o = await this.env.BUCKET.get(key);
+          if (o === null) continue; // deleted since the listing
           let r;
           try {
             r = new core.StoredRecipe(new Uint8Array(await o.arrayBuffer()));
           } catch {
-            rep.warnings.push(`the recipe of '${v.name}' version ${v.version} is unreadable: nothing was swept`);
+            rep.warnings.push(`the recipe ${key.slice(`ns/${ns}/`.length)} is unreadable: nothing was swept`);
             return rep;
           }
           try {
@@ -577,7 +728,7 @@ export class Namespace extends DurableObject {
       } finally {
         this.sql.exec('DROP TABLE IF EXISTS live');
       }
-    });
+    }
   }
 
   /**
@@ -624,6 +775,16 @@ export class Namespace extends DurableObject {
     rep.packs_rewritten++;
     rep.chunks_removed += before - rows.length;
     rep.bytes_freed += Math.max(0, p.size - body.length);
+  }
+
+  /** The keys of the namespace's recipe objects in the bucket (tombstones left out). */
+  async *#recipeKeys(ns) {
+    let cursor;
+    do {
+      const l = await this.env.BUCKET.list({ prefix: `ns/${ns}/recipes/`, cursor });
+      for (const o of l.objects) if (!o.key.endsWith('.deleted')) yield o.key;
+      cursor = l.truncated ? l.cursor : undefined;
+    } while (cursor);
   }
 
   /** Marks the chunks of `entries` (36 bytes each) live for gc. */

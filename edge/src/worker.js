@@ -201,7 +201,7 @@ const stub = (env, ns) => env.NS.get(env.NS.idFromName(ns));
 function unwrap(r) {
   if (r && r.refused) {
     const { status, code, error, ...extra } = r.refused;
-    throw new Refusal(status, code, error, extra);
+    throw new Refusal(status, code, error, extra, status === 503 ? { 'retry-after': '2' } : {});
   }
   return r;
 }
@@ -776,7 +776,7 @@ async function gc(env, ns, url) {
     if (!/^[0-9]{1,20}$/.test(g) || BigInt(g) >= 2n ** 64n) throw new Refusal(400, 'bad_request', `bad grace '${g}'`);
     grace = BigInt(g) >= 2n ** 63n ? null : Number(g);
   }
-  return json(200, await stub(env, ns).gc(ns, grace));
+  return json(200, unwrap(await stub(env, ns).gc(ns, grace)));
 }
 
 const hexOf = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');

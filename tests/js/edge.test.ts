@@ -810,3 +810,76 @@ describe('edge store over a damaged pack', () => {
     }
   })
 })
+
+// The edge store as one node of a shared bucket (PROTOCOL.md §6): another node's gc lock
+// (`ns/<ns>/gc-lock`, put into R2 here as that node would) makes a commit answer 503 busy while
+// it is younger than the lease, and is ignored (and taken over by a gc) once older; an edge gc
+// rewrites `gc-epoch` and leaves no lock behind.
+describe('edge store and the gc lock of a shared bucket', () => {
+  it('a live lock refuses commits and gcs (503 busy); an expired one does not; a gc rewrites the epoch and removes its lock', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'cutpoint-edge-gclock-'))
+    const bytes = randomBytes(300_000)
+    const f = file('gclock.bin', bytes)
+    let s: Store | undefined
+    const withBucket = async (fn: (b: any) => Promise<void>) => {
+      const { bucket, dispose } = await openBucket(data)
+      try {
+        await fn(bucket)
+      } finally {
+        await dispose()
+      }
+    }
+    try {
+      s = await startEdge({ data, args: ['--gc-settle', '0'] })
+      expect(nativePush(s, f, 'a', ['--no-cache']).version).toBe(1)
+      const recipe = await (await fetch1(`${s.url}/v1/ns/default/recipes/a`)).text()
+      await s.stop(true)
+      await withBucket(async (b) => {
+        await b.put('ns/default/gc-lock', 'gc running (another node)\n')
+        await b.put('ns/default/gc-epoch', 'before\n')
+      })
+      // A live lock (the default lease, 120 s): a commit and a gc are refused, nothing committed.
+      s = await startEdge({ data, args: ['--gc-settle', '0'] })
+      const busy = await fetch1(`${s.url}/v1/ns/default/files/b`, { method: 'PUT', body: recipe })
+      expect(busy.status).toBe(503)
+      expect(busy.headers.get('retry-after')).toBe('2')
+      expect((await busy.json()).code).toBe('busy')
+      const gcBusy = await fetch1(`${s.url}/v1/ns/default/gc?grace=0`, { method: 'POST' })
+      expect(gcBusy.status).toBe(503)
+      expect((await gcBusy.json()).code).toBe('busy')
+      const l = await (await fetch1(`${s.url}/v1/ns/default/files`)).json()
+      expect(l.files.map((v: any) => v.name)).toEqual(['a'])
+      await s.stop(true)
+      // The same lock past a lease of 1 s (a dead node's): commits ignore it, a gc takes it over.
+      await new Promise((r) => setTimeout(r, 1500))
+      s = await startEdge({ data, args: ['--gc-settle', '0', '--gc-lease', '1'] })
+      const ok = await fetch1(`${s.url}/v1/ns/default/files/b`, { method: 'PUT', body: recipe })
+      expect(ok.status, await ok.clone().text()).toBe(201)
+      const gc = await fetch1(`${s.url}/v1/ns/default/gc?grace=0`, { method: 'POST' })
+      expect(gc.status, await gc.clone().text()).toBe(200)
+      const out = join(dir, 'gclock-out.bin')
+      expect(cutpoint(['pull', 'b', '-o', out], s).status).toBe(0)
+      expect(readFileSync(out).equals(bytes)).toBe(true)
+      await s.stop(true)
+      let epoch = ''
+      await withBucket(async (b) => {
+        expect(await b.head('ns/default/gc-lock')).toBeNull()
+        epoch = await (await b.get('ns/default/gc-epoch')).text()
+        expect(epoch).toMatch(/^[0-9a-f]{32}\n$/)
+      })
+      // A gc with no lock there: it takes one, rewrites the epoch again, and leaves none.
+      s = await startEdge({ data, args: ['--gc-settle', '0'] })
+      expect((await fetch1(`${s.url}/v1/ns/default/gc?grace=0`, { method: 'POST' })).status).toBe(200)
+      await s.stop(true)
+      await withBucket(async (b) => {
+        expect(await b.head('ns/default/gc-lock')).toBeNull()
+        const e2 = await (await b.get('ns/default/gc-epoch')).text()
+        expect(e2).toMatch(/^[0-9a-f]{32}\n$/)
+        expect(e2).not.toBe(epoch)
+      })
+    } finally {
+      await s?.stop(true)
+      rmSync(data, { recursive: true, force: true })
+    }
+  }, 120_000)
+})
