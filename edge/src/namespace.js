@@ -287,6 +287,15 @@ export class Namespace extends DurableObject {
   async query(body) {
     await this.#ready();
     const ids = new Uint8Array(body);
+    const missing = this.#missing(ids);
+    if (missing.length === 0) return missing;
+    // Misses: packs other nodes stored since are indexed first (#refreshPacks), then asked again.
+    await this.#refreshPacks(this.ctx.id.name ?? '');
+    return this.#missing(ids);
+  }
+
+  /** The ids of `ids` (32 bytes each) the index lacks, in order, each once (one statement). */
+  #missing(ids) {
     const out = [];
     const seen = new Set();
     const missing = this.sql.exec(`${EACH} SELECT n FROM i
@@ -359,6 +368,14 @@ export class Namespace extends DurableObject {
   async locate(body) {
     await this.#ready();
     const ids = new Uint8Array(body);
+    const found = this.#locate(ids);
+    if (!found.includes(null)) return found;
+    // A chunk not indexed: maybe in a pack another node stored (a version it committed).
+    await this.#refreshPacks(this.ctx.id.name);
+    return this.#locate(ids);
+  }
+
+  #locate(ids) {
     const rows = this.sql.exec(`${EACH} SELECT c.pack, c.off, c.len, c.raw FROM i
       LEFT JOIN chunks c ON c.id = substr(?2, n * 32 + 1, 32) ORDER BY n`, ids.length >> 5, ids);
     return Array.from(rows.raw(), (r) => (r[0] === null ? null : r));
@@ -448,6 +465,8 @@ export class Namespace extends DurableObject {
     if (await this.#gcLockHeld(ns)) {
       return refuse(503, 'busy', `a gc of namespace '${ns}' is running on a node of this bucket; try again shortly`);
     }
+    // Every chunk is checked against the bucket's listing, not only this index.
+    await this.#refreshPacks(ns);
     return { epoch };
   }
 
@@ -476,7 +495,7 @@ export class Namespace extends DurableObject {
       await withdraw();
       return refuse(503, 'busy', `a gc of namespace '${ns}' ran while this commit was stalled and is still running; nothing was committed`);
     }
-    await this.#dropGonePacks(ns);
+    await this.#refreshPacks(ns, false);
     const bad = this.#check(ns, entries);
     const missing = bad ? [] : await this.#missingParts(ns, parts);
     if (!bad && missing.length === 0) return null;
@@ -487,30 +506,80 @@ export class Namespace extends DurableObject {
   }
 
   /**
-   * The bucket's pack listing against the index: the rows of an indexed pack no longer in the
-   * bucket (another node's gc deleted or rewrote it) are dropped; a pack not indexed is read,
-   * verified by the core and indexed (a rewrite's, another node's upload). The whole namespace:
-   * for gc and a commit that raced one (rare).
+   * Freshness (PROTOCOL.md §6): the bucket's pack listing against the index. A pack not indexed
+   * (another node's upload, a gc's rewrite) is read, verified by the core and indexed, at most
+   * REINDEX_STEP_BYTES of such a call when `bounded` (the rest in later calls; until then its
+   * chunks are answered missing, and a client sends them again); the rows of an indexed pack no
+   * longer in the bucket (another node's gc deleted it) are dropped, if it was indexed before the
+   * listing began. Concurrent calls share one run (coalesced); `bounded` false (gc, a commit
+   * that raced a gc) reads every pack.
    */
-  async #dropGonePacks(ns) {
+  async #refreshPacks(ns, bounded = true) {
+    if (!ns) return undefined; // a Durable Object with no namespace name: nothing to list
+    if (bounded && this.refreshing) return this.refreshing;
+    const run = this.#refreshPacksOnce(ns, bounded);
+    if (bounded) this.refreshing = run.finally(() => (this.refreshing = null));
+    return run;
+  }
+
+  async #refreshPacksOnce(ns, bounded) {
+    const began = now();
     const seen = new Set();
+    let bytes = 0;
     let cursor;
     do {
       const l = await this.env.BUCKET.list({ prefix: `ns/${ns}/packs/`, cursor });
       for (const o of l.objects) {
         const id = o.key.split('/').pop();
         seen.add(id);
+        if (bounded && bytes >= REINDEX_STEP_BYTES) continue;
+        if (this.sql.exec('SELECT 1 FROM packs WHERE id = ?', id).toArray().length) continue;
+        bytes += o.size;
         await this.#reconcilePack(ns, o.key, false);
       }
       cursor = l.truncated ? l.cursor : undefined;
     } while (cursor);
-    for (const { id } of this.sql.exec('SELECT id FROM packs').toArray()) {
+    for (const { id } of this.sql.exec('SELECT id FROM packs WHERE created < ?', began).toArray()) {
       if (seen.has(id)) continue;
       this.ctx.storage.transactionSync(() => {
         this.sql.exec('DELETE FROM chunks WHERE pack = ?', id);
         this.sql.exec('DELETE FROM packs WHERE id = ?', id);
       });
     }
+  }
+
+  /**
+   * Freshness of versions (PROTOCOL.md §6): the recipe objects under `prefix` (a name's, or the
+   * namespace's) against the version rows: a recipe another node committed gets its row (parsed
+   * by the core), a tombstone keeps its number, a row whose recipe is gone (another node's
+   * delete) is dropped.
+   */
+  async #refreshRecipes(ns, prefix) {
+    if (!ns) return;
+    const there = new Set();
+    let cursor;
+    do {
+      const l = await this.env.BUCKET.list({ prefix, cursor });
+      for (const o of l.objects) {
+        there.add(o.key);
+        // A commit of this store's between its put and its row writes that row itself.
+        if (!this.#pendingKey(o.key)) await this.#reindexRecipe(o);
+      }
+      cursor = l.truncated ? l.cursor : undefined;
+    } while (cursor);
+    const rows = prefix === `ns/${ns}/recipes/`
+      ? this.sql.exec('SELECT name, version FROM versions').toArray()
+      : this.sql.exec('SELECT name, version FROM versions WHERE name = ?', core.nameFromKey(prefix.slice(`ns/${ns}/recipes/`.length, -1))).toArray();
+    for (const r of rows) {
+      const k = versionKey(ns, core.nameKey(r.name), r.version);
+      if (k.startsWith(prefix) && !there.has(k) && !this.#pendingKey(k)) {
+        this.sql.exec('DELETE FROM versions WHERE name = ? AND version = ?', r.name, r.version);
+      }
+    }
+  }
+
+  #pendingKey(k) {
+    return this.sql.exec('SELECT 1 FROM pending WHERE key = ?', k).toArray().length > 0;
   }
 
   /** The hex ids of `parts` (32 bytes each) with no part object in R2. */
@@ -533,6 +602,9 @@ export class Namespace extends DurableObject {
     await this.#ready();
     const have = this.#alg();
     if (have && have !== alg) return refuse(400, 'bad_request', `namespace '${ns}' uses ${have} fingerprints; this recipe uses ${alg}`);
+    const bad = this.#check(ns, new Uint8Array(entries));
+    if (bad?.refused.status !== 409) return bad;
+    await this.#refreshPacks(ns); // missing here: maybe stored by another node since
     return this.#check(ns, new Uint8Array(entries));
   }
 
@@ -602,6 +674,7 @@ export class Namespace extends DurableObject {
   /** A version's row (`version` 0: the latest), or null. */
   async resolve(name, version) {
     await this.#ready();
+    await this.#refreshRecipes(this.ctx.id.name, recipePrefix(this.ctx.id.name, core.nameKey(name)));
     const r = version
       ? this.sql.exec('SELECT * FROM versions WHERE name = ? AND version = ?', name, version).toArray()
       : this.sql.exec('SELECT * FROM versions WHERE name = ? ORDER BY version DESC LIMIT 1', name).toArray();
@@ -611,6 +684,7 @@ export class Namespace extends DurableObject {
   /** Every version, by name (bytewise: SQLite's BINARY collation of UTF-8), then version. */
   async list() {
     await this.#ready();
+    await this.#refreshRecipes(this.ctx.id.name, `ns/${this.ctx.id.name}/recipes/`);
     return this.sql.exec('SELECT name, version, bytes, chunks, digest, created FROM versions ORDER BY name, version')
       .toArray().map((r) => ({ ...r }));
   }
@@ -648,7 +722,7 @@ export class Namespace extends DurableObject {
       await this.env.BUCKET.put(gcEpochKey(ns), `${randomHex()}\n`);
       const settle = this.env.CUTPOINT_GC_SETTLE;
       await sleep((settle === undefined || settle === '' ? 5 : Number(settle)) * 1000);
-      await this.#dropGonePacks(ns);
+      await this.#refreshPacks(ns, false);
       return await this.#gcLocked(ns, grace);
     } finally {
       clearInterval(renew);
@@ -851,6 +925,7 @@ export class Namespace extends DurableObject {
   async delete(ns, name, key, version) {
     await this.#ready();
     return this.#serial(async () => {
+      await this.#refreshRecipes(ns, recipePrefix(ns, key));
       const rows = version
         ? this.sql.exec('SELECT version FROM versions WHERE name = ? AND version = ?', name, version).toArray()
         : this.sql.exec('SELECT version FROM versions WHERE name = ?', name).toArray();

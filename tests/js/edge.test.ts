@@ -883,3 +883,55 @@ describe('edge store and the gc lock of a shared bucket', () => {
     }
   }, 120_000)
 })
+
+// Freshness (PROTOCOL.md §6): a pack and a recipe another node (`cutpoint serve --data s3://`)
+// wrote into the bucket AFTER the edge built its namespace's index are seen: the existence query
+// answers their chunks present, the version is listed, restores, and a re-push sends no chunk.
+describe('edge store sees what another node of its bucket stored after its index was built', () => {
+  it('query, list, restore and re-push see a later pack and recipe of cutpoint serve', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'cutpoint-edge-fresh-'))
+    const s3 = await startVersity(join(root, 's3'))
+    const env0 = { ...process.env }
+    Object.assign(process.env, { AWS_ACCESS_KEY_ID: S3.key, AWS_SECRET_ACCESS_KEY: S3.secret, AWS_REGION: 'us-east-1' })
+    const edgeDir = join(root, 'edge')
+    let edge: Store | undefined
+    const stops: (() => Promise<void>)[] = [s3.stop]
+    try {
+      // The edge's namespace is indexed (it stored a file itself).
+      edge = await startEdge({ data: edgeDir })
+      const mine = randomBytes(400_000)
+      expect(nativePush(edge, file('fresh-mine.bin', mine), 'mine', ['--no-cache']).version).toBe(1)
+      await edge.stop(true)
+      // Another node stores a file in the (S3) bucket; its objects are then put into the edge's R2.
+      const serve = await startStore({ data: `s3://${S3.bucket}`, args: ['--s3-endpoint', s3.endpoint, '--cache', join(root, 'serve-cache')] })
+      stops.push(() => serve.stop())
+      const theirs = randomBytes(1 << 20)
+      const f = file('fresh-theirs.bin', theirs)
+      expect(nativePush(serve, f, 'theirs', ['--no-cache']).novel_bytes).toBe(theirs.length)
+      const text = await (await fetch1(`${serve.url}/v1/ns/default/recipes/theirs`)).text()
+      const ids = Buffer.concat(text.split('\n').filter((l) => /^[0-9a-f]{64} /.test(l)).map((l) => Buffer.from(l.slice(0, 64), 'hex')))
+      expect(ids.length).toBeGreaterThan(32)
+      await serve.stop()
+      const keys = await s3ToR2(s3.bucketDir, edgeDir)
+      expect(keys.some((k) => k.startsWith('ns/default/packs/'))).toBe(true)
+      edge = await startEdge({ data: edgeDir })
+      // Not a reindex (the index was built): 200 at once, and the query finds every chunk.
+      const q = await fetch1(`${edge.url}/v1/ns/default/query`, { method: 'POST', body: ids })
+      expect(q.status).toBe(200)
+      expect(Buffer.from(await q.arrayBuffer()).length).toBe(0)
+      const l = await (await fetch1(`${edge.url}/v1/ns/default/files`)).json()
+      expect(l.files.map((v: any) => `${v.name}@${v.version}`)).toEqual(['mine@1', 'theirs@1'])
+      const out = join(dir, 'fresh-out.bin')
+      const p = cutpoint(['pull', 'theirs', '-o', out], edge)
+      expect(p.status, p.stderr).toBe(0)
+      expect(readFileSync(out).equals(theirs)).toBe(true)
+      const again = nativePush(edge, f, 'theirs', ['--no-cache'])
+      expect([again.version, again.novel_bytes, again.pack_bytes]).toEqual([2, 0, 0])
+    } finally {
+      await edge?.stop(true).catch(() => {})
+      for (const s of stops.reverse()) await s().catch(() => {})
+      process.env = env0
+      rmSync(root, { recursive: true, force: true })
+    }
+  }, 300_000)
+})
