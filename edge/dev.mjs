@@ -76,7 +76,8 @@ export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instan
   if (tokens) bindings.CUTPOINT_TOKENS = tokens;
   else bindings.CUTPOINT_OPEN = '1';
   // Tests only (--test-fault): 'pack-unindexed' or 'recipe-unrowed' stops a request between its
-  // R2 put and its index row, as a crash there would (tests/js/edge.test.ts, the reconcile).
+  // R2 put and its index row, as a crash there would (tests/js/edge.test.ts, the reconcile);
+  // 'gc-during-commit' makes a commit see another node's gc between its check and its put.
   if (fault) bindings.CUTPOINT_TEST_FAULT = fault;
   // Limits below the defaults (`max_recipe_bytes`: 16 MiB at most), as `cutpoint serve --max-recipe`.
   if (maxRecipe) bindings.CUTPOINT_MAX_RECIPE_BYTES = String(maxRecipe);

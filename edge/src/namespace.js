@@ -428,6 +428,9 @@ export class Namespace extends DurableObject {
         this.sql.exec('DELETE FROM pending WHERE key = ?', k);
         v++; // taken (another node over the same bucket): the next number
       }
+      // A test of a stalled commit (tests/js/edge.test.ts): another node's gc ran between this
+      // commit's check and its put (a new epoch) and deleted a pack the recipe names.
+      if (this.env.CUTPOINT_TEST_FAULT === 'gc-during-commit') await this.#testGcDuringCommit(ns, new Uint8Array(entries));
       const gone = await this.#confirmCommit(ns, name, key, v, new Uint8Array(entries), new Uint8Array(parts), pre.epoch);
       if (gone) return gone;
       // A test of the start-up reconcile: a crash between the commit point and the row.
@@ -510,8 +513,8 @@ export class Namespace extends DurableObject {
    * (another node's upload, a gc's rewrite) is read, verified by the core and indexed, at most
    * REINDEX_STEP_BYTES of such a call when `bounded` (the rest in later calls; until then its
    * chunks are answered missing, and a client sends them again); the rows of an indexed pack no
-   * longer in the bucket (another node's gc deleted it) are dropped, if it was indexed before the
-   * listing began. Concurrent calls share one run (coalesced); `bounded` false (gc, a commit
+   * longer in the bucket (another node's gc deleted it) are dropped (when `bounded`, only if it
+   * was indexed before the listing began). Concurrent calls share one run (coalesced); `bounded` false (gc, a commit
    * that raced a gc) reads every pack.
    */
   async #refreshPacks(ns, bounded = true) {
@@ -534,12 +537,16 @@ export class Namespace extends DurableObject {
         seen.add(id);
         if (bounded && bytes >= REINDEX_STEP_BYTES) continue;
         if (this.sql.exec('SELECT 1 FROM packs WHERE id = ?', id).toArray().length) continue;
+        // An upload of this store's between its put and its rows indexes itself (not read twice).
+        if (bounded && this.#pendingKey(o.key)) continue;
         bytes += o.size;
         await this.#reconcilePack(ns, o.key, false);
       }
       cursor = l.truncated ? l.cursor : undefined;
     } while (cursor);
-    for (const { id } of this.sql.exec('SELECT id FROM packs WHERE created < ?', began).toArray()) {
+    // Unbounded, the caller runs in the namespace's order (no upload or rewrite of this store's
+    // is being indexed meanwhile): every pack the listing lacks is gone.
+    for (const { id } of this.sql.exec('SELECT id FROM packs WHERE created < ?', bounded ? began : Number.MAX_SAFE_INTEGER).toArray()) {
       if (seen.has(id)) continue;
       this.ctx.storage.transactionSync(() => {
         this.sql.exec('DELETE FROM chunks WHERE pack = ?', id);
@@ -580,6 +587,13 @@ export class Namespace extends DurableObject {
 
   #pendingKey(k) {
     return this.sql.exec('SELECT 1 FROM pending WHERE key = ?', k).toArray().length > 0;
+  }
+
+  /** Tests only (`gc-during-commit`): a new gc epoch, and the pack of the first entry's chunk deleted from R2. */
+  async #testGcDuringCommit(ns, entries) {
+    await this.env.BUCKET.put(gcEpochKey(ns), `${randomHex()}\n`);
+    const r = this.sql.exec('SELECT pack FROM chunks WHERE id = ?', entries.subarray(0, 32)).toArray();
+    if (r.length) await this.env.BUCKET.delete(packKey(ns, r[0].pack));
   }
 
   /** The hex ids of `parts` (32 bytes each) with no part object in R2. */

@@ -935,3 +935,37 @@ describe('edge store sees what another node of its bucket stored after its index
     }
   }, 300_000)
 })
+
+// A stalled commit (PROTOCOL.md §6): another node's gc ran between the commit's check and its
+// recipe put (a test-only fault rewrites gc-epoch and deletes a pack the recipe names, as that gc
+// would). The commit is withdrawn: 409 with the missing ids, no version listed, and its number
+// is not given again (a tombstone).
+describe('edge store: a commit that a gc on another node overtook', () => {
+  it('is withdrawn (409), not listed, and its number not given again', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'cutpoint-edge-stalled-'))
+    const bytes = randomBytes(300_000)
+    const f = file('stalled.bin', bytes)
+    let s: Store | undefined
+    try {
+      s = await startEdge({ data, fault: 'gc-during-commit' })
+      const p = cutpoint(['push', f, '--name', 'st', '--json', '--no-cache', '--retries', '0'], s)
+      expect(p.status).not.toBe(0)
+      expect(p.stderr).toMatch(/lacks [0-9]+ chunks/)
+      const l = await (await fetch1(`${s.url}/v1/ns/default/files`)).json()
+      expect(l.files).toEqual([])
+      await s.stop(true)
+      s = await startEdge({ data })
+      expect((await (await fetch1(`${s.url}/v1/ns/default/files`)).json()).files).toEqual([])
+      // Each withdrawn try (the client re-sends the missing chunks and commits again, a few
+      // times) kept its number: the next version is past them.
+      const again = nativePush(s, f, 'st', ['--no-cache'])
+      expect(again.version).toBeGreaterThan(1)
+      const out = join(dir, 'stalled-out.bin')
+      expect(cutpoint(['pull', 'st', '-o', out], s).status).toBe(0)
+      expect(readFileSync(out).equals(bytes)).toBe(true)
+    } finally {
+      await s?.stop(true)
+      rmSync(data, { recursive: true, force: true })
+    }
+  }, 120_000)
+})
