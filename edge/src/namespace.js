@@ -408,10 +408,8 @@ export class Namespace extends DurableObject {
     return this.#serial(async () => {
       const bad = await this.#fixAlg(ns, meta.alg, 'recipe');
       if (bad) return bad;
-      const pre = await this.#commitPrelude(ns);
+      const pre = await this.#commitPrelude(ns, new Uint8Array(entries));
       if (pre.refused) return pre;
-      const bad2 = this.#check(ns, new Uint8Array(entries));
-      if (bad2) return bad2;
       // A recipe with part lines: its parts looked up again here, where no gc runs meanwhile
       // (the Worker checked the digest over them; a gc since may have deleted one).
       const missing = await this.#missingParts(ns, new Uint8Array(parts));
@@ -459,18 +457,25 @@ export class Namespace extends DurableObject {
   }
 
   /**
-   * Before a commit's (or a part's) check (PROTOCOL.md §6): the gc epoch it belongs to, read
-   * first, then `{refused}` 503 busy while a gc on any node holds the namespace's lock (a lock
-   * past its lease is a dead node's and is ignored).
+   * A commit's (or a part's) check (PROTOCOL.md §6): the gc epoch it belongs to, read first;
+   * `{refused}` 503 busy while a gc on any node holds the namespace's lock (a lock past its
+   * lease is a dead node's and is ignored); then every entry checked (`#check`: 409, 400).
+   * Packs leave the bucket only through a gc, and every gc rewrites the epoch: while the epoch
+   * is the one of this index's last refresh, an indexed chunk is stored; a new epoch, or a
+   * miss, reads the bucket's listing first (`#refreshPacks`). `{epoch}` when all is there.
    */
-  async #commitPrelude(ns) {
+  async #commitPrelude(ns, entries, what = 'recipe') {
     const epoch = await this.#gcEpoch(ns);
     if (await this.#gcLockHeld(ns)) {
       return refuse(503, 'busy', `a gc of namespace '${ns}' is running on a node of this bucket; try again shortly`);
     }
-    // Every chunk is checked against the bucket's listing, not only this index.
-    await this.#refreshPacks(ns);
-    return { epoch };
+    let bad = this.#check(ns, entries, what);
+    if (bad || epoch !== this.freshEpoch) {
+      await this.#refreshPacksOnce(ns, true); // not a shared run: one that began after the epoch was read
+      this.freshEpoch = epoch;
+      bad = this.#check(ns, entries, what);
+    }
+    return bad ?? { epoch };
   }
 
   /**
@@ -632,10 +637,8 @@ export class Namespace extends DurableObject {
     return this.#serial(async () => {
       const bad = await this.#fixAlg(ns, alg, 'part');
       if (bad) return bad;
-      const pre = await this.#commitPrelude(ns);
+      const pre = await this.#commitPrelude(ns, new Uint8Array(entries), 'part');
       if (pre.refused) return pre;
-      const bad2 = this.#check(ns, new Uint8Array(entries), 'part');
-      if (bad2) return bad2;
       await this.env.BUCKET.put(partKey(ns, id), body, { onlyIf: { etagDoesNotMatch: '*' } });
       return { part: id };
     });
@@ -733,11 +736,14 @@ export class Namespace extends DurableObject {
       this.env.BUCKET.put(lock, gcLockBody()).catch((e) => console.error(`renewing ${lock} failed:`, e?.message ?? e));
     }, this.#lease() / 3);
     try {
-      await this.env.BUCKET.put(gcEpochKey(ns), `${randomHex()}\n`);
+      const epoch = `${randomHex()}\n`;
+      await this.env.BUCKET.put(gcEpochKey(ns), epoch);
       const settle = this.env.CUTPOINT_GC_SETTLE;
       await sleep((settle === undefined || settle === '' ? 5 : Number(settle)) * 1000);
       await this.#refreshPacks(ns, false);
-      return await this.#gcLocked(ns, grace);
+      const rep = await this.#gcLocked(ns, grace);
+      this.freshEpoch = epoch; // this index is the bucket's as of this gc (see #commitPrelude)
+      return rep;
     } finally {
       clearInterval(renew);
       await this.env.BUCKET.delete(lock);
