@@ -5,6 +5,9 @@
 import type { Client, PushManyProgress, PushManyResult } from '@cutpoint/web'
 import * as fmt from './format'
 
+/** What each row element shows now (its index, size and state text): unchanged rows are not written again. */
+const shown = new WeakMap<HTMLElement, string>()
+
 /** A row's height, px (style.css `.folder-row`). */
 const ROW = 24
 
@@ -166,10 +169,16 @@ export class FolderPush {
         this.list.append(li)
       }
       const r = this.rows[i]
+      // The DOM is touched only where the row (or the row shown in this element) changed.
+      const size = r.size !== undefined ? `${fmt.bytes(r.bytes)} of ${fmt.bytes(r.size)}` : ''
+      const state = r.stage === 'done' ? `done: version ${r.version}` : r.stage === 'failed' ? `error: ${r.error}` : r.stage
+      const key = `${i}\n${size}\n${state}`
+      if (shown.get(li) === key) continue
+      shown.set(li, key)
       li.style.top = `${i * ROW}px`
       ;(li.children[0] as HTMLElement).textContent = r.name
-      ;(li.children[1] as HTMLElement).textContent = r.size !== undefined ? `${fmt.bytes(r.bytes)} of ${fmt.bytes(r.size)}` : ''
-      ;(li.children[2] as HTMLElement).textContent = r.stage === 'done' ? `done: version ${r.version}` : r.stage === 'failed' ? `error: ${r.error}` : r.stage
+      ;(li.children[1] as HTMLElement).textContent = size
+      ;(li.children[2] as HTMLElement).textContent = state
       li.dataset.index = String(i)
       li.dataset.name = r.name
       li.dataset.stage = r.stage

@@ -16,11 +16,10 @@
 import { chunk, type Chunk } from '../index.js'
 import { checkAbort, StoreError, usage } from './errors.js'
 import { isStream, openReader, type PushInput, type RangeReader } from './input.js'
-import { checkProfile, commit, PushRun, type PushContext, type PushResult } from './push.js'
+import { checkProfile, commit, PushRun, type IdChunk, type PushContext, type PushResult } from './push.js'
 import { wire } from './wire.js'
 import { isDeno, isNode, type WasmPartSink } from '../../../common/wasm.js'
 import type { ManyRes } from '../../../common/protocol.js'
-import { hex } from '../hex.js'
 import { resolve } from '../options.js'
 import type { Pool } from '../pool.js'
 import { startPool } from '../workers.js'
@@ -349,13 +348,14 @@ class SmallBatcher {
     )
   }
 
-  private chunks(cuts: Float64Array, digests: Uint8Array): Chunk[] {
-    const out: Chunk[] = []
+  /** The chunks of one input; their ids as the digests' bytes (stageQuery takes them as they are: no hex). */
+  private chunks(cuts: Float64Array, digests: Uint8Array): IdChunk[] {
+    const out: IdChunk[] = []
     const d = cuts.length ? digests.length / cuts.length : 0
     let at = 0
     for (let i = 0; i < cuts.length; i++) {
-      const c: Chunk = { offset: at, length: cuts[i] - at }
-      if (this.hashed) c.hash = hex(digests.subarray(i * d, (i + 1) * d))
+      const c: IdChunk = { offset: at, length: cuts[i] - at }
+      if (this.hashed) c.id = digests.subarray(i * d, (i + 1) * d)
       out.push(c)
       at = cuts[i]
     }
