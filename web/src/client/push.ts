@@ -30,6 +30,7 @@ import { checkAbort, StoreError, usage } from './errors.js'
 import { BLOB_BODIES, Http, sleep, type StoreLimits } from './http.js'
 import { isStream, openReader, StreamWindow, type PushInput, type RangeReader } from './input.js'
 import { wire } from './wire.js'
+import { pause } from './slice.js'
 import { PushJournal, type Resumed } from './journal.js'
 import { BASE, IdTable, KNOWN, NOVEL } from './ids.js'
 
@@ -900,6 +901,8 @@ export class PushRun {
         if (this.journal) this.packNovel.push(n) // what the journal records once the store acknowledges the pack
         this.packCount++
         if (pack.len >= this.packSize || this.packCount >= this.maxCount) await this.stageUpload()
+        const p = pause()
+        if (p) await p
       }
       i = j + 1
     }
@@ -929,7 +932,11 @@ export class PushRun {
     for (let i = 0; i < groups.length; i++) {
       const frames = await this.settleGroup(groups[i], await tried[i])
       start(i + GROUPS_AHEAD)
-      for (let k = 0; k < groups[i].length; k++) await this.addFrame(groups[i][k], frames[k])
+      for (let k = 0; k < groups[i].length; k++) {
+        await this.addFrame(groups[i][k], frames[k])
+        const p = pause()
+        if (p) await p
+      }
     }
   }
 
