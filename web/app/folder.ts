@@ -121,6 +121,10 @@ export class FolderPush {
 
   private render(): void {
     this.renders++
+    // Read before anything is written: reading the viewport after the head's text changed made
+    // the browser lay the page out again at once, in every frame.
+    const top = this.viewport.scrollTop
+    const height = this.viewport.clientHeight || 10 * ROW
     const p = this.last
     const n = this.rows.length
     const done = this.state === 'done' ? (this.result?.committed ?? 0) : (p?.filesDone ?? 0)
@@ -147,13 +151,11 @@ export class FolderPush {
       commitRequests: String(this.result?.commitRequests ?? ''),
       renders: String(this.renders),
     })
-    this.renderRows()
+    this.renderRows(top, height)
   }
 
-  /** The rows in view (and a few around them): the only ones in the DOM. */
-  private renderRows(): void {
-    const top = this.viewport.scrollTop
-    const height = this.viewport.clientHeight || 10 * ROW
+  /** The rows in view (`top` and `height`: the viewport's, px; and a few around them): the only ones in the DOM. */
+  private renderRows(top: number, height: number): void {
     const first = Math.max(0, Math.floor(top / ROW) - 5)
     const last = Math.min(this.rows.length, Math.ceil((top + height) / ROW) + 5)
     const items = this.list.children
