@@ -181,6 +181,9 @@ const PACK_SIZE = 8 << 20
 
 /** Chunks a compression job takes at least (fewer jobs than workers for a small group). */
 const MIN_COMPRESS_JOB = 32
+/** Compression jobs' buffers kept for reuse in a browser, and the largest kept (bytes). */
+const JOB_BUFFERS = 8
+const JOB_BUFFER_MAX = 4 << 20
 /** Compression groups read and compressed ahead of the one being framed (each at most COMPRESS_GROUP chunks). */
 const GROUPS_AHEAD = 4
 
@@ -386,6 +389,8 @@ export class PushRun {
   private zown?: Promise<Pool>
   compressedBytes = 0
   compressedChunks = 0
+  /** Compression jobs' buffers the workers gave back (browsers: `jobBuffer`). */
+  private jobBuffers: ArrayBuffer[] = []
   /** pushMany: told of each novel chunk's frame (its offset, the bytes that travel, compressed). */
   onFrame?: (off: number, stored: number, compressed: boolean) => void
 
@@ -985,10 +990,15 @@ export class PushRun {
       const lengths = new Uint32Array(b - a)
       let total = 0
       for (let k = a; k < b; k++) total += lengths[k - a] = got[k].length
-      const bytes = new Uint8Array(total)
+      const bytes = this.jobBuffer(total)
       for (let k = a, at = 0; k < b; at += got[k].length, k++) bytes.set(got[k], at)
-      const job = pool.run<CompressRes>({ type: 'cutpoint:compress', level: this.level!, lengths, bytes }, [bytes.buffer])
-      jobs.push(job.then((r) => ({ a, out: r.out })))
+      const job = pool.run<CompressRes>({ type: 'cutpoint:compress', level: this.level!, lengths, bytes }, [bytes.buffer as ArrayBuffer])
+      jobs.push(
+        job.then((r) => {
+          this.keepJobBuffer(r.bytes)
+          return { a, out: r.out }
+        }),
+      )
     }
     const frames: Frame[] = new Array(chunks.length)
     for (const { a, out } of await Promise.all(jobs)) {
@@ -1008,6 +1018,25 @@ export class PushRun {
     }
     checkAbort(this.signal)
     return frames
+  }
+
+  /**
+   * A compression job's buffer of `n` bytes: one a worker gave back, else a new one. In a
+   * browser the page's thread made a fresh buffer of about 1 MiB per job (a folder of 10,000
+   * files: as many bytes of new ArrayBuffers as the novel chunks, and the garbage collections
+   * they bring); Node and Deno do not keep them (their memory stays the push's).
+   */
+  private jobBuffer(n: number): Uint8Array {
+    const i = this.jobBuffers.findIndex((b) => b.byteLength >= n)
+    if (i < 0) return new Uint8Array(n)
+    const [b] = this.jobBuffers.splice(i, 1)
+    return new Uint8Array(b, 0, n)
+  }
+
+  /** A job's buffer given back by its worker: kept (browsers; at most JOB_BUFFERS of up to JOB_BUFFER_MAX bytes). */
+  private keepJobBuffer(b?: Uint8Array): void {
+    if (!BLOB_BODIES || !b || b.buffer.byteLength > JOB_BUFFER_MAX || this.jobBuffers.length >= JOB_BUFFERS) return
+    this.jobBuffers.push(b.buffer as ArrayBuffer)
   }
 
   /** The chunks' bytes, read back from the input (contiguous ones in one read of up to MAX_READ). */
