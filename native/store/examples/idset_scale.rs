@@ -1,6 +1,7 @@
-//! The in-memory id set alone (`cutpoint_store::idset::IdSet`, what `Index::missing` asks) at a
+//! The in-memory id map alone (`cutpoint_store::idset::IdSet`, what `Index::missing` asks: keys
+//! and rows in memory, each key's rows confirmed in a rows file, here a temporary file) at a
 //! scale that `index_scale` takes long to fill through the upload path: N random ids loaded as
-//! the index loads them at start (sorted), then `Index::missing`'s work — each id looked up,
+//! the index loads them at start (rows written to the rows file, the map sorted), then `Index::missing`'s work — each id looked up,
 //! each answered once — in batches, half the ids present and half absent; then N/10 more ids
 //! inserted one by one (uploads) and the queries again, with the changes not yet compacted.
 //!
@@ -9,7 +10,7 @@
 //! Prints ids/s (by the wall clock, and by this process's CPU time), per-batch p50/p99, the set's heap bytes per 10⁶ ids and the process's RSS.
 
 use cutpoint_core::Digest;
-use cutpoint_store::idset::IdSet;
+use cutpoint_store::idset::{Entry, IdSet, RowFile};
 use std::collections::HashSet;
 use std::time::Instant;
 
@@ -54,7 +55,7 @@ fn queries(s: &IdSet, present: u64, batch: usize, batches: usize, label: &str) {
         // As `Index::missing` does: grouped lookups, then the missing ids each once.
         let mut seen = HashSet::new();
         let mut miss = Vec::new();
-        for (d, here) in ids.iter().zip(s.contains_each(&ids)) {
+        for (d, here) in ids.iter().zip(s.contains_each(&ids).expect("rows file")) {
             if !here && seen.insert(*d) {
                 miss.push(*d);
             }
@@ -82,11 +83,23 @@ fn main() {
     let batches = arg("--batches", 2000) as usize;
     let rss0 = status_kib("VmRSS:");
     let t = Instant::now();
-    // As the index loads it: a vector marked for huge pages, filled in place.
-    let mut v: Vec<Digest> = cutpoint_store::idset::id_vec(n as usize);
-    v.extend((0..n).map(id));
-    v.sort_unstable();
-    let s = IdSet::from_ids(v);
+    // As the index loads it: each row's record written to the rows file (row i + 1 holds id i),
+    // the map's entries in a vector marked for huge pages, sorted once.
+    let rows = std::sync::Arc::new(RowFile::temp().expect("a temporary rows file"));
+    let mut v: Vec<Entry> = cutpoint_store::idset::huge_vec(n as usize);
+    let mut recs = Vec::with_capacity(16_384);
+    for i in 0..n {
+        let d = id(i);
+        v.push(Entry::new(&d, (i + 1) as u32));
+        recs.push((i + 1, d, 8u32));
+        if recs.len() == 16_384 {
+            rows.write(&recs).expect("rows file");
+            recs.clear();
+        }
+    }
+    rows.write(&recs).expect("rows file");
+    drop(recs);
+    let (s, _) = IdSet::build(rows, v).expect("rows file");
     let rss1 = status_kib("VmRSS:");
     println!(
         "{n} ids: built in {:.1} s; heap {:.1} MiB ({:.1} B an id, {:.1} MiB per 10^6); RSS +{:.1} MiB",
@@ -100,7 +113,7 @@ fn main() {
     let mut s = s;
     let t = Instant::now();
     for i in n..n + n / 10 {
-        s.insert(&id(i), cutpoint_store::idset::Val { row: i, len: 8 });
+        s.insert(&id(i), cutpoint_store::idset::Val { row: i + 1, len: 8 }).expect("rows file");
     }
     println!(
         "{} inserts in {:.1} s; heap {:.1} MiB; peak RSS {:.1} MiB",

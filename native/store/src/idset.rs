@@ -1,31 +1,47 @@
-//! The in-memory map of one namespace's chunk ids to their index row and raw length, in front
-//! of the SQLite index: existence queries (`Index::missing`, `Index::contains`) and a commit's
-//! length checks (`Index::lengths`) are answered here, never by a B-tree walk, and a restore's
-//! location (`Index::lookup`) is one read of the row by its number.
+//! The in-memory map of one namespace's chunk ids to their index row, in front of the SQLite
+//! index: existence queries (`Index::missing`, `Index::contains`) and a commit's length checks
+//! (`Index::lengths`) are answered here and in the rows file, never by a B-tree walk, and a
+//! restore's location (`Index::lookup`) is one read of the row by its number.
 //!
-//! Full 32-byte ids decide presence (no prefix stands for an id). Layout, chosen for memory:
+//! Memory is what decides the layout (issue #32: the store's memory stays bounded while a file of
+//! millions of chunks is committed). The map holds, per chunk, only a **key** (the id's first 8
+//! bytes) and the **row number** (u32): 12 bytes. The full 32-byte id and the raw length of each
+//! row are in the [`RowFile`], a file beside the index (36 bytes a row at offset row × 36), read
+//! with positioned reads. **Full ids decide presence**: every key that matches is confirmed by
+//! reading its row's full id (a key never stands for an id; ids ground to share 8 bytes are
+//! several rows under one key, each confirmed: a lookup costs the rows under its key, never a
+//! scan). The layout:
 //!
-//! * `base`: a sorted vector of entries (id, row, length: 44 bytes a chunk), with a directory of the first
-//!   `bits` bits of an id → where its run starts, so a lookup is a binary search within a run
-//!   of ~16 ids (a run made long on purpose, by ids ground to share a prefix, costs a binary
-//!   search of it: log time);
-//! * `added` / `removed`: the changes since the last compaction (entries not in `base`, and ids of
-//!   `base` that are gone), in a hash map and a hash set keyed by the standard library's random keys;
-//! * when the changes pass an eighth of `base` (and at least [`MIN_CHANGES`]), they are merged
-//!   into `base` in place (no second copy of it: amortised O(log n) a change).
+//! * `base`: a sorted vector of (key, row), 12 bytes a chunk, with a directory of the first
+//!   `bits` bits of a key → where its run starts (~16 entries a run);
+//! * `added` / `more` / `removed`: the changes since the last compaction: rows added (a hash map
+//!   keyed by key, and a side table of further rows under a key that `added` already has) and
+//!   rows of `base` that are gone (a hash set of row numbers), with the standard library's random
+//!   hash keys;
+//! * when the changes pass 1/32 of `base` (and at least [`MIN_CHANGES`]) they are merged into
+//!   `base` in place (amortised O(1) moves a change).
 //!
-//! Memory: 44 bytes per id in `base`, at most 4 bytes per 16 ids of directory, and the changes
-//! (≤ 1/8 of `base`, ~50–100 bytes each in a hash map): 44–57 bytes per chunk, ~42–54 MiB per
-//! 10⁶ chunks.
+//! Memory: 12 bytes per chunk in `base`, ≤ 4 bytes per 16 of directory (at most 4 MiB), and the
+//! changes (≤ 1/32 of `base`, ~20 bytes each in a hash map): 12–13 bytes per chunk, ~12.5 MiB per
+//! 10⁶ chunks. The rows file is on disk (36 bytes a row); its pages are the kernel's page cache,
+//! not the process's memory (it is read, never mapped).
 
 use cutpoint_core::Digest;
 use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
 
 /// Changes kept before a compaction, at least (small sets are merged less often).
 pub const MIN_CHANGES: usize = 4096;
 
-/// Lookups whose memory reads [`IdSet::contains_each`] overlaps.
+/// Lookups whose memory reads [`IdSet::get_each`] overlaps.
 const GROUP: usize = 16;
+
+/// Bytes of a row's record in the [`RowFile`]: the full id, then the raw length (u32, LE).
+pub const RECORD: u64 = 36;
 
 /// Asks the CPU to start loading `x`'s cache line (a hint: no effect on what is computed).
 #[inline(always)]
@@ -39,35 +55,153 @@ fn prefetch<T>(x: &T) {
     let _ = x;
 }
 
-/// What the map holds for an id: its row in the index's chunks table and its raw length.
+/// What the map answers for an id: its row in the index's chunks table and its raw length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Val {
     pub row: u64,
     pub len: u32,
 }
 
-/// One id of `base` and its value, packed (44 bytes).
+/// The map's key of an id: its first 8 bytes.
+pub fn key(id: &Digest) -> u64 {
+    u64::from_be_bytes([id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]])
+}
+
+/// The error of a row number the map cannot hold (above u32::MAX): never wrapped.
+pub fn row_too_large(row: u64) -> io::Error {
+    io::Error::other(format!(
+        "chunk row number {row} is above {}: the index has numbered more rows than its in-memory map holds; reindex the store (`cutpoint serve --reindex`) to number its rows from 1 again",
+        u32::MAX
+    ))
+}
+
+/// A row number as the map holds it.
+pub fn row32(row: u64) -> io::Result<u32> {
+    u32::try_from(row).map_err(|_| row_too_large(row))
+}
+
+/// One entry of `base`, packed: an id's key and its row (12 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C, packed(4))]
 pub struct Entry {
-    pub id: Digest,
-    row: u64,
-    len: u32,
+    key: u64,
+    row: u32,
 }
 
 impl Entry {
-    pub fn new(id: Digest, v: Val) -> Entry {
-        Entry { id, row: v.row, len: v.len }
+    pub fn new(id: &Digest, row: u32) -> Entry {
+        Entry { key: key(id), row }
     }
 
-    pub fn val(&self) -> Val {
-        Val { row: self.row, len: self.len }
+    pub fn row(&self) -> u64 {
+        self.row as u64
+    }
+
+    fn kr(&self) -> (u64, u32) {
+        (self.key, self.row)
+    }
+}
+
+/// Each row's full id and raw length, at offset row × [`RECORD`] of a file: process state on
+/// disk, written at open from the chunks table (truncated first: it never outlives the process
+/// that wrote it, so a crash cannot leave it stale) and as rows are added. Read with positioned
+/// reads (no lock, no mapping: its pages are the kernel's cache, not this process's memory).
+pub struct RowFile {
+    file: File,
+}
+
+impl RowFile {
+    /// A rows file for this process, made at `path` and unlinked at once (the caller holds the
+    /// index's exclusive lock, so no other process uses the name): it lives while the file is
+    /// open, is gone after a stop or a crash, and is never part of the store at rest.
+    pub fn create(path: &Path) -> io::Result<RowFile> {
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+        std::fs::remove_file(path)?;
+        Ok(RowFile { file })
+    }
+
+    /// A rows file with no name (a temporary file, removed when closed): tests and examples.
+    pub fn temp() -> io::Result<RowFile> {
+        let dir = std::env::temp_dir();
+        for n in 0..100u32 {
+            let path = dir.join(format!("cutpoint-rows-{}-{}-{n}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())));
+            match std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path) {
+                Ok(file) => {
+                    let _ = std::fs::remove_file(&path);
+                    return Ok(RowFile { file });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::other("no temporary rows file could be made"))
+    }
+
+    /// Writes the records of `recs` (row, id, raw length): rows that follow one another go in
+    /// one write.
+    pub fn write(&self, recs: &[(u64, Digest, u32)]) -> io::Result<()> {
+        let mut buf: Vec<u8> = Vec::with_capacity(recs.len().min(1 << 14) * RECORD as usize);
+        let mut start = 0u64;
+        for (row, id, len) in recs {
+            let next = start + (buf.len() as u64 / RECORD);
+            if !buf.is_empty() && (*row != next || buf.len() >= 1 << 20) {
+                self.file.write_all_at(&buf, start * RECORD)?;
+                buf.clear();
+            }
+            row32(*row)?;
+            if buf.is_empty() {
+                start = *row;
+            }
+            buf.extend_from_slice(id);
+            buf.extend_from_slice(&len.to_le_bytes());
+        }
+        if !buf.is_empty() {
+            self.file.write_all_at(&buf, start * RECORD)?;
+        }
+        Ok(())
+    }
+
+    /// The (id, raw length) of each of `rows` (sorted ascending, each with its caller's tag),
+    /// passed to `each`: rows near one another are read together (one read for a run).
+    fn read_sorted(&self, rows: &[(u32, u32)], mut each: impl FnMut(u32, u32, &Digest, u32)) -> io::Result<()> {
+        /// Rows apart that are still read in one go, and the most one read spans.
+        const GAP: u32 = 28;
+        const SPAN: u32 = 1820;
+        let mut buf = Vec::new();
+        let mut i = 0;
+        while i < rows.len() {
+            let first = rows[i].0;
+            let mut j = i + 1;
+            while j < rows.len() && rows[j].0 - rows[j - 1].0 <= GAP && rows[j].0 - first < SPAN {
+                j += 1;
+            }
+            let last = rows[j - 1].0;
+            buf.resize(((last - first + 1) as u64 * RECORD) as usize, 0);
+            self.file.read_exact_at(&mut buf, first as u64 * RECORD).map_err(|e| {
+                io::Error::new(e.kind(), format!("the index's rows file has no record for rows {first}..={last}: {e}"))
+            })?;
+            for &(row, tag) in &rows[i..j] {
+                let at = ((row - first) as u64 * RECORD) as usize;
+                let id: &Digest = buf[at..at + 32].try_into().expect("32 bytes");
+                let len = u32::from_le_bytes(buf[at + 32..at + 36].try_into().expect("4 bytes"));
+                each(row, tag, id, len);
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// The id and raw length of `row`.
+    pub fn read(&self, row: u64) -> io::Result<(Digest, u32)> {
+        let mut out = ([0; 32], 0);
+        self.read_sorted(&[(row32(row)?, 0)], |_, _, id, len| out = (*id, len))?;
+        Ok(out)
     }
 }
 
 /// An empty vector for `n` entries. A large one is marked for transparent huge pages
 /// (`MADV_HUGEPAGE`, where the kernel leaves that to the program): a lookup reads two random
-/// places of a map of 10⁷ ids (440 MiB), and with 4 KiB pages each read also missed the TLB.
+/// places of a large map, and with 4 KiB pages each read also missed the TLB.
 pub fn huge_vec<T>(n: usize) -> Vec<T> {
     let v: Vec<T> = Vec::with_capacity(n);
     let bytes = v.capacity() * std::mem::size_of::<T>();
@@ -89,234 +223,332 @@ pub fn id_vec(n: usize) -> Vec<Digest> {
 }
 
 pub struct IdSet {
+    rows: Arc<RowFile>,
     base: Vec<Entry>,
-    /// `dir[p]..dir[p + 1]`: where the ids of `base` whose first `bits` bits are `p` lie.
+    /// `dir[p]..dir[p + 1]`: where the entries of `base` whose key's first `bits` bits are `p` lie.
     dir: Vec<u32>,
     bits: u32,
-    added: HashMap<Digest, Val>,
-    removed: HashSet<Digest>,
+    /// Rows added since the last compaction: the first under each key.
+    added: HashMap<u64, u32>,
+    /// Further rows added under a key that `added` holds (ids ground to share 8 bytes).
+    more: HashMap<u64, Vec<u32>>,
+    /// How many rows `more` holds.
+    n_more: usize,
+    /// Rows of `base` that are gone.
+    removed: HashSet<u32>,
 }
 
-impl Default for IdSet {
-    fn default() -> IdSet {
-        IdSet::from_ids(Vec::new())
-    }
-}
-
-fn prefix(id: &Digest, bits: u32) -> usize {
+fn prefix(key: u64, bits: u32) -> usize {
     if bits == 0 {
         0
     } else {
-        (u32::from_be_bytes([id[0], id[1], id[2], id[3]]) >> (32 - bits)) as usize
+        (key >> (64 - bits)) as usize
     }
 }
 
 impl IdSet {
-    /// A set of `ids`, each with the value 0 (sorted here if they are not; duplicates dropped).
-    pub fn from_ids(ids: Vec<Digest>) -> IdSet {
-        let mut v = huge_vec(ids.len());
-        v.extend(ids.into_iter().map(|id| Entry::new(id, Val::default())));
-        IdSet::from_entries(v).0
+    /// An empty map whose rows' ids are in `rows`.
+    pub fn new(rows: Arc<RowFile>) -> IdSet {
+        IdSet::build(rows, Vec::new()).expect("an empty map reads nothing").0
     }
 
-    /// A map of `entries` (sorted here by id if they are not). Of an id given twice the first
-    /// (in the order given) stays; the others are returned.
-    pub fn from_entries(mut entries: Vec<Entry>) -> (IdSet, Vec<Entry>) {
-        if !entries.is_sorted_by(|a, b| a.id < b.id) {
-            // Stable: of an id twice, the first given stays first.
-            entries.sort_by(|a, b| a.id.cmp(&b.id));
+    /// A map of `entries`, whose rows' records `rows` holds (sorted here). Of an id in several
+    /// rows, the lowest row stays; the others' rows are returned.
+    pub fn build(rows: Arc<RowFile>, mut entries: Vec<Entry>) -> io::Result<(IdSet, Vec<u64>)> {
+        if !entries.is_sorted_by(|a, b| a.kr() < b.kr()) {
+            entries.sort_unstable_by_key(Entry::kr);
         }
-        let mut dropped = Vec::new();
-        entries.dedup_by(|b, a| {
-            let same = a.id == b.id;
-            if same {
-                dropped.push(*b);
-            }
-            same
-        });
+        let dropped = Self::same_ids(&rows, &entries)?;
+        if !dropped.is_empty() {
+            let gone: HashSet<u32> = dropped.iter().copied().collect();
+            entries.retain(|e| !gone.contains(&{ e.row }));
+        }
         entries.shrink_to_fit();
         let mut s = IdSet {
+            rows,
             base: entries,
             dir: Vec::new(),
             bits: 0,
             added: HashMap::new(),
+            more: HashMap::new(),
+            n_more: 0,
             removed: HashSet::new(),
         };
         s.build_dir();
-        (s, dropped)
+        Ok((s, dropped.into_iter().map(u64::from).collect()))
     }
 
-    /// How many ids the set holds.
+    /// Rows of sorted `entries` whose full id an earlier row under the same key has (read from
+    /// the rows file: only runs of a shared key are read).
+    fn same_ids(rows: &RowFile, entries: &[Entry]) -> io::Result<Vec<u32>> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < entries.len() {
+            let mut j = i + 1;
+            while j < entries.len() && { entries[j].key } == { entries[i].key } {
+                j += 1;
+            }
+            if j - i > 1 {
+                let mut seen = HashSet::new();
+                let run: Vec<(u32, u32)> = entries[i..j].iter().map(|e| (e.row, 0)).collect();
+                rows.read_sorted(&run, |row, _, id, _| {
+                    if !seen.insert(*id) {
+                        out.push(row);
+                    }
+                })?;
+            }
+            i = j;
+        }
+        Ok(out)
+    }
+
+    /// A map of `vals` (each id with its row and raw length), its records written to `rows`
+    /// first (tests and examples; an id given twice keeps its first row).
+    pub fn from_vals(rows: Arc<RowFile>, vals: &[(Digest, Val)]) -> io::Result<IdSet> {
+        let mut recs: Vec<(u64, Digest, u32)> = vals.iter().map(|(id, v)| (v.row, *id, v.len)).collect();
+        recs.sort_unstable_by_key(|r| r.0);
+        rows.write(&recs)?;
+        let mut entries = huge_vec(vals.len());
+        for (id, v) in vals {
+            entries.push(Entry::new(id, row32(v.row)?));
+        }
+        Ok(IdSet::build(rows, entries)?.0)
+    }
+
+    /// How many ids the map holds.
     pub fn len(&self) -> usize {
-        self.base.len() - self.removed.len() + self.added.len()
+        self.base.len() - self.removed.len() + self.added.len() + self.n_more
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// A lookup in `base`: the directory gives the id's run; ids are uniform, so the next 32
-    /// bits of the id say where in the run it would lie. The ids 4 either side of that guess
-    /// are compared first (two reads near each other), then only the part that can hold the id
-    /// is searched: ~2 cache misses a lookup, and a binary search of the run at worst.
-    fn in_base(&self, id: &Digest) -> Option<usize> {
-        let p = prefix(id, self.bits);
-        self.in_run(id, self.dir[p] as usize, self.dir[p + 1] as usize)
-    }
-
-    /// Where in a run of `n` ids `id` would lie, guessed from the bits after the prefix.
-    fn guess(&self, id: &Digest, n: usize) -> usize {
-        let word = u64::from_be_bytes([id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]]);
-        let frac = (word << self.bits) >> 32;
+    /// Where in a run of `n` entries `key` would lie, guessed from the bits after the prefix
+    /// (ids are uniform).
+    fn guess(&self, key: u64, n: usize) -> usize {
+        let frac = (key << self.bits) >> 32;
         ((frac * n as u64) >> 32) as usize
     }
 
-    /// Where `id` is in `base` (looked for in `base[start..end]`, its run).
-    fn in_run(&self, id: &Digest, start: usize, end: usize) -> Option<usize> {
+    /// The entries of `base[start..end]` (a run) under `key`: the 8 entries around the guess are
+    /// compared first (one or two cache lines), then only the part that can hold the key's
+    /// first entry is searched; the entries under it follow one another.
+    fn under_key(&self, key: u64, start: usize, end: usize) -> std::ops::Range<usize> {
         let run = &self.base[start..end];
         let n = run.len();
         if n == 0 {
-            return None;
+            return start..start;
         }
-        let guess = self.guess(id, n);
+        let guess = self.guess(key, n).min(n - 1);
         let (lo, hi) = (guess.saturating_sub(4), (guess + 5).min(n));
-        let (from, to) = if *id < run[lo].id {
-            (0, lo)
-        } else if *id > run[hi - 1].id {
+        let (from, to) = if key <= { run[lo].key } {
+            (0, lo + 1)
+        } else if key > { run[hi - 1].key } {
             (hi, n)
         } else {
             (lo, hi)
         };
-        run[from..to].binary_search_by(|e| e.id.cmp(id)).ok().map(|k| start + from + k)
-    }
-
-    /// The value of `id` where `base` holds it and it was not removed since.
-    fn base_val(&self, id: &Digest, at: Option<usize>) -> Option<Val> {
-        let at = at?;
-        if !self.removed.is_empty() && self.removed.contains(id) {
-            return None;
+        let first = from + run[from..to].partition_point(|e| { e.key } < key);
+        let mut last = first;
+        while last < n && { run[last].key } == key {
+            last += 1;
         }
-        Some(self.base[at].val())
+        start + first..start + last
     }
 
-    pub fn contains(&self, id: &Digest) -> bool {
-        self.get(id).is_some()
+    /// The run of `base` where `key` would be.
+    fn run_of(&self, key: u64) -> (usize, usize) {
+        let p = prefix(key, self.bits);
+        (self.dir[p] as usize, self.dir[p + 1] as usize)
     }
 
-    /// The value of `id`, if the map holds it.
-    pub fn get(&self, id: &Digest) -> Option<Val> {
-        if !self.added.is_empty() {
-            if let Some(v) = self.added.get(id) {
-                return Some(*v);
+    /// The live rows under `key`, each passed to `each` (those of `base` that were not
+    /// removed, then the added ones).
+    fn rows_under(&self, key: u64, run: (usize, usize), mut each: impl FnMut(u32)) {
+        for e in &self.base[self.under_key(key, run.0, run.1)] {
+            let row = e.row;
+            if self.removed.is_empty() || !self.removed.contains(&row) {
+                each(row);
             }
         }
-        self.base_val(id, self.in_base(id))
+        if !self.added.is_empty() {
+            if let Some(&row) = self.added.get(&key) {
+                each(row);
+                if let Some(more) = self.more.get(&key) {
+                    more.iter().for_each(|&r| each(r));
+                }
+            }
+        }
     }
 
-    /// [`IdSet::contains`] of each of `ids`, in order. Lookups go in groups of [`GROUP`]: the
-    /// directory entries of a group are fetched ahead, then the ids of `base` each guess points
-    /// at, then the ids are compared. A lookup's two cache misses (directory, then `base`) thus
-    /// overlap with the group's others instead of following one another (at 10⁷ ids neither
-    /// fits in any cache).
-    pub fn contains_each(&self, ids: &[Digest]) -> Vec<bool> {
-        self.get_each(ids).into_iter().map(|v| v.is_some()).collect()
+    pub fn contains(&self, id: &Digest) -> io::Result<bool> {
+        Ok(self.get(id)?.is_some())
     }
 
-    /// [`IdSet::get`] of each of `ids`, in order, grouped as [`IdSet::contains_each`] says.
-    pub fn get_each(&self, ids: &[Digest]) -> Vec<Option<Val>> {
-        let mut out = Vec::with_capacity(ids.len());
+    /// The row and raw length of `id`, if the map holds it.
+    pub fn get(&self, id: &Digest) -> io::Result<Option<Val>> {
+        Ok(self.get_each(std::slice::from_ref(id))?[0])
+    }
+
+    /// [`IdSet::contains`] of each of `ids`, in order.
+    pub fn contains_each(&self, ids: &[Digest]) -> io::Result<Vec<bool>> {
+        Ok(self.get_each(ids)?.into_iter().map(|v| v.is_some()).collect())
+    }
+
+    /// [`IdSet::get`] of each of `ids`, in order. The keys are looked up in groups of
+    /// [`GROUP`] (the directory entries of a group fetched ahead, then the entries of `base`
+    /// each guess points at: a lookup's cache misses overlap with the group's others); then the
+    /// rows found are confirmed against the rows file in row order (rows near one another read
+    /// together: a re-push asks for ids in the order they were stored).
+    pub fn get_each(&self, ids: &[Digest]) -> io::Result<Vec<Option<Val>>> {
+        let mut out = vec![None; ids.len()];
+        // (row, index in `ids`) of every row found under an asked id's key.
+        let mut found: Vec<(u32, u32)> = Vec::new();
         let mut runs = [(0usize, 0usize); GROUP];
-        for group in ids.chunks(GROUP) {
+        for (g, group) in ids.chunks(GROUP).enumerate() {
             for id in group {
-                prefetch(&self.dir[prefix(id, self.bits)]);
+                prefetch(&self.dir[prefix(key(id), self.bits)]);
             }
             for (k, id) in group.iter().enumerate() {
-                let p = prefix(id, self.bits);
-                let (start, end) = (self.dir[p] as usize, self.dir[p + 1] as usize);
-                runs[k] = (start, end);
+                let key = key(id);
+                runs[k] = self.run_of(key);
+                let (start, end) = runs[k];
                 if end > start {
-                    prefetch(&self.base[start + self.guess(id, end - start)]);
+                    prefetch(&self.base[start + self.guess(key, end - start).min(end - start - 1)]);
                 }
             }
             for (k, id) in group.iter().enumerate() {
-                let added = if self.added.is_empty() { None } else { self.added.get(id).copied() };
-                out.push(added.or_else(|| self.base_val(id, self.in_run(id, runs[k].0, runs[k].1))));
+                let at = (g * GROUP + k) as u32;
+                self.rows_under(key(id), runs[k], |row| found.push((row, at)));
             }
         }
-        out
+        if found.is_empty() {
+            return Ok(out);
+        }
+        found.sort_unstable();
+        self.rows.read_sorted(&found, |row, at, id, len| {
+            if *id == ids[at as usize] {
+                out[at as usize] = Some(Val { row: row as u64, len });
+            }
+        })?;
+        Ok(out)
     }
 
     /// Adds `id` with the value `v` where it is not there (one that is keeps its value);
     /// `true` if it was not there.
-    pub fn insert(&mut self, id: &Digest, v: Val) -> bool {
-        let new = match self.in_base(id) {
-            Some(at) => {
-                let back = self.removed.remove(id);
-                if back {
-                    // A removed id comes back with its new value (its old row is gone).
-                    let e = &mut self.base[at];
-                    e.row = v.row;
-                    e.len = v.len;
-                }
-                back
-            }
-            None => match self.added.entry(*id) {
-                std::collections::hash_map::Entry::Occupied(_) => false,
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(v);
-                    true
-                }
-            },
-        };
-        self.maybe_compact();
-        new
+    pub fn insert(&mut self, id: &Digest, v: Val) -> io::Result<bool> {
+        Ok(self.insert_each(&[(*id, v)])? == 1)
     }
 
-    /// Removes `id`; `true` if it was there.
-    pub fn remove(&mut self, id: &Digest) -> bool {
-        let was = if self.added.remove(id).is_some() {
+    /// [`IdSet::insert`] of each of `vals`, in order (an id given twice keeps its first value):
+    /// the new rows' records are written to the rows file (rows that follow one another in one
+    /// write), then the rows join the map. Returns how many were new.
+    pub fn insert_each(&mut self, vals: &[(Digest, Val)]) -> io::Result<usize> {
+        let ids: Vec<Digest> = vals.iter().map(|(id, _)| *id).collect();
+        let here = self.get_each(&ids)?;
+        let mut seen = HashSet::new();
+        let mut new = Vec::new();
+        for ((id, v), here) in vals.iter().zip(here) {
+            if here.is_none() && seen.insert(*id) {
+                row32(v.row)?;
+                new.push((v.row, *id, v.len));
+            }
+        }
+        self.rows.write(&new)?;
+        for (row, id, _) in &new {
+            self.add_row(key(id), *row as u32);
+        }
+        self.maybe_compact();
+        Ok(new.len())
+    }
+
+    fn add_row(&mut self, key: u64, row: u32) {
+        match self.added.entry(key) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(row);
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.more.entry(key).or_default().push(row);
+                self.n_more += 1;
+            }
+        }
+    }
+
+    /// Removes `id`'s row if the map places `id` in row `row` (read nothing: a row is one id's);
+    /// `true` if it did.
+    pub fn remove_at(&mut self, id: &Digest, row: u64) -> bool {
+        let Ok(row) = u32::try_from(row) else { return false };
+        let key = key(id);
+        let was = if self.added.get(&key) == Some(&row) {
+            match self.more.get_mut(&key) {
+                Some(more) => {
+                    let next = more.pop().expect("no empty side list is kept");
+                    self.n_more -= 1;
+                    if more.is_empty() {
+                        self.more.remove(&key);
+                    }
+                    self.added.insert(key, next);
+                }
+                None => {
+                    self.added.remove(&key);
+                }
+            }
+            true
+        } else if let Some(at) = self.more.get(&key).and_then(|m| m.iter().position(|&r| r == row)) {
+            let more = self.more.get_mut(&key).expect("just found");
+            more.swap_remove(at);
+            self.n_more -= 1;
+            if more.is_empty() {
+                self.more.remove(&key);
+            }
             true
         } else {
-            self.in_base(id).is_some() && self.removed.insert(*id)
+            let run = self.run_of(key);
+            let r = self.under_key(key, run.0, run.1);
+            self.base[r].iter().any(|e| { e.row } == row) && self.removed.insert(row)
         };
         self.maybe_compact();
         was
     }
 
+    /// Removes `id`; `true` if it was there.
+    pub fn remove(&mut self, id: &Digest) -> io::Result<bool> {
+        Ok(match self.get(id)? {
+            Some(v) => self.remove_at(id, v.row),
+            None => false,
+        })
+    }
+
     fn maybe_compact(&mut self) {
-        if self.added.len() + self.removed.len() > (self.base.len() / 8).max(MIN_CHANGES) {
+        if self.added.len() + self.n_more + self.removed.len() > (self.base.len() / 32).max(MIN_CHANGES) {
             self.compact();
         }
     }
 
-    /// Merges the changes into `base`, in place: the removed ids are dropped (a walk beside
-    /// their sorted list), `base` grows by the added ones (a `realloc`, which moves a large
-    /// allocation's pages rather than copying them) and the two sorted lists are merged from
-    /// the back.
+    /// Merges the changes into `base`, in place: the removed rows are dropped, `base` grows by
+    /// the added ones (a `realloc`, which moves a large allocation's pages rather than copying
+    /// them) and the two sorted lists are merged from the back.
     pub fn compact(&mut self) {
         if !self.removed.is_empty() {
-            let mut gone: Vec<Digest> = self.removed.drain().collect();
-            gone.sort_unstable();
-            let mut k = 0;
-            self.base.retain(|e| {
-                while k < gone.len() && gone[k] < e.id {
-                    k += 1;
-                }
-                !(k < gone.len() && gone[k] == e.id)
-            });
+            let gone = std::mem::take(&mut self.removed);
+            self.base.retain(|e| !gone.contains(&{ e.row }));
         }
         if !self.added.is_empty() {
-            let mut add: Vec<Entry> = self.added.drain().map(|(id, v)| Entry::new(id, v)).collect();
-            add.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+            let mut add: Vec<Entry> = Vec::with_capacity(self.added.len() + self.n_more);
+            add.extend(self.added.drain().map(|(key, row)| Entry { key, row }));
+            add.extend(self.more.drain().flat_map(|(key, rows)| rows.into_iter().map(move |row| Entry { key, row })));
+            self.n_more = 0;
+            add.sort_unstable_by_key(Entry::kr);
             let mut i = self.base.len();
             self.base.reserve_exact(add.len());
-            self.base.resize(i + add.len(), Entry::new([0; 32], Val::default()));
-            // Invariant: no added id is in `base`, so the merge needs no tie rule.
+            self.base.resize(i + add.len(), Entry { key: 0, row: 0 });
+            // Rows are unique: the merge needs no tie rule.
             let mut w = self.base.len();
             let mut j = add.len();
             while j > 0 {
                 w -= 1;
-                if i > 0 && self.base[i - 1].id > add[j - 1].id {
+                if i > 0 && self.base[i - 1].kr() > add[j - 1].kr() {
                     self.base[w] = self.base[i - 1];
                     i -= 1;
                 } else {
@@ -326,11 +558,12 @@ impl IdSet {
             }
         }
         self.added.shrink_to(0);
+        self.more.shrink_to(0);
         self.removed.shrink_to(0);
         self.build_dir();
     }
 
-    /// The directory: ~16 ids a run, at most 2^20 runs (4 MiB).
+    /// The directory: ~16 entries a run, at most 2^20 runs (4 MiB).
     fn build_dir(&mut self) {
         let n = self.base.len();
         self.bits = if n < 32 { 0 } else { (usize::BITS - 1 - (n / 16).leading_zeros()).min(20) };
@@ -338,7 +571,7 @@ impl IdSet {
         self.dir.clear();
         self.dir.resize(runs + 1, 0);
         for e in &self.base {
-            self.dir[prefix(&e.id, self.bits) + 1] += 1;
+            self.dir[prefix(e.key, self.bits) + 1] += 1;
         }
         for p in 0..runs {
             self.dir[p + 1] += self.dir[p];
@@ -346,10 +579,15 @@ impl IdSet {
         self.dir.shrink_to_fit();
     }
 
-    /// Bytes the map holds on the heap (its capacity, roughly: a hash map's entry is counted
-    /// at 45 bytes of its capacity, a hash set's at 33).
+    /// Bytes the map holds on the heap (its capacity, roughly: a hash map's entry is counted at
+    /// 20 bytes of its capacity (16 and a control byte, at 7/8 load), a hash set's at 6).
     pub fn heap_bytes(&self) -> usize {
-        self.base.capacity() * std::mem::size_of::<Entry>() + self.dir.capacity() * 4 + self.added.capacity() * 45 + self.removed.capacity() * 33
+        self.base.capacity() * std::mem::size_of::<Entry>()
+            + self.dir.capacity() * 4
+            + self.added.capacity() * 20
+            + self.more.capacity() * 40
+            + self.n_more * 4
+            + self.removed.capacity() * 6
     }
 }
 
@@ -357,13 +595,24 @@ impl IdSet {
 mod tests {
     use super::*;
 
+    fn rows() -> Arc<RowFile> {
+        Arc::new(RowFile::temp().unwrap())
+    }
+
+    /// Ids of which one in three shares its first 8 bytes with 9 others (ids ground to collide
+    /// on the map's key: ids in these tests are arbitrary bytes).
     fn id(x: u64) -> Digest {
-        *blake3::hash(&x.to_le_bytes()).as_bytes()
+        let mut d = *blake3::hash(&x.to_le_bytes()).as_bytes();
+        if x % 3 == 0 {
+            d[..8].copy_from_slice(&blake3::hash(&(x / 30).to_be_bytes()).as_bytes()[..8]);
+        }
+        d
     }
 
     /// Against a `HashMap` model: random inserts and removes (some of present ids, some of
-    /// absent), compactions forced at random; every id ever touched answers the same, with the
-    /// same value (an id inserted again while present keeps its first value).
+    /// absent, many sharing a key), rows of removed ids given again to other ids (SQLite reuses
+    /// the highest row numbers), compactions forced at random; every id ever touched answers the
+    /// same, with the same value (an id inserted again while present keeps its first value).
     #[test]
     fn the_map_answers_as_a_hash_map_would() {
         let mut x = 0x2545_F491_4F6C_DD1Du64;
@@ -374,24 +623,38 @@ mod tests {
             x
         };
         for round in 0..6u64 {
-            let start: Vec<Entry> = (0..(round * 3000)).map(|i| Entry::new(id(i % 5000), Val { row: i, len: i as u32 })).collect();
+            let start: Vec<(Digest, Val)> = (0..(round * 3000)).map(|i| (id(i % 5000), Val { row: i, len: i as u32 })).collect();
             let mut model: HashMap<Digest, Val> = HashMap::new();
-            for e in &start {
-                model.entry(e.id).or_insert(e.val());
+            for (d, v) in &start {
+                model.entry(*d).or_insert(*v);
             }
-            let (mut s, dropped) = IdSet::from_entries(start);
-            assert_eq!(dropped.len() as u64, round * 3000 - model.len() as u64);
+            let mut s = IdSet::from_vals(rows(), &start).unwrap();
             assert_eq!(s.len(), model.len());
             let universe = 20_000 + round * 1000;
             for step in 0..60_000u64 {
                 let d = id(rnd() % universe);
-                if rnd() % 3 == 0 {
-                    assert_eq!(s.remove(&d), model.remove(&d).is_some(), "round {round} step {step}: remove");
-                } else {
-                    let v = Val { row: 1_000_000 + step, len: step as u32 };
-                    let new = !model.contains_key(&d);
-                    model.entry(d).or_insert(v);
-                    assert_eq!(s.insert(&d, v), new, "round {round} step {step}: insert");
+                match rnd() % 6 {
+                    0 | 1 => assert_eq!(s.remove(&d).unwrap(), model.remove(&d).is_some(), "round {round} step {step}: remove"),
+                    2 if model.contains_key(&d) => {
+                        // The row of a removed id comes back under another id.
+                        let old = model.remove(&d).unwrap();
+                        assert!(!s.remove_at(&d, u32::MAX as u64 - 5), "a row the id is not in");
+                        assert!(s.remove_at(&d, old.row), "round {round} step {step}: remove_at");
+                        assert!(!s.remove_at(&d, old.row), "removed twice");
+                        let d2 = id(rnd() % universe);
+                        let v = Val { row: old.row, len: 7 };
+                        let new = !model.contains_key(&d2);
+                        if new {
+                            model.insert(d2, v);
+                            assert!(s.insert(&d2, v).unwrap(), "round {round} step {step}: a reused row");
+                        }
+                    }
+                    _ => {
+                        let v = Val { row: 1_000_000 + step, len: step as u32 };
+                        let new = !model.contains_key(&d);
+                        model.entry(d).or_insert(v);
+                        assert_eq!(s.insert(&d, v).unwrap(), new, "round {round} step {step}: insert");
+                    }
                 }
                 if rnd() % 20_000 == 0 {
                     s.compact();
@@ -399,61 +662,106 @@ mod tests {
                 if step % 5000 == 0 {
                     assert_eq!(s.len(), model.len());
                     for k in 0..universe {
-                        assert_eq!(s.get(&id(k)), model.get(&id(k)).copied(), "round {round} step {step} id {k}");
+                        assert_eq!(s.get(&id(k)).unwrap(), model.get(&id(k)).copied(), "round {round} step {step} id {k}");
                     }
                 }
             }
             s.compact();
-            assert!(s.base.is_sorted_by(|a, b| a.id < b.id));
-            for k in 0..universe {
-                assert_eq!(s.get(&id(k)), model.get(&id(k)).copied());
-            }
+            assert!(s.base.is_sorted_by(|a, b| a.kr() < b.kr()));
+            assert_eq!(s.len(), model.len());
+            let all: Vec<Digest> = (0..universe).map(id).collect();
+            let want: Vec<Option<Val>> = all.iter().map(|d| model.get(d).copied()).collect();
+            assert_eq!(s.get_each(&all).unwrap(), want);
         }
     }
 
     /// The grouped lookup answers as one lookup at a time does, with changes pending or not.
     #[test]
     fn contains_each_answers_as_contains() {
-        let mut s = IdSet::from_ids((0..20_000).map(|i| id(i * 2)).collect());
+        let vals: Vec<(Digest, Val)> = (0..20_000).map(|i| (id(i * 2), Val { row: i + 1, len: 1 })).collect();
+        let mut s = IdSet::from_vals(rows(), &vals).unwrap();
         let ask: Vec<Digest> = (0..50_000).map(id).collect();
-        let one = |s: &IdSet| ask.iter().map(|d| s.contains(d)).collect::<Vec<bool>>();
-        assert_eq!(s.contains_each(&ask), one(&s));
+        let one = |s: &IdSet| ask.iter().map(|d| s.contains(d).unwrap()).collect::<Vec<bool>>();
+        assert_eq!(s.contains_each(&ask).unwrap(), one(&s));
         for i in 0..3000 {
-            s.insert(&id(i * 2 + 1), Val { row: i, len: 1 });
-            s.remove(&id(i * 6));
+            s.insert(&id(i * 2 + 1), Val { row: 100_000 + i, len: 1 }).unwrap();
+            s.remove(&id(i * 6)).unwrap();
         }
-        assert_eq!(s.contains_each(&ask), one(&s));
-        assert_eq!(s.get_each(&ask), ask.iter().map(|d| s.get(d)).collect::<Vec<_>>());
-        assert_eq!(s.contains_each(&ask[..7]), one(&s)[..7]);
-        assert!(IdSet::default().contains_each(&ask).iter().all(|&x| !x));
-        let mut v = id_vec(1 << 20);
-        v.extend((0..1000).map(id));
-        let big = IdSet::from_ids(v);
-        assert_eq!(big.contains_each(&ask), ask.iter().map(|d| big.contains(d)).collect::<Vec<bool>>());
+        assert_eq!(s.contains_each(&ask).unwrap(), one(&s));
+        assert_eq!(s.get_each(&ask).unwrap(), ask.iter().map(|d| s.get(d).unwrap()).collect::<Vec<_>>());
+        assert_eq!(s.contains_each(&ask[..7]).unwrap(), one(&s)[..7]);
+        assert!(IdSet::new(rows()).contains_each(&ask).unwrap().iter().all(|&x| !x));
     }
 
-    /// Ids ground to share their first bytes (one long run of the directory) and ids that
-    /// differ only in their last byte: each decided by its full 32 bytes.
+    /// Ids that share their first 8 bytes (one key, many rows: in `base` and pending) and ids
+    /// that differ only in their last byte: each decided by its full 32 bytes, never by its key.
     #[test]
     fn full_ids_decide() {
-        let mut ids = Vec::new();
-        for i in 0..5000u32 {
+        let ground = |i: u32| {
             let mut d = [7u8; 32];
             d[28..].copy_from_slice(&i.to_be_bytes());
-            ids.push(d);
+            d
+        };
+        let mut vals: Vec<(Digest, Val)> = (0..5000u32).map(|i| (ground(i), Val { row: i as u64 + 1, len: i })).collect();
+        vals.extend((0..5000u64).map(|i| (id(i), Val { row: 10_000 + i, len: 3 })));
+        let mut s = IdSet::from_vals(rows(), &vals).unwrap();
+        for i in 5000..5100u32 {
+            assert!(s.insert(&ground(i), Val { row: 20_000 + i as u64, len: i }).unwrap());
         }
-        ids.extend((0..5000).map(id));
-        let s = IdSet::from_ids(ids.clone());
-        for d in &ids {
-            assert!(s.contains(d));
+        assert!(!s.insert(&ground(5050), Val { row: 30_000, len: 0 }).unwrap(), "present under a shared key");
+        for (d, v) in &vals {
+            assert_eq!(s.get(d).unwrap(), Some(*v));
             let mut other = *d;
-            other[31] ^= 0x80;
+            other[20] ^= 0x80;
+            assert!(!s.contains(&other).unwrap(), "an id that shares its key");
             other[0] ^= 0x01;
-            assert!(!s.contains(&other));
+            assert!(!s.contains(&other).unwrap());
         }
-        let mut near = [7u8; 32];
-        near[28..].copy_from_slice(&6000u32.to_be_bytes());
-        assert!(!s.contains(&near));
-        assert!(!IdSet::default().contains(&near));
+        assert_eq!(s.get(&ground(5099)).unwrap(), Some(Val { row: 25_099, len: 5099 }));
+        assert!(!s.contains(&ground(6000)).unwrap());
+        assert!(!IdSet::new(rows()).contains(&ground(6000)).unwrap());
+        // Removing under the shared key removes that row only.
+        assert!(s.remove(&ground(17)).unwrap() && s.remove(&ground(5017)).unwrap());
+        assert!(!s.contains(&ground(17)).unwrap() && !s.contains(&ground(5017)).unwrap());
+        assert!(s.contains(&ground(18)).unwrap() && s.contains(&ground(5018)).unwrap());
+        s.compact();
+        assert_eq!(s.len(), 10_098);
+        assert!(s.contains(&ground(5018)).unwrap() && !s.contains(&ground(5017)).unwrap());
+    }
+
+    /// At load, an id in two rows keeps its lowest row; the other is returned (to be deleted).
+    #[test]
+    fn an_id_in_two_rows_keeps_the_first() {
+        let r = rows();
+        let recs: Vec<(u64, Digest, u32)> = vec![(1, id(3), 10), (2, id(4), 20), (3, id(3), 30), (4, id(6), 40)];
+        r.write(&recs).unwrap();
+        let entries = recs.iter().rev().map(|(row, d, _)| Entry::new(d, *row as u32)).collect();
+        let (s, dropped) = IdSet::build(r, entries).unwrap();
+        assert_eq!(dropped, vec![3]);
+        assert_eq!(s.len(), 3);
+        assert_eq!(s.get(&id(3)).unwrap(), Some(Val { row: 1, len: 10 }));
+    }
+
+    /// A row number above u32::MAX is refused with a clear error, never wrapped.
+    #[test]
+    fn a_row_over_u32_is_refused() {
+        let mut s = IdSet::new(rows());
+        let e = s.insert(&id(1), Val { row: u32::MAX as u64 + 1, len: 1 }).unwrap_err();
+        assert!(e.to_string().contains("reindex"), "{e}");
+        assert!(s.is_empty() && !s.contains(&id(1)).unwrap());
+        assert!(s.insert(&id(1), Val { row: u32::MAX as u64, len: 1 }).unwrap());
+        assert_eq!(s.get(&id(1)).unwrap(), Some(Val { row: u32::MAX as u64, len: 1 }));
+        assert!(IdSet::from_vals(rows(), &[(id(2), Val { row: 1 << 40, len: 1 })]).is_err());
+    }
+
+    /// 12 bytes a chunk in `base` (and the directory), whatever the changes were.
+    #[test]
+    fn twelve_bytes_a_chunk() {
+        let vals: Vec<(Digest, Val)> = (0..200_000).map(|i| (id(i), Val { row: i + 1, len: 1 })).collect();
+        let mut s = IdSet::from_vals(rows(), &vals[..100_000]).unwrap();
+        assert_eq!(s.insert_each(&vals[100_000..]).unwrap(), 100_000);
+        s.compact();
+        let per = s.heap_bytes() as f64 / s.len() as f64;
+        assert!(per < 13.0, "{per} bytes a chunk");
     }
 }

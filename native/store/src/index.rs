@@ -9,8 +9,10 @@
 //!
 //! Existence queries ([`Index::missing`], [`Index::contains`]) and a commit's length checks
 //! ([`Index::lengths`]) do not touch SQLite: each namespace's chunk ids are also held in memory
-//! with their row number and raw length ([`IdSet`], ~44–57 bytes a chunk), loaded at open and
-//! changed by every method that adds or drops chunk rows, under the same lock. The map is what
+//! as an 8-byte key and a row number ([`IdSet`], ~12.5 bytes a chunk), each key's rows confirmed
+//! by their full id and raw length in the rows file beside the database ([`RowFile`],
+//! `index.rows`, 36 bytes a row, rewritten at open and unlinked at once: never in the store at rest); loaded at open and changed by every method
+//! that adds or drops chunk rows, under the same lock. The map is what
 //! keeps an id once per namespace; the chunks table is written in pack order (appends: a pack's
 //! rows dirty a few pages, where rows keyed by random ids dirtied about a page each), and a
 //! restore reads a chunk's row by its number ([`Index::lookup`]).
@@ -18,12 +20,12 @@
 use crate::error::{Result, StoreError};
 use cutpoint_core::protocol::pack::Frame;
 use cutpoint_core::{Digest, HashAlg};
-use crate::idset::{Entry, IdSet, Val};
+use crate::idset::{row32, Entry, IdSet, RowFile, Val};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// Chunk rows inserted per transaction ([`Index::add_pack`]).
 pub const INDEX_BATCH: usize = 4096;
@@ -35,6 +37,8 @@ pub struct Index {
     /// Built at open from the chunks table and changed with it, under the connection's lock
     /// (taken first), so a writer leaves the table and the set in step before the next one.
     ids: RwLock<HashMap<String, IdSet>>,
+    /// Every row's full id and raw length (all namespaces: row numbers are the table's).
+    rows: Arc<RowFile>,
     /// Ids whose length was looked up ([`Index::lengths`]): a count for tests and stats.
     length_reads: AtomicU64,
 }
@@ -65,7 +69,8 @@ pub struct Version {
 
 /// One process owns its index (`locking_mode = EXCLUSIVE`: no file lock taken and released per
 /// statement, and a second server on the same directory is refused at start); the page cache
-/// holds ~64 MiB of it. The WAL is checkpointed every 16,384 pages (64 MiB) rather than
+/// holds ~16 MiB of it (rows are appended in pack order, and existence queries and length checks
+/// do not read SQLite: a larger cache only grew the server's memory, see docs/scale.md). The WAL is checkpointed every 16,384 pages (64 MiB) rather than
 /// SQLite's 1,000: an upload's random-keyed rows dirty about a page each, so with the default
 /// nearly every pack's transaction was followed by a checkpoint writing those pages again;
 /// a longer WAL lets the checkpoint write a page once for many packs.
@@ -73,7 +78,7 @@ const PRAGMAS: &str = "
 PRAGMA locking_mode = EXCLUSIVE;
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
-PRAGMA cache_size = -65536;
+PRAGMA cache_size = -16384;
 PRAGMA wal_autocheckpoint = 16384;
 ";
 
@@ -179,10 +184,13 @@ impl Index {
             conn.execute_batch("DELETE FROM packs WHERE bytes < 0;")?;
         }
         conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
-        let ids = Self::load_ids(&conn)?;
+        // After the exclusive lock: a second server on this directory never gets here.
+        let rows = Arc::new(RowFile::create(&Self::rows_path(path))?);
+        let ids = Self::load_ids(&conn, &rows)?;
         Ok(Index {
             conn: Mutex::new(conn),
             ids: RwLock::new(ids),
+            rows,
             length_reads: AtomicU64::new(0),
         })
     }
@@ -195,9 +203,16 @@ impl Index {
         compact_db(&c, true)
     }
 
-    /// Every namespace's map, from the chunks table (read in row order, sorted here). A row
-    /// whose id the namespace has in an earlier row (which no writer leaves) is deleted.
-    fn load_ids(c: &Connection) -> Result<HashMap<String, IdSet>> {
+    /// The rows file of the index at `path`: `index.rows` beside `index.sqlite`.
+    pub fn rows_path(path: &Path) -> std::path::PathBuf {
+        path.with_extension("rows")
+    }
+
+    /// Every namespace's map, from the chunks table (read in row order; each row's id and raw
+    /// length written to `rows` as it is read, the map sorted here). A row whose id the
+    /// namespace has in an earlier row (which no writer leaves) is deleted. A row number the
+    /// map cannot hold (above u32::MAX) is an error that says to reindex.
+    fn load_ids(c: &Connection, rows: &Arc<RowFile>) -> Result<HashMap<String, IdSet>> {
         let mut names: HashMap<i64, (String, Vec<Entry>)> = HashMap::new();
         {
             let mut s = c.prepare("SELECT n.nsid, n.ns, COUNT(c.id) FROM namespaces n LEFT JOIN chunks c ON c.nsid = n.nsid GROUP BY n.nsid")?;
@@ -208,31 +223,34 @@ impl Index {
             }
         }
         {
-            let mut s = c.prepare("SELECT rid, nsid, id, CASE WHEN raw > 0 THEN raw ELSE len END FROM chunks")?;
-            let mut rows = s.query([])?;
-            while let Some(r) = rows.next()? {
+            const WRITE: usize = 16_384;
+            let mut recs: Vec<(u64, Digest, u32)> = Vec::with_capacity(WRITE);
+            let mut s = c.prepare("SELECT rid, nsid, id, CASE WHEN raw > 0 THEN raw ELSE len END FROM chunks ORDER BY rid")?;
+            let mut q = s.query([])?;
+            while let Some(r) = q.next()? {
                 let nsid: i64 = r.get(1)?;
                 let id = r.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?;
                 let id: Digest = id
                     .try_into()
                     .map_err(|_| StoreError::Internal(format!("the index holds a chunk id of {} bytes", id.len())))?;
+                let row = r.get::<_, i64>(0)? as u64;
                 if let Some((_, v)) = names.get_mut(&nsid) {
-                    v.push(Entry::new(
-                        id,
-                        Val {
-                            row: r.get::<_, i64>(0)? as u64,
-                            len: r.get::<_, i64>(3)? as u32,
-                        },
-                    ));
+                    v.push(Entry::new(&id, row32(row)?));
+                    recs.push((row, id, r.get::<_, i64>(3)? as u32));
+                    if recs.len() == WRITE {
+                        rows.write(&recs)?;
+                        recs.clear();
+                    }
                 }
             }
+            rows.write(&recs)?;
         }
         let mut out = HashMap::new();
         let mut del = c.prepare("DELETE FROM chunks WHERE rid = ?1")?;
         for (ns, v) in names.into_values() {
-            let (set, dropped) = IdSet::from_entries(v);
-            for e in dropped {
-                del.execute([e.val().row as i64])?;
+            let (set, dropped) = IdSet::build(rows.clone(), v)?;
+            for row in dropped {
+                del.execute([row as i64])?;
             }
             out.insert(ns, set);
         }
@@ -290,9 +308,7 @@ impl Index {
         let mut sets = self.ids_mut();
         if let Some(s) = sets.get_mut(ns) {
             for (row, id) in gone {
-                if s.get(id).is_some_and(|v| v.row == *row) {
-                    s.remove(id);
-                }
+                s.remove_at(id, *row);
             }
         }
     }
@@ -348,7 +364,7 @@ impl Index {
     pub fn missing(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Digest>> {
         let sets = self.ids();
         let present = match sets.get(ns) {
-            Some(set) => set.contains_each(ids),
+            Some(set) => set.contains_each(ids)?,
             None => vec![false; ids.len()],
         };
         drop(sets);
@@ -364,7 +380,10 @@ impl Index {
     }
 
     pub fn contains(&self, ns: &str, id: &Digest) -> Result<bool> {
-        Ok(self.ids().get(ns).is_some_and(|s| s.contains(id)))
+        match self.ids().get(ns) {
+            Some(s) => Ok(s.contains(id)?),
+            None => Ok(false),
+        }
     }
 
     /// Where each of `ids` rests: its row from the namespace's map, then that row by number.
@@ -372,7 +391,7 @@ impl Index {
         let c = self.c();
         let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(vec![None; ids.len()]) };
         let rows = match self.ids().get(ns) {
-            Some(set) => set.get_each(ids),
+            Some(set) => set.get_each(ids)?,
             None => vec![None; ids.len()],
         };
         let mut s = c.prepare_cached(
@@ -404,7 +423,7 @@ impl Index {
     pub fn lengths(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Option<u32>>> {
         self.length_reads.fetch_add(ids.len() as u64, Ordering::Relaxed);
         Ok(match self.ids().get(ns) {
-            Some(set) => set.get_each(ids).into_iter().map(|v| v.map(|v| v.len)).collect(),
+            Some(set) => set.get_each(ids)?.into_iter().map(|v| v.map(|v| v.len)).collect(),
             None => vec![None; ids.len()],
         })
     }
@@ -454,7 +473,7 @@ impl Index {
             let mut c = self.c();
             let ids: Vec<Digest> = batch.iter().map(|f| f.id).collect();
             let have = match self.ids().get(ns) {
-                Some(set) => set.contains_each(&ids),
+                Some(set) => set.contains_each(&ids)?,
                 None => vec![false; ids.len()],
             };
             let tx = c.transaction()?;
@@ -471,7 +490,10 @@ impl Index {
                     added += 1;
                     added_bytes += f.len as u64;
                     let len = if f.compressed { f.raw } else { f.len };
-                    new.push((f.id, Val { row: tx.last_insert_rowid() as u64, len }));
+                    let row = tx.last_insert_rowid() as u64;
+                    // Refused before the commit (the batch is rolled back), never wrapped.
+                    row32(row)?;
+                    new.push((f.id, Val { row, len }));
                 }
             }
             if let (Some(a), Some(b)) = (new.first(), new.last()) {
@@ -479,10 +501,8 @@ impl Index {
             }
             tx.commit()?;
             let mut sets = self.ids_mut();
-            let set = sets.entry(ns.to_string()).or_default();
-            for (id, v) in &new {
-                set.insert(id, *v);
-            }
+            let set = sets.entry(ns.to_string()).or_insert_with(|| IdSet::new(self.rows.clone()));
+            set.insert_each(&new)?;
         }
         Ok((added, added_bytes))
     }
@@ -562,7 +582,7 @@ impl Index {
         let new_pid = Self::pid(&tx, nsid, new_pack)?.ok_or_else(|| StoreError::Internal(format!("pack {new_pack} vanished")))?;
         {
             let rows = match self.ids().get(ns) {
-                Some(set) => set.get_each(&frames.iter().map(|f| f.id).collect::<Vec<_>>()),
+                Some(set) => set.get_each(&frames.iter().map(|f| f.id).collect::<Vec<_>>())?,
                 None => vec![None; frames.len()],
             };
             let mut s = tx.prepare_cached("UPDATE chunks SET pid = ?3, off = ?4 WHERE nsid = ?1 AND rid = ?2")?;
@@ -734,8 +754,13 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
+    /// Ids of which one in three shares its first 8 bytes (the map's key) with 9 others.
     fn id(x: u64) -> Digest {
-        *blake3::hash(&x.to_le_bytes()).as_bytes()
+        let mut d = *blake3::hash(&x.to_le_bytes()).as_bytes();
+        if x % 3 == 0 {
+            d[..8].copy_from_slice(&blake3::hash(&(x / 30).to_be_bytes()).as_bytes()[..8]);
+        }
+        d
     }
 
     fn frames(xs: &[u64]) -> Vec<Frame> {
@@ -829,7 +854,10 @@ mod tests {
                     packs[i] = (ns2, new);
                 }
                 8 => {
+                    // A restart; the rows file left by the last process is damaged on the way
+                    // (it is rewritten at open, never trusted).
                     drop(ix);
+                    std::fs::write(Index::rows_path(&path), vec![0xA5u8; 36 * 1000]).unwrap();
                     ix = Index::open(&path, false).unwrap();
                 }
                 _ => {}
@@ -855,6 +883,38 @@ mod tests {
             assert!(ix.ids().get(ns).is_none_or(|s| s.is_empty()));
             agree(&ix, ns, UNIVERSE, "after a reset");
         }
+    }
+
+    /// A row number above u32::MAX (which the map cannot hold) is refused with an error that
+    /// says to reindex, never wrapped: a pack that would get one is not indexed (nothing half
+    /// stored), and an index that holds one does not open.
+    #[test]
+    fn a_row_over_u32_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        let ix = Index::open(&path, false).unwrap();
+        ix.add_pack("a", "p", 100, now(), &frames(&[1, 2])).unwrap();
+        ix.c()
+            .execute("INSERT INTO chunks(rid, nsid, id, pid, off, len, raw) SELECT 4294967295, nsid, zeroblob(32), pid, 0, 1, 0 FROM chunks LIMIT 1", [])
+            .unwrap();
+        let e = ix.add_pack("a", "q", 100, now(), &frames(&[3, 4])).unwrap_err();
+        assert!(e.to_string().contains("reindex"), "{e}");
+        assert!(!ix.has_pack("a", "q").unwrap());
+        assert_eq!(ix.missing("a", &[id(1), id(2), id(3), id(4)]).unwrap(), vec![id(3), id(4)]);
+        assert_eq!(ix.c().query_row("SELECT COUNT(*) FROM chunks", [], |r| r.get::<_, i64>(0)).unwrap(), 3);
+        drop(ix);
+        let ix = Index::open(&path, false).unwrap();
+        assert_eq!(ix.missing("a", &[id(1), id(2), id(3)]).unwrap(), vec![id(3)]);
+        ix.c()
+            .execute("INSERT INTO chunks(rid, nsid, id, pid, off, len, raw) SELECT 4294967296, nsid, zeroblob(32), pid, 0, 1, 0 FROM chunks LIMIT 1", [])
+            .unwrap();
+        drop(ix);
+        let e = Index::open(&path, false).err().expect("an index with a row over u32::MAX opened");
+        assert!(e.to_string().contains("reindex"), "{e}");
+        // --reindex numbers rows from 1 again.
+        let ix = Index::open(&path, true).unwrap();
+        ix.add_pack("a", "p", 100, now(), &frames(&[1, 2])).unwrap();
+        assert!(ix.contains("a", &id(2)).unwrap());
     }
 
     #[test]
