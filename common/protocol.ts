@@ -142,6 +142,8 @@ export interface CompressRes {
   type: 'cutpoint:compress'
   id: number
   out: Uint8Array
+  /** The request's `bytes`, given back (moved) for the next job's: no fresh buffer per job. */
+  bytes?: Uint8Array
 }
 export interface ErrorRes {
   type: 'cutpoint:error'

@@ -155,7 +155,8 @@ export class Handler implements RequestHandler {
         return { res: { type: 'cutpoint:release', id: msg.id }, transfer: [] }
       case 'cutpoint:compress': {
         const out = this.need(this.wasm).mod.compressGroup(msg.bytes, msg.lengths, msg.level)
-        return { res: { type: 'cutpoint:compress', id: msg.id, out }, transfer: [out.buffer as ArrayBuffer] }
+        const back = msg.bytes.buffer !== out.buffer ? [msg.bytes.buffer as ArrayBuffer] : []
+        return { res: { type: 'cutpoint:compress', id: msg.id, out, bytes: msg.bytes }, transfer: [out.buffer as ArrayBuffer, ...back] }
       }
       case 'cutpoint:crash':
         setTimeout(() => {

@@ -16,7 +16,8 @@
 // Per variant: restic (`restic backup --json DIR`, a fresh repository, default settings) first
 // and again unchanged; `cutpoint push` of the same folder into a fresh `cutpoint serve`, first
 // and again, timed directly (the store is stopped after the first push to measure its size,
-// index included, and started again on the same port for the re-push, which uses the push
+// index included; the row gives the index, the recipe rows' database and the packs apart), and
+// started again on the same port for the re-push, which uses the push
 // cache of the first, `--cache` in the variant's temporary folder, as restic uses its parent
 // snapshot: an unchanged file whose version is still its name's latest is not committed again,
 // one `GET files` in all; then once more with `--no-cache`, every file read: the cache's effect); then a second fresh store behind a counting HTTP proxy, the same two
@@ -150,11 +151,19 @@ async function timedSide(folder, files, tmp) {
     }
   }
   const [first] = await timedPush(cache)
-  const stored = storeBytes(dir)
+  const stored = { ...storeBytes(dir), ...storeParts(dir) }
   const [again, againNoCache] = await timedPush(cache, ['--no-cache'])
   log(`  cutpoint: first ${first.toFixed(2)} s, again ${again.toFixed(2)} s (--no-cache ${againNoCache.toFixed(2)} s), store ${stored.bytes} bytes in ${stored.files} files`)
   rmSync(dir, { recursive: true, force: true })
   return { first, again, againNoCache, stored }
+}
+
+/** Where a stopped local store's bytes beside the index are: the recipe rows' database and the packs. */
+function storeParts(dir) {
+  const rows = `${dir}/objects/recipes.sqlite`
+  const nsDir = `${dir}/objects/ns`
+  const packs = existsSync(nsDir) ? readdirSync(nsDir).reduce((a, ns) => a + dirBytes(`${nsDir}/${ns}/packs`).bytes, 0) : 0
+  return { recipeRows: existsSync(rows) ? lstatSync(rows).size : 0, packs }
 }
 
 /** cutpoint through the counting proxy, a fresh store: the requests of a first push and a re-push. */
@@ -210,6 +219,9 @@ async function variant(v, tmp) {
     stored_files: stored.files,
     stored_objects_bytes: stored.objects,
     stored_index_bytes: stored.index,
+    stored_recipe_rows_bytes: stored.recipeRows,
+    stored_packs_bytes: stored.packs,
+    stored_packs_over_bytes: stored.packs / bytes,
     stored_over_bytes: stored.bytes / bytes,
     restic_stored_bytes: r.stored,
     restic_stored_over_bytes: r.stored / bytes,

@@ -324,8 +324,8 @@ if (only.includes('folder')) {
 if (only.includes('page-folder')) {
   // The page pushing a chosen folder of 10,000 generated small files as one pipeline (issue #33):
   // the largest requestAnimationFrame gap during the push (goal ≤ 50 ms), one row per way of
-  // choosing it (picker: showDirectoryPicker; input: webkitdirectory), from
-  // tests/js/web-folder.test.ts (which asserts the picker's gap only against
+  // choosing it (picker: showDirectoryPicker; drop: a folder dropped through CDP drag events;
+  // input: webkitdirectory), from tests/js/web-folder.test.ts (which asserts the picker's and the drop's gaps only against
   // CUTPOINT_FOLDER_GAP, 500 ms by default on a loaded machine). --quick: 1,000 files.
   if (!existsSync(chromiumExe)) skip('store/page-folder', 'store', 'chromium', `no browser at ${chromiumExe}`)
   else

@@ -7,13 +7,18 @@
 //   walks its handles as it would a picked folder's. The frame gaps from the click to the last
 //   row (requestAnimationFrame deltas) are asserted: no gap over GAP_LIMIT ms (500 by default on
 //   this loaded machine; the issue's goal is 50 ms: CUTPOINT_FOLDER_GAP=50 on a quiet one).
+// - 'drop': the folder (a real directory on disk) dropped on the drop zone through CDP
+//   `Input.dispatchDragEvent` (dragEnter, dragOver, drop with its path): Chromium registers it as
+//   a dropped folder (an isolated file system, as an OS drop does; the page must be served over
+//   http, an opaque origin cannot read it), and the page walks it through `webkitGetAsEntry()`
+//   directory readers. Its frame gaps are asserted as the picker's.
 // - 'input': the `<input webkitdirectory>` fallback (other browsers), set by Playwright. Chromium
 //   builds its File list on the page's thread before the page's code runs (one task of about 5 s
 //   at 10,000 files), so its gaps are printed, not asserted.
-// Both print the bench row `folder-frames`. CUTPOINT_FOLDER_FILES sets the count (default 1,000;
-// the issue's figure is 10,000); CUTPOINT_FOLDER_SOURCE=picker|input runs one of them.
+// Each prints the bench row `folder-frames`. CUTPOINT_FOLDER_FILES sets the count (default 1,000;
+// the issue's figure is 10,000); CUTPOINT_FOLDER_SOURCE=picker|drop|input runs one of them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { chromium, type BrowserContext } from 'playwright-core'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -27,7 +32,7 @@ const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '
 const APP = `${root}web/app`
 const PROFILE = process.env.CUTPOINT_FOLDER_PROFILE
 const N = Math.max(10, Number(process.env.CUTPOINT_FOLDER_FILES) || 1000)
-const SOURCES = (['picker', 'input'] as const).filter((s) => !process.env.CUTPOINT_FOLDER_SOURCE || process.env.CUTPOINT_FOLDER_SOURCE === s)
+const SOURCES = (['picker', 'drop', 'input'] as const).filter((s) => !process.env.CUTPOINT_FOLDER_SOURCE || process.env.CUTPOINT_FOLDER_SOURCE === s)
 /**
  * The largest frame gap the picker's push may show (ms). The issue's goal is 50 ms; this shared
  * 2-vCPU machine (load average 8-14 while the others build and test) has gaps of 100-300 ms from
@@ -123,6 +128,20 @@ onmessage = async (e) => {
   }
 }`
 
+/**
+ * Drops the directory `dir` on the page's drop zone as a user would from a file manager: CDP
+ * drag events carrying its path (Chromium grants the page the dropped folder; its entries are
+ * read through directory readers, nothing is made up in the page).
+ */
+async function dropFolder(page: Page, dir: string): Promise<void> {
+  const box = (await page.locator('#drop').boundingBox())!
+  const cdp = await ctx.newCDPSession(page)
+  const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 }
+  const data = { items: [], files: [dir], dragOperationsMask: 1 }
+  for (const type of ['dragEnter', 'dragOver', 'drop'] as const) await cdp.send('Input.dispatchDragEvent', { type, ...at, data })
+  await cdp.detach()
+}
+
 describe.each(SOURCES)('the page pushes a folder as one pipeline (%s)', (source) => {
   it(`${N} files: a row per file, each committed; the DOM holds only the rows in view`, async () => {
     const page = await ctx.newPage()
@@ -173,6 +192,18 @@ describe.each(SOURCES)('the page pushes a folder as one pipeline (%s)', (source)
       new PerformanceObserver((l) => {
         for (const e of l.getEntries()) if (w.__gaps.on) w.__gaps.tasks.push(Math.round(e.duration))
       }).observe({ type: 'longtask' })
+      // Long animation frames (Chromium's LoAF): what held the frame (scripts by invoker, style and layout, the rest).
+      w.__gaps.frames = []
+      new PerformanceObserver((l) => {
+        for (const e of l.getEntries() as any[]) {
+          if (!w.__gaps.on) continue
+          const scripts = (e.scripts ?? []).map((x: any) => ({ ms: Math.round(x.duration), what: `${x.invoker ?? x.name}${x.sourceFunctionName ? ` (${x.sourceFunctionName})` : ''}` }))
+          const script = scripts.reduce((a: number, x: any) => a + x.ms, 0)
+          const layout = e.styleAndLayoutStart ? Math.round(e.startTime + e.duration - e.styleAndLayoutStart) : 0
+          const render = e.renderStart ? Math.round(e.startTime + e.duration - e.renderStart) : 0
+          w.__gaps.frames.push({ ms: Math.round(e.duration), blocking: Math.round(e.blockingDuration ?? 0), script, render, layout, top: scripts.sort((a: any, b: any) => b.ms - a.ms).slice(0, 2).map((x: any) => `${x.what} ${x.ms} ms`).join(', ') })
+        }
+      }).observe({ type: 'long-animation-frame' })
       const tick = (t: number) => {
         const g = w.__gaps
         const st = (document.querySelector('li.folder') as HTMLElement | null)?.dataset
@@ -196,6 +227,7 @@ describe.each(SOURCES)('the page pushes a folder as one pipeline (%s)', (source)
     }
     const t0 = Date.now()
     if (source === 'picker') await page.click('#pick-folder')
+    else if (source === 'drop') await dropFolder(page, `${tmp}/folder`)
     else await page.setInputFiles('#folder', `${tmp}/folder`)
     await page.waitForFunction(() => ['done', 'error', 'stopped'].includes((document.querySelector('li.folder') as HTMLElement)?.dataset.state ?? ''), null, { timeout: 300_000 })
     const secs = (Date.now() - t0) / 1000
@@ -205,7 +237,14 @@ describe.each(SOURCES)('the page pushes a folder as one pipeline (%s)', (source)
     const gaps = await page.evaluate(() => {
       const g = (window as any).__gaps
       g.on = false
-      return { max: g.max, frames: g.n, long: g.long.slice(0, 20), tasks: g.tasks as number[] }
+      const loaf = (g.frames as { ms: number; blocking: number; script: number; render: number; layout: number; top: string }[]).sort((a, b) => b.ms - a.ms).slice(0, 3)
+      return {
+        max: g.max,
+        frames: g.n,
+        long: g.long.slice(0, 20),
+        tasks: g.tasks as number[],
+        loaf: loaf.map((f) => `${f.ms} ms (blocking ${f.blocking}; script ${f.script}, rendering ${f.render} of which style and layout ${f.layout}${f.top ? `; ${f.top}` : ''})`),
+      }
     })
     const folder = page.locator('li.folder')
     const d = await folder.evaluate((el) => ({ ...(el as HTMLElement).dataset, head: `${el.querySelector('.job-head')!.textContent} (first row: ${el.querySelector('.row-state')?.textContent})` }))
@@ -243,14 +282,14 @@ describe.each(SOURCES)('the page pushes a folder as one pipeline (%s)', (source)
     const listed = await (await fetch(`${storeUrl}/v1/ns/${source}/files`)).json()
     expect(listed.files.length).toBe(N)
     // The bench row (not asserted: timing on a shared machine).
-    console.log(`folder-frames (${source}): ${N} files pushed from the page in ${secs.toFixed(1)} s; max frame gap ${gaps.max.toFixed(0)} ms over ${gaps.frames} frames (goal ≤ 50 ms); gaps over 50 ms: ${gaps.long.join(', ') || 'none'}; long tasks (ms): ${gaps.tasks.length} (${[...gaps.tasks].sort((a, b) => b - a).slice(0, 10).join(', ')})`)
+    console.log(`folder-frames (${source}): ${N} files pushed from the page in ${secs.toFixed(1)} s; max frame gap ${gaps.max.toFixed(0)} ms over ${gaps.frames} frames (goal ≤ 50 ms); gaps over 50 ms: ${gaps.long.join(', ') || 'none'}; long tasks (ms): ${gaps.tasks.length} (${[...gaps.tasks].sort((a, b) => b - a).slice(0, 10).join(', ')}); longest animation frames: ${gaps.loaf.join('; ') || 'none'}`)
     // `npm run bench` (step page-folder) reads this row.
     console.log(
       JSON.stringify({ section: 'store', runtime: 'chromium', name: `page-folder/${N}/${source}/max-frame-gap`, value: gaps.max, unit: 'ms', goal: 50, frames: gaps.frames, long_tasks: gaps.tasks.length, max_long_task: Math.max(0, ...gaps.tasks), seconds: secs, files: N, commit_requests: Number(d.commitRequests) }),
     )
     expect(errors).toEqual([])
-    // The goal, for the page's own way of reading a folder (the input's File list is Chromium's).
-    if (source === 'picker') expect(gaps.max, `frame gaps over ${GAP_LIMIT} ms: ${gaps.long.join(', ')}; long tasks ${gaps.tasks.join(', ')}`).toBeLessThanOrEqual(GAP_LIMIT)
+    // The goal, for the page's own ways of reading a folder (the input's File list is Chromium's).
+    if (source !== 'input') expect(gaps.max, `frame gaps over ${GAP_LIMIT} ms: ${gaps.long.join(', ')}; long tasks ${gaps.tasks.join(', ')}`).toBeLessThanOrEqual(GAP_LIMIT)
     await page.close()
   }, 900_000)
 })

@@ -5,6 +5,9 @@
 import type { Client, PushManyProgress, PushManyResult } from '@cutpoint/web'
 import * as fmt from './format'
 
+/** What each row element shows now (its index, size and state text): unchanged rows are not written again. */
+const shown = new WeakMap<HTMLElement, string>()
+
 /** A row's height, px (style.css `.folder-row`). */
 const ROW = 24
 
@@ -118,6 +121,10 @@ export class FolderPush {
 
   private render(): void {
     this.renders++
+    // Read before anything is written: reading the viewport after the head's text changed made
+    // the browser lay the page out again at once, in every frame.
+    const top = this.viewport.scrollTop
+    const height = this.viewport.clientHeight || 10 * ROW
     const p = this.last
     const n = this.rows.length
     const done = this.state === 'done' ? (this.result?.committed ?? 0) : (p?.filesDone ?? 0)
@@ -144,13 +151,11 @@ export class FolderPush {
       commitRequests: String(this.result?.commitRequests ?? ''),
       renders: String(this.renders),
     })
-    this.renderRows()
+    this.renderRows(top, height)
   }
 
-  /** The rows in view (and a few around them): the only ones in the DOM. */
-  private renderRows(): void {
-    const top = this.viewport.scrollTop
-    const height = this.viewport.clientHeight || 10 * ROW
+  /** The rows in view (`top` and `height`: the viewport's, px; and a few around them): the only ones in the DOM. */
+  private renderRows(top: number, height: number): void {
     const first = Math.max(0, Math.floor(top / ROW) - 5)
     const last = Math.min(this.rows.length, Math.ceil((top + height) / ROW) + 5)
     const items = this.list.children
@@ -166,10 +171,16 @@ export class FolderPush {
         this.list.append(li)
       }
       const r = this.rows[i]
+      // The DOM is touched only where the row (or the row shown in this element) changed.
+      const size = r.size !== undefined ? `${fmt.bytes(r.bytes)} of ${fmt.bytes(r.size)}` : ''
+      const state = r.stage === 'done' ? `done: version ${r.version}` : r.stage === 'failed' ? `error: ${r.error}` : r.stage
+      const key = `${i}\n${size}\n${state}`
+      if (shown.get(li) === key) continue
+      shown.set(li, key)
       li.style.top = `${i * ROW}px`
       ;(li.children[0] as HTMLElement).textContent = r.name
-      ;(li.children[1] as HTMLElement).textContent = r.size !== undefined ? `${fmt.bytes(r.bytes)} of ${fmt.bytes(r.size)}` : ''
-      ;(li.children[2] as HTMLElement).textContent = r.stage === 'done' ? `done: version ${r.version}` : r.stage === 'failed' ? `error: ${r.error}` : r.stage
+      ;(li.children[1] as HTMLElement).textContent = size
+      ;(li.children[2] as HTMLElement).textContent = state
       li.dataset.index = String(i)
       li.dataset.name = r.name
       li.dataset.stage = r.stage

@@ -24,8 +24,11 @@ export function ratio(r: number): string {
   return `${r.toFixed(2)}×`
 }
 
+/** One formatter (`toLocaleString` makes one per call: a folder's rows and listing call this thousands of times). */
+const COUNT = new Intl.NumberFormat('en-US')
+
 export function count(n: number): string {
-  return Number.isFinite(n) ? n.toLocaleString('en-US') : '—'
+  return Number.isFinite(n) ? COUNT.format(n) : '—'
 }
 
 export function when(unixSeconds: number | undefined): string {

@@ -507,6 +507,8 @@ let listing = 0
  * of 10,000 files, in one table, took the page's thread seconds at a time to lay out.
  */
 const LIST_PAGE = 500
+/** Rows of the listing put in the table per frame. */
+const LIST_SLICE = 50
 
 async function refreshList(): Promise<void> {
   const status = $('list-status')
@@ -533,23 +535,28 @@ async function refreshList(): Promise<void> {
 }
 
 /**
- * The listing's rows `from` on, LIST_PAGE of them, made a slice at a time (8 ms, then the thread
- * is given back) and put in the table at once; a "Show more" button while some are left. False:
- * a newer refresh took over.
+ * The listing's rows `from` on, LIST_PAGE of them, put in the table a slice at a time: at most
+ * LIST_SLICE rows or 8 ms of making them, then the table is laid out in the next frame before the
+ * next slice (500 rows put in at once were one task of about 300 ms of layout on a loaded
+ * machine); a "Show more" button while some are left. False: a newer refresh took over.
  */
 async function showRows(files: FileVersion[], from: number, mine: number): Promise<boolean> {
-  const rows = document.createDocumentFragment()
+  const body = ($('listing') as HTMLTableElement).tBodies[0]
   const to = Math.min(files.length, from + LIST_PAGE)
-  let since = performance.now()
-  for (let i = from; i < to; i++) {
-    if (performance.now() - since > 8) {
-      await new Promise((r) => setTimeout(r, 0))
+  for (let i = from; i < to; ) {
+    const rows = document.createDocumentFragment()
+    const since = performance.now()
+    for (let k = 0; i < to && k < LIST_SLICE && performance.now() - since < 8; k++, i++) rows.append(listRow(files[i]))
+    body.append(rows)
+    if (i < to) {
+      // After the next frame (or 100 ms: a hidden tab has no frames).
+      await new Promise((r) => {
+        requestAnimationFrame(() => setTimeout(r, 0))
+        setTimeout(r, 100)
+      })
       if (mine !== listing) return false
-      since = performance.now()
     }
-    rows.append(listRow(files[i]))
   }
-  ;($('listing') as HTMLTableElement).tBodies[0].append(rows)
   if (to < files.length) {
     const left = files.length - to
     const more = el('button', 'more', `Show ${fmt.count(Math.min(LIST_PAGE, left))} more (${fmt.count(left)} not shown)`)

@@ -357,6 +357,14 @@ impl Objects {
     }
 
     /// The recipe rows that may hold `key` (a local store's, for a recipe or tombstone key).
+    /// At a clean stop: the recipe rows' database compacted (`RecipeRows::compact`).
+    pub fn compact(&self) -> Result<()> {
+        match &self.rows {
+            Some(rows) => rows.compact(),
+            None => Ok(()),
+        }
+    }
+
     fn rows_for(&self, key: &str) -> Option<&crate::recipe_rows::RecipeRows> {
         self.rows.as_ref().filter(|_| crate::recipe_rows::is_row_key(key))
     }

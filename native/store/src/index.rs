@@ -84,32 +84,69 @@ PRAGMA wal_autocheckpoint = 16384;
 
 /// The schema's version (`PRAGMA user_version`). An index of another version is dropped and
 /// rebuilt from the objects (it is a cache): version 3 added the raw length of compressed chunks;
-/// version 4 keys the chunks table by row number (pack order) instead of (namespace, id).
-const SCHEMA_VERSION: i64 = 4;
+/// version 4 keys the chunks table by row number (pack order) instead of (namespace, id);
+/// version 5 keeps a version's digest as 32 bytes (was 64 hex characters) and finds a pack's
+/// rows by the range of row numbers its `packs` row holds (was an index on the chunks' pack).
+const SCHEMA_VERSION: i64 = 5;
 
 /// Namespaces and packs are small integers in the big table, so that a chunk row is ~55 bytes
 /// (row number, id, pack number, offset, stored length, raw length where compressed). Rows are
 /// appended in pack order; an id is in a namespace's rows once (the in-memory map decides, see
-/// the module's text).
+/// the module's text). A pack's `lo`..`hi` is the range of row numbers that holds every row
+/// placed in it (other packs' rows may be in between: concurrent packs append batch by batch);
+/// each statement that places a row in a pack widens it ([`Index::widen`]), in the same
+/// transaction.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS namespaces(nsid INTEGER PRIMARY KEY, ns TEXT NOT NULL UNIQUE, hash TEXT);
 CREATE TABLE IF NOT EXISTS packs(pid INTEGER PRIMARY KEY, nsid INTEGER NOT NULL, pack TEXT NOT NULL,
-  bytes INTEGER NOT NULL, created INTEGER NOT NULL, UNIQUE(nsid, pack));
+  bytes INTEGER NOT NULL, created INTEGER NOT NULL, lo INTEGER, hi INTEGER, UNIQUE(nsid, pack));
 CREATE TABLE IF NOT EXISTS chunks(rid INTEGER PRIMARY KEY, nsid INTEGER NOT NULL, id BLOB NOT NULL, pid INTEGER NOT NULL,
   off INTEGER NOT NULL, len INTEGER NOT NULL, raw INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX IF NOT EXISTS chunks_by_pack ON chunks(pid);
 CREATE TABLE IF NOT EXISTS versions(nsid INTEGER NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL,
-  bytes INTEGER NOT NULL, chunks INTEGER NOT NULL, digest TEXT NOT NULL, created INTEGER NOT NULL,
+  bytes INTEGER NOT NULL, chunks INTEGER NOT NULL, digest BLOB NOT NULL, created INTEGER NOT NULL,
   PRIMARY KEY(nsid, name, version)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS deleted(nsid INTEGER NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL,
   PRIMARY KEY(nsid, name)) WITHOUT ROWID;
 ";
+
+/// The chunk rows of pack `?1`: its range of row numbers, then its number.
+const IN_PACK: &str =
+    "rid BETWEEN (SELECT lo FROM packs WHERE pid = ?1) AND (SELECT hi FROM packs WHERE pid = ?1) AND pid = ?1";
 
 pub fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
+}
+
+/// A version's digest as the index keeps it: 32 bytes where it is 64 lowercase hex characters
+/// (read back as that text), else the text itself.
+fn digest_value(hex: &str) -> rusqlite::types::Value {
+    match cutpoint_core::rapid::recipe::parse_hex(hex) {
+        Some(d) if hex.bytes().all(|c| !c.is_ascii_uppercase()) => rusqlite::types::Value::Blob(d.to_vec()),
+        _ => rusqlite::types::Value::Text(hex.to_string()),
+    }
+}
+
+/// The largest database [`Index::compact`] and `RecipeRows::compact` rewrite at a clean stop
+/// (`VACUUM` reads and writes it once: well under a second at this size).
+pub const COMPACT_MAX: i64 = 32 << 20;
+
+/// `VACUUM` for a database of at most [`COMPACT_MAX`] bytes; `wal`: the log is checkpointed and
+/// truncated before and after.
+pub(crate) fn compact_db(c: &Connection, wal: bool) -> Result<()> {
+    if wal {
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    }
+    let bytes: i64 = c.query_row("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()", [], |r| r.get(0))?;
+    if bytes <= COMPACT_MAX {
+        c.execute_batch("VACUUM")?;
+        if wal {
+            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        }
+    }
+    Ok(())
 }
 
 fn busy(path: &Path, e: impl std::fmt::Display) -> StoreError {
@@ -131,14 +168,21 @@ impl Index {
         let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| busy(path, e))?;
         if v != SCHEMA_VERSION || reset {
             conn.execute_batch(
-                "DROP TABLE IF EXISTS chunks; DROP TABLE IF EXISTS packs; DROP TABLE IF EXISTS versions; DROP TABLE IF EXISTS deleted; DROP TABLE IF EXISTS namespaces;",
+                "DROP INDEX IF EXISTS chunks_by_pack; DROP TABLE IF EXISTS chunks; DROP TABLE IF EXISTS packs; DROP TABLE IF EXISTS versions; DROP TABLE IF EXISTS deleted; DROP TABLE IF EXISTS namespaces;",
             )?;
         }
         conn.execute_batch(SCHEMA)?;
         // Packs a crash left half indexed (see `add_pack`): dropped, the reconcile indexes them again.
-        conn.execute_batch(
-            "DELETE FROM chunks WHERE pid IN (SELECT pid FROM packs WHERE bytes < 0); DELETE FROM packs WHERE bytes < 0;",
-        )?;
+        {
+            let half: Vec<i64> = conn
+                .prepare("SELECT pid FROM packs WHERE bytes < 0")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            for pid in half {
+                Self::delete_pack_rows(&conn, pid)?;
+            }
+            conn.execute_batch("DELETE FROM packs WHERE bytes < 0;")?;
+        }
         conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
         // After the exclusive lock: a second server on this directory never gets here.
         let rows = Arc::new(RowFile::create(&Self::rows_path(path))?);
@@ -149,6 +193,14 @@ impl Index {
             rows,
             length_reads: AtomicU64::new(0),
         })
+    }
+
+    /// At a clean stop: the write-ahead log folded into the database and emptied, and a
+    /// database of at most [`COMPACT_MAX`] bytes rewritten without free pages or half-full
+    /// ones (`VACUUM`, which in WAL mode goes through the log: folded in again after).
+    pub fn compact(&self) -> Result<()> {
+        let c = self.c();
+        compact_db(&c, true)
     }
 
     /// The rows file of the index at `path`: `index.rows` beside `index.sqlite`.
@@ -225,12 +277,26 @@ impl Index {
 
     /// The (row, chunk id) of pack `pid`'s rows (within the caller's transaction, before they go).
     fn pack_rows(c: &Connection, pid: i64) -> Result<Vec<(u64, Digest)>> {
-        let mut s = c.prepare_cached("SELECT rid, id FROM chunks WHERE pid = ?1")?;
+        let mut s = c.prepare_cached(&format!("SELECT rid, id FROM chunks WHERE {IN_PACK}"))?;
         let v = s
             .query_map([pid], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, Vec<u8>>(1)?)))?
             .filter_map(|r| r.map(|(row, v)| v.try_into().ok().map(|id| (row, id))).transpose())
             .collect::<rusqlite::Result<Vec<(u64, Digest)>>>()?;
         Ok(v)
+    }
+
+    /// Widens pack `pid`'s range of row numbers to hold `lo..=hi` (rows just placed in it,
+    /// within the caller's transaction).
+    fn widen(c: &Connection, pid: i64, lo: u64, hi: u64) -> Result<()> {
+        c.prepare_cached("UPDATE packs SET lo = MIN(COALESCE(lo, ?2), ?2), hi = MAX(COALESCE(hi, ?3), ?3) WHERE pid = ?1")?
+            .execute(params![pid, lo as i64, hi as i64])?;
+        Ok(())
+    }
+
+    /// Deletes pack `pid`'s chunk rows (within the caller's transaction).
+    fn delete_pack_rows(c: &Connection, pid: i64) -> Result<()> {
+        c.prepare_cached(&format!("DELETE FROM chunks WHERE {IN_PACK}"))?.execute([pid])?;
+        Ok(())
     }
 
     /// Drops the ids of `gone`'s rows from namespace `ns`'s map, each where the map places it in
@@ -430,6 +496,9 @@ impl Index {
                     new.push((f.id, Val { row, len }));
                 }
             }
+            if let (Some(a), Some(b)) = (new.first(), new.last()) {
+                Self::widen(&tx, pid, a.1.row, b.1.row)?;
+            }
             tx.commit()?;
             let mut sets = self.ids_mut();
             let set = sets.entry(ns.to_string()).or_insert_with(|| IdSet::new(self.rows.clone()));
@@ -460,7 +529,7 @@ impl Index {
         let c = self.c();
         let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(Vec::new()) };
         let Some(pid) = Self::pid(&c, nsid, pack)? else { return Ok(Vec::new()) };
-        let mut s = c.prepare_cached("SELECT id, off, len, raw FROM chunks WHERE pid = ?1 ORDER BY off")?;
+        let mut s = c.prepare_cached(&format!("SELECT id, off, len, raw FROM chunks WHERE {IN_PACK} ORDER BY off"))?;
         let v = s
             .query_map(params![pid], |r| {
                 let id: Vec<u8> = r.get(0)?;
@@ -491,7 +560,7 @@ impl Index {
         if let Some(nsid) = Self::nsid(&tx, ns)? {
             if let Some(pid) = Self::pid(&tx, nsid, pack)? {
                 gone = Self::pack_rows(&tx, pid)?;
-                tx.execute("DELETE FROM chunks WHERE pid = ?1", [pid])?;
+                Self::delete_pack_rows(&tx, pid)?;
                 tx.execute("DELETE FROM packs WHERE pid = ?1", [pid])?;
             }
         }
@@ -517,17 +586,23 @@ impl Index {
                 None => vec![None; frames.len()],
             };
             let mut s = tx.prepare_cached("UPDATE chunks SET pid = ?3, off = ?4 WHERE nsid = ?1 AND rid = ?2")?;
+            let (mut lo, mut hi) = (u64::MAX, 0);
             for (f, v) in frames.iter().zip(rows) {
                 if let Some(v) = v {
-                    s.execute(params![nsid, v.row as i64, new_pid, f.offset as i64])?;
+                    if s.execute(params![nsid, v.row as i64, new_pid, f.offset as i64])? == 1 {
+                        (lo, hi) = (lo.min(v.row), hi.max(v.row));
+                    }
                 }
+            }
+            if lo <= hi {
+                Self::widen(&tx, new_pid, lo, hi)?;
             }
         }
         let mut gone = Vec::new();
         if old_pack != new_pack {
             if let Some(old) = Self::pid(&tx, nsid, old_pack)? {
                 gone = Self::pack_rows(&tx, old)?;
-                tx.execute("DELETE FROM chunks WHERE pid = ?1", [old])?;
+                Self::delete_pack_rows(&tx, old)?;
                 tx.execute("DELETE FROM packs WHERE pid = ?1", [old])?;
             }
         }
@@ -592,7 +667,7 @@ impl Index {
         let nsid = Self::nsid_mut(&c, ns)?;
         c.execute(
             "INSERT OR REPLACE INTO versions(nsid, name, version, bytes, chunks, digest, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![nsid, v.name, v.version as i64, v.bytes as i64, v.chunks as i64, v.digest, v.created],
+            params![nsid, v.name, v.version as i64, v.bytes as i64, v.chunks as i64, digest_value(&v.digest), v.created],
         )?;
         Ok(())
     }
@@ -607,7 +682,7 @@ impl Index {
                 "INSERT OR REPLACE INTO versions(nsid, name, version, bytes, chunks, digest, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
             for v in vs {
-                s.execute(params![nsid, v.name, v.version as i64, v.bytes as i64, v.chunks as i64, v.digest, v.created])?;
+                s.execute(params![nsid, v.name, v.version as i64, v.bytes as i64, v.chunks as i64, digest_value(&v.digest), v.created])?;
             }
         }
         tx.commit()?;
@@ -620,7 +695,10 @@ impl Index {
             version: r.get::<_, i64>(1)? as u64,
             bytes: r.get::<_, i64>(2)? as u64,
             chunks: r.get::<_, i64>(3)? as u64,
-            digest: r.get(4)?,
+            digest: match r.get_ref(4)? {
+                rusqlite::types::ValueRef::Blob(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+                v => v.as_str().map_err(rusqlite::Error::from)?.to_string(),
+            },
             created: r.get(5)?,
         })
     }

@@ -96,6 +96,12 @@ impl RecipeRows {
         Ok(RecipeRows { c: Mutex::new(c) })
     }
 
+    /// At a clean stop: a small database rewritten without free or half-full pages
+    /// ([`crate::index::compact_db`]; `VACUUM` is one transaction: all or nothing).
+    pub fn compact(&self) -> Result<()> {
+        crate::index::compact_db(&self.c(), false).map_err(|e| StoreError::Internal(format!("recipes.sqlite: {e}")))
+    }
+
     fn c(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.c.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -957,7 +957,7 @@ pub async fn serve(
         uploads: Slots::new(cfg.max_uploads, cfg.max_uploads_per_token),
     });
     ready(addr, &rep, &state, &access);
-    let app = router(state, access);
+    let app = router(state.clone(), access);
     let mut stop = std::pin::pin!(async {
         let ctrl_c = tokio::signal::ctrl_c();
         #[cfg(unix)]
@@ -1012,6 +1012,12 @@ pub async fn serve(
     let _ = closing_tx.send(true);
     conns.close();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(30), conns.wait()).await;
+    // Every connection finished: the databases folded and compacted. Only space is at stake
+    // (a request still in flight after the wait may keep a database busy): a failure is said,
+    // not fatal.
+    if let Err(e) = blocking(move || state.store.close()).await {
+        eprintln!("cutpoint serve: at stop, the databases were not compacted: {e}");
+    }
     Ok(())
 }
 

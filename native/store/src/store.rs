@@ -277,6 +277,13 @@ impl Store {
         Store::open(objects, &dir.join("index.sqlite"), &dir.join("tmp"), limits, reindex)
     }
 
+    /// A clean stop (no request in flight): the index's log folded in and both databases
+    /// compacted where small ([`Index::compact`], `Objects::compact`).
+    pub fn close(&self) -> Result<()> {
+        self.index.compact()?;
+        self.objects.compact()
+    }
+
     /// Brings the index in line with the objects: packs and versions that are in the objects
     /// but not indexed (a crash between a put and its indexing) are indexed; rows whose object
     /// is gone are dropped.

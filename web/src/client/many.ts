@@ -16,11 +16,11 @@
 import { chunk, type Chunk } from '../index.js'
 import { checkAbort, StoreError, usage } from './errors.js'
 import { isStream, openReader, type PushInput, type RangeReader } from './input.js'
-import { checkProfile, commit, PushRun, type PushContext, type PushResult } from './push.js'
+import { checkProfile, commit, PushRun, type IdChunk, type PushContext, type PushResult } from './push.js'
 import { wire } from './wire.js'
+import { pause } from './slice.js'
 import { isDeno, isNode, type WasmPartSink } from '../../../common/wasm.js'
 import type { ManyRes } from '../../../common/protocol.js'
-import { hex } from '../hex.js'
 import { resolve } from '../options.js'
 import type { Pool } from '../pool.js'
 import { startPool } from '../workers.js'
@@ -100,20 +100,6 @@ const BATCH_FILES = 16
  */
 const BATCH_BLOBS = 4
 const BATCH_BYTES = 1 << 20
-/**
- * In a browser, loops over every input (commits) give the page's thread back once they have
- * held it this long (ms): a loop over 10,000 inputs in one task was a long task of 200-500 ms,
- * and a yield every 256 inputs still left tasks of 100-280 ms on a loaded machine.
- */
-const SLICE_MS = 8
-let sliceStart = 0
-const pause = (_i: number): Promise<void> | undefined => {
-  if (isNode || isDeno) return undefined
-  if (performance.now() - sliceStart < SLICE_MS) return undefined
-  return new Promise<void>((r) => setTimeout(r, 0)).then(() => {
-    sliceStart = performance.now()
-  })
-}
 /** Rounds of sending missing chunks again after a 409 at commit, as `push`. */
 const MAX_ROUNDS = 3
 
@@ -349,13 +335,14 @@ class SmallBatcher {
     )
   }
 
-  private chunks(cuts: Float64Array, digests: Uint8Array): Chunk[] {
-    const out: Chunk[] = []
+  /** The chunks of one input; their ids as the digests' bytes (stageQuery takes them as they are: no hex). */
+  private chunks(cuts: Float64Array, digests: Uint8Array): IdChunk[] {
+    const out: IdChunk[] = []
     const d = cuts.length ? digests.length / cuts.length : 0
     let at = 0
     for (let i = 0; i < cuts.length; i++) {
-      const c: Chunk = { offset: at, length: cuts[i] - at }
-      if (this.hashed) c.hash = hex(digests.subarray(i * d, (i + 1) * d))
+      const c: IdChunk = { offset: at, length: cuts[i] - at }
+      if (this.hashed) c.id = digests.subarray(i * d, (i + 1) * d)
       out.push(c)
       at = cuts[i]
     }
@@ -392,7 +379,7 @@ class ManyRun {
   async prepare(): Promise<void> {
     const { run } = this
     for (const f of this.files) {
-      await pause(f.index)
+      await pause()
       try {
         wire().validateName(f.name)
       } catch (e: any) {
@@ -451,6 +438,9 @@ class ManyRun {
       checkAbort(run.signal)
       const early = await ahead[i]
       next()
+      // The workers' answers come 16 inputs at a time: taking them in one go held the page's
+      // thread (and its frames) for 70-120 ms on a loaded machine.
+      await pause()
       if (f.error) continue
       f.base = run.fileBase = run.bytes
       this.reader.add(f)
@@ -585,7 +575,7 @@ class ManyRun {
     }
     for (let i = 0; i < live.length; i++) {
       const f = live[i]
-      await pause(i)
+      await pause()
       if (f.error) continue
       f.stage = 'committing'
       this.report(f, true)
@@ -600,7 +590,7 @@ class ManyRun {
       const missing = new Set<string>()
       for (let i = 0; i < answers.length; i++) {
         const [f, r] = answers[i]
-        await pause(i)
+        await pause()
         if (r instanceof StoreError && r.status === 409 && r.missing?.length && round < MAX_ROUNDS) {
           for (const id of r.missing) missing.add(id)
           again.push(f)
@@ -682,7 +672,7 @@ class ManyRun {
     try {
       for (let i = 0; i < list.length; i++) {
         const f = list[i]
-        await pause(i)
+        await pause()
         const text = f.text!
         if (w.count && (w.count >= maxFiles || w.lenWith(f.name, text.length) > maxBytes)) await send()
         if (w.lenWith(f.name, text.length) > maxBytes) {

@@ -30,6 +30,7 @@ import { checkAbort, StoreError, usage } from './errors.js'
 import { BLOB_BODIES, Http, sleep, type StoreLimits } from './http.js'
 import { isStream, openReader, StreamWindow, type PushInput, type RangeReader } from './input.js'
 import { wire } from './wire.js'
+import { pause } from './slice.js'
 import { PushJournal, type Resumed } from './journal.js'
 import { BASE, IdTable, KNOWN, NOVEL } from './ids.js'
 
@@ -180,6 +181,9 @@ const PACK_SIZE = 8 << 20
 
 /** Chunks a compression job takes at least (fewer jobs than workers for a small group). */
 const MIN_COMPRESS_JOB = 32
+/** Compression jobs' buffers kept for reuse in a browser, and the largest kept (bytes). */
+const JOB_BUFFERS = 8
+const JOB_BUFFER_MAX = 4 << 20
 /** Compression groups read and compressed ahead of the one being framed (each at most COMPRESS_GROUP chunks). */
 const GROUPS_AHEAD = 4
 
@@ -194,6 +198,11 @@ interface Tried {
 interface Frame {
   data?: Uint8Array
   compressed: boolean
+}
+
+/** A chunk as pushMany's workers give it: its id as the digest's bytes (no `hash` text). */
+export interface IdChunk extends Chunk {
+  id?: Uint8Array
 }
 
 interface Novel {
@@ -380,6 +389,8 @@ export class PushRun {
   private zown?: Promise<Pool>
   compressedBytes = 0
   compressedChunks = 0
+  /** Compression jobs' buffers the workers gave back (browsers: `jobBuffer`). */
+  private jobBuffers: ArrayBuffer[] = []
   /** pushMany: told of each novel chunk's frame (its offset, the bytes that travel, compressed). */
   onFrame?: (off: number, stored: number, compressed: boolean) => void
 
@@ -639,9 +650,10 @@ export class PushRun {
     if (!batch.length) return
     const { opts } = this
     let table = this.table
-    // Every id decoded once, here: the recipe, the queries and the pack heads use these bytes.
+    // Every id decoded once, here: the recipe, the queries and the pack heads use these bytes
+    // (pushMany's chunks from its workers carry them as bytes: no hex on the page's thread).
     const ids = new Uint8Array(batch.length * 32)
-    batch.forEach((c, i) => unhexInto(c.hash!, ids, i * 32))
+    batch.forEach((c: IdChunk, i) => (c.id ? ids.set(c.id, i * 32) : unhexInto(c.hash!, ids, i * 32)))
     const sizes = Uint32Array.from(batch, (c) => c.length)
     if (this.recipe) this.recipe.add(ids, sizes)
     const inParts = this.sink?.add(ids, sizes)
@@ -894,6 +906,8 @@ export class PushRun {
         if (this.journal) this.packNovel.push(n) // what the journal records once the store acknowledges the pack
         this.packCount++
         if (pack.len >= this.packSize || this.packCount >= this.maxCount) await this.stageUpload()
+        const p = pause()
+        if (p) await p
       }
       i = j + 1
     }
@@ -923,7 +937,11 @@ export class PushRun {
     for (let i = 0; i < groups.length; i++) {
       const frames = await this.settleGroup(groups[i], await tried[i])
       start(i + GROUPS_AHEAD)
-      for (let k = 0; k < groups[i].length; k++) await this.addFrame(groups[i][k], frames[k])
+      for (let k = 0; k < groups[i].length; k++) {
+        await this.addFrame(groups[i][k], frames[k])
+        const p = pause()
+        if (p) await p
+      }
     }
   }
 
@@ -972,10 +990,15 @@ export class PushRun {
       const lengths = new Uint32Array(b - a)
       let total = 0
       for (let k = a; k < b; k++) total += lengths[k - a] = got[k].length
-      const bytes = new Uint8Array(total)
+      const bytes = this.jobBuffer(total)
       for (let k = a, at = 0; k < b; at += got[k].length, k++) bytes.set(got[k], at)
-      const job = pool.run<CompressRes>({ type: 'cutpoint:compress', level: this.level!, lengths, bytes }, [bytes.buffer])
-      jobs.push(job.then((r) => ({ a, out: r.out })))
+      const job = pool.run<CompressRes>({ type: 'cutpoint:compress', level: this.level!, lengths, bytes }, [bytes.buffer as ArrayBuffer])
+      jobs.push(
+        job.then((r) => {
+          this.keepJobBuffer(r.bytes)
+          return { a, out: r.out }
+        }),
+      )
     }
     const frames: Frame[] = new Array(chunks.length)
     for (const { a, out } of await Promise.all(jobs)) {
@@ -995,6 +1018,25 @@ export class PushRun {
     }
     checkAbort(this.signal)
     return frames
+  }
+
+  /**
+   * A compression job's buffer of `n` bytes: one a worker gave back, else a new one. In a
+   * browser the page's thread made a fresh buffer of about 1 MiB per job (a folder of 10,000
+   * files: as many bytes of new ArrayBuffers as the novel chunks, and the garbage collections
+   * they bring); Node and Deno do not keep them (their memory stays the push's).
+   */
+  private jobBuffer(n: number): Uint8Array {
+    const i = this.jobBuffers.findIndex((b) => b.byteLength >= n)
+    if (i < 0) return new Uint8Array(n)
+    const [b] = this.jobBuffers.splice(i, 1)
+    return new Uint8Array(b, 0, n)
+  }
+
+  /** A job's buffer given back by its worker: kept (browsers; at most JOB_BUFFERS of up to JOB_BUFFER_MAX bytes). */
+  private keepJobBuffer(b?: Uint8Array): void {
+    if (!BLOB_BODIES || !b || b.buffer.byteLength > JOB_BUFFER_MAX || this.jobBuffers.length >= JOB_BUFFERS) return
+    this.jobBuffers.push(b.buffer as ArrayBuffer)
   }
 
   /** The chunks' bytes, read back from the input (contiguous ones in one read of up to MAX_READ). */
@@ -1357,39 +1399,76 @@ class HeadsFirstPack {
 const SLICE = 0
 const MEM = 1
 
-/** The pack being filled: its header, then frames, in one buffer reused pack after pack. */
+/**
+ * In a browser, a pack is made of Blobs of this many bytes as it fills: one 8 MiB Blob made at
+ * the pack's end was a copy of 8 MiB in one task of the page's thread (50-110 ms in a CDP profile
+ * of a folder of 10,000 files pushed from the page, loaded machine); a piece is a copy of 512 KiB
+ * and the pack's Blob is made of the pieces' Blobs (no copy).
+ */
+const PACK_PIECE = 512 << 10
+
+/**
+ * The pack being filled: its header, then frames, in one buffer reused pack after pack (in a
+ * browser: a buffer of PACK_PIECE bytes, each full one kept as a Blob).
+ */
 class PackBuffer {
   private buf: Uint8Array
+  /** Browsers: the pack's bytes before `buf`'s, as Blobs. */
+  private pieces: Blob[] = []
+  /** Bytes in `buf`. */
+  private at = 0
   len = 0
 
   constructor(
     private header: Uint8Array,
     packSize: number,
   ) {
-    this.buf = new Uint8Array(Math.max(packSize, 1 << 16) + (1 << 16))
+    this.buf = new Uint8Array(BLOB_BODIES ? PACK_PIECE : Math.max(packSize, 1 << 16) + (1 << 16))
     this.add(header)
   }
 
   add(...parts: Uint8Array[]): void {
-    let need = this.len
-    for (const p of parts) need += p.length
+    for (const p of parts) {
+      if (BLOB_BODIES) this.putPiece(p)
+      else this.put(p)
+      this.len += p.length
+    }
+  }
+
+  /** `p` at the end of the buffer, grown if need be (Node and Deno). */
+  private put(p: Uint8Array): void {
+    const need = this.at + p.length
     if (need > this.buf.length) {
       const grown = new Uint8Array(Math.max(need, 2 * this.buf.length))
-      grown.set(this.buf.subarray(0, this.len))
+      grown.set(this.buf.subarray(0, this.at))
       this.buf = grown
     }
-    for (const p of parts) {
-      this.buf.set(p, this.len)
-      this.len += p.length
+    this.buf.set(p, this.at)
+    this.at += p.length
+  }
+
+  /** `p` into the piece being filled; a full piece becomes a Blob (browsers). */
+  private putPiece(p: Uint8Array): void {
+    for (let o = 0; o < p.length; ) {
+      const n = Math.min(p.length - o, this.buf.length - this.at)
+      this.buf.set(p.subarray(o, o + n), this.at)
+      this.at += n
+      o += n
+      if (this.at === this.buf.length) {
+        this.pieces.push(new Blob([this.buf as Uint8Array<ArrayBuffer>]))
+        this.at = 0
+      }
     }
   }
 
   /** The body of the pack (a Blob in browsers, else a copy) and an empty pack after it. */
   take(end: Uint8Array): Uint8Array | Blob {
     this.add(end)
-    const data = this.buf.subarray(0, this.len)
-    const body = BLOB_BODIES ? new Blob([data as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }) : data.slice()
+    const data = this.buf.subarray(0, this.at)
+    const body = BLOB_BODIES ? new Blob([...this.pieces, data as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }) : data.slice()
     if (packSizeOf(body) !== this.len) throw new StoreError(`cutpoint: internal error: a pack of ${packSizeOf(body)} bytes, ${this.len} expected`, { code: 'protocol' })
+    this.pieces = []
+    this.at = 0
     this.len = 0
     this.add(this.header)
     return body
