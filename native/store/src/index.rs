@@ -32,8 +32,8 @@ pub const INDEX_BATCH: usize = 4096;
 
 pub struct Index {
     conn: Mutex<Connection>,
-    /// Each namespace's chunk ids → (row, raw length), in memory ([`IdSet`]): existence
-    /// queries and length checks are answered here.
+    /// Each namespace's chunk ids → row, in memory ([`IdSet`]: keys and rows, each key's rows
+    /// confirmed in `rows`): existence queries and length checks are answered here.
     /// Built at open from the chunks table and changed with it, under the connection's lock
     /// (taken first), so a writer leaves the table and the set in step before the next one.
     ids: RwLock<HashMap<String, IdSet>>,
