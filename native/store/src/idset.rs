@@ -111,9 +111,12 @@ pub struct RowFile {
 }
 
 impl RowFile {
-    /// Makes `path` empty (truncated) for this process's rows.
+    /// A rows file for this process, made at `path` and unlinked at once (the caller holds the
+    /// index's exclusive lock, so no other process uses the name): it lives while the file is
+    /// open, is gone after a stop or a crash, and is never part of the store at rest.
     pub fn create(path: &Path) -> io::Result<RowFile> {
         let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+        std::fs::remove_file(path)?;
         Ok(RowFile { file })
     }
 

@@ -11,7 +11,7 @@
 //! ([`Index::lengths`]) do not touch SQLite: each namespace's chunk ids are also held in memory
 //! as an 8-byte key and a row number ([`IdSet`], ~12.5 bytes a chunk), each key's rows confirmed
 //! by their full id and raw length in the rows file beside the database ([`RowFile`],
-//! `index.rows`, 36 bytes a row, rewritten at open); loaded at open and changed by every method
+//! `index.rows`, 36 bytes a row, rewritten at open and unlinked at once: never in the store at rest); loaded at open and changed by every method
 //! that adds or drops chunk rows, under the same lock. The map is what
 //! keeps an id once per namespace; the chunks table is written in pack order (appends: a pack's
 //! rows dirty a few pages, where rows keyed by random ids dirtied about a page each), and a
