@@ -32,8 +32,8 @@ pub const INDEX_BATCH: usize = 4096;
 
 pub struct Index {
     conn: Mutex<Connection>,
-    /// Each namespace's chunk ids → (row, raw length), in memory ([`IdSet`]): existence
-    /// queries and length checks are answered here.
+    /// Each namespace's chunk ids → row, in memory ([`IdSet`]: keys and rows, each key's rows
+    /// confirmed in `rows`): existence queries and length checks are answered here.
     /// Built at open from the chunks table and changed with it, under the connection's lock
     /// (taken first), so a writer leaves the table and the set in step before the next one.
     ids: RwLock<HashMap<String, IdSet>>,
@@ -69,7 +69,7 @@ pub struct Version {
 
 /// One process owns its index (`locking_mode = EXCLUSIVE`: no file lock taken and released per
 /// statement, and a second server on the same directory is refused at start); the page cache
-/// holds ~16 MiB of it (rows are appended in pack order, and existence queries and length checks
+/// holds ~8 MiB of it (rows are appended in pack order, and existence queries and length checks
 /// do not read SQLite: a larger cache only grew the server's memory, see docs/scale.md). The WAL is checkpointed every 16,384 pages (64 MiB) rather than
 /// SQLite's 1,000: an upload's random-keyed rows dirty about a page each, so with the default
 /// nearly every pack's transaction was followed by a checkpoint writing those pages again;
@@ -78,7 +78,7 @@ const PRAGMAS: &str = "
 PRAGMA locking_mode = EXCLUSIVE;
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
-PRAGMA cache_size = -16384;
+PRAGMA cache_size = -8192;
 PRAGMA wal_autocheckpoint = 16384;
 ";
 
