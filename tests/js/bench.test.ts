@@ -57,7 +57,7 @@ it('bench: npm run bench -- --quick writes JSON, Markdown and SVG plots', async 
       expect(typeof row.name).toBe('string')
       expect(['limits', 'chunking', 'peers', 'hash', 'e2e', 'dedup', 'memory', 'store', 'restic', 'folder', 'compression', 'big', 'page', 'edge']).toContain(row.section)
       expect(['native', 'node', 'deno', 'chromium']).toContain(row.runtime)
-      expect(['GB/s', 'ratio', 'MiB', 'bytes', 's', 'ms']).toContain(row.unit)
+      expect(['GB/s', 'ratio', 'MiB', 'MB', 'bytes', 's', 'ms']).toContain(row.unit)
       expect(Number.isFinite(row.value), row.name).toBe(true)
     }
     const has = (pred: (r: any) => boolean) => res.rows.some(pred)

@@ -1610,7 +1610,9 @@ impl Store {
         for (k, _, modified) in self.objects.list(&part_prefix(ns))? {
             let Key::Part(id) = parse_key(&k) else { continue };
             let named = cutpoint_core::rapid::recipe::parse_hex(&id).is_some_and(|d| named.contains(&d));
-            if !named && modified < cutoff {
+            // Not younger than the grace period, as a pack's rule has it (`created > cutoff`
+            // spares a pack): with `grace=0`, a part written in this very second goes too.
+            if !named && modified <= cutoff {
                 self.objects.delete(&k)?;
                 rep.parts_deleted += 1;
                 continue;
