@@ -448,17 +448,25 @@ describe.each(targets)('%s', (_label, start) => {
       const r = await fetch1(packs, { method: 'POST', body: new Uint8Array([1]) })
       return { status: r.status, retry: r.headers.get('retry-after'), body: await r.json() }
     }
-    const until = async (want: number) => {
+    const until = async (want: number, refill?: () => void) => {
       for (let i = 0; i < 150; i++) {
+        refill?.()
         const p = await probe()
         if (p.status === want) return p
         await new Promise((r) => setTimeout(r, 200))
       }
       throw new Error(`no ${want} in 30 s (the stalled uploads: ${ended.join(', ') || 'open'})`)
     }
+    // A probe may reach the store before a stalled upload does and take its slot for a moment: the
+    // upload that found no slot is answered 503 at once and is replaced by a new one, so that two
+    // stalled uploads hold both slots when the probes go on.
     const stalled = [stall(), stall()]
+    let answered = 0
+    const refill = () => {
+      for (; answered < ended.length; answered++) stalled.push(stall())
+    }
     try {
-      const busy = await until(503)
+      const busy = await until(503, refill)
       expect(busy.retry).toBe('2')
       expect(busy.body.code).toBe('busy')
       // Every rw request that takes a slot is refused alike, a commit too.
