@@ -5,7 +5,7 @@
 // (re-hashing every chunk, bounded decompression), id lists, recipes, deltas, names, ranges.
 import wasmModule from '../pkg/cutpoint_edge_wasm_bg.wasm';
 import * as core from '../pkg/cutpoint_edge_wasm.js';
-import { packKey, partKey, recipePrefix, versionKey } from './namespace.js';
+import { countingEnv, packKey, partKey, recipePrefix, versionKey } from './namespace.js';
 
 export { Namespace } from './namespace.js';
 export { Uploads } from './uploads.js';
@@ -483,10 +483,10 @@ async function commitBody(env, ns, name, body, budget) {
       }
       budget.left -= c.count;
       unwrap(await stub(env, ns).checkChunks(ns, c.alg, c.entries()));
-      const missing = await missingParts(env, ns, parts);
+      const missing = await stub(env, ns).partsMissing(ns, parts);
       if (missing.length) {
         throw new Refusal(409, 'missing_parts', `${missing.length} of the recipe's parts are not in namespace '${ns}'; `
-          + 'nothing was committed', { missing_parts: missing.map(hexOf) });
+          + 'nothing was committed', { missing_parts: missing });
       }
       await walkDigest(env, ns, c);
     }
@@ -515,21 +515,6 @@ async function walkDigest(env, ns, c) {
   }
 }
 
-/** The ids of `ids` (32 bytes each) that have no part object in the namespace, in order. */
-async function missingParts(env, ns, ids) {
-  const out = [];
-  const AT_ONCE = 16;
-  for (let at = 0; at < ids.length; at += 32 * AT_ONCE) {
-    const batch = [];
-    for (let k = at; k < Math.min(ids.length, at + 32 * AT_ONCE); k += 32) batch.push(ids.subarray(k, k + 32));
-    const found = await Promise.all(batch.map((id) => env.BUCKET.head(partKey(ns, hexOf(id)))));
-    batch.forEach((id, k) => {
-      if (!found[k]) out.push(id);
-    });
-  }
-  return out;
-}
-
 /** `POST parts` (PROTOCOL.md 4.11): parsed by the core, stored by the namespace's Durable Object. */
 async function putPart(req, env, ns) {
   const body = await readBody(req, LIMITS.max_recipe_bytes, 'part');
@@ -542,14 +527,12 @@ async function putPart(req, env, ns) {
   }
 }
 
-/** `POST parts/query` (4.12): the ids the namespace has no part of. */
+/** `POST parts/query` (4.12): the ids the namespace has no part of (its Durable Object's table). */
 async function queryParts(req, env, ns) {
   const body = await readBody(req, LIMITS.max_query_ids * 32, 'query');
   core1(() => core.checkIds(body, LIMITS.max_query_ids));
-  const missing = await missingParts(env, ns, body);
-  const out = new Uint8Array(missing.length * 32);
-  missing.forEach((id, i) => out.set(id, i * 32));
-  return new Response(out, { headers: { 'content-type': 'application/octet-stream' } });
+  const missing = await stub(env, ns).queryParts(body);
+  return new Response(missing, { headers: { 'content-type': 'application/octet-stream' } });
 }
 
 /** `GET parts/{id}` (4.13): the part's text. */
@@ -1012,8 +995,16 @@ async function restoreHead(req, env, ns, name, url) {
 }
 
 export default {
-  async fetch(req, env) {
+  async fetch(req, env0) {
     const url = new URL(req.url);
+    const env = countingEnv(env0);
+    if (env !== env0 && url.pathname === '/v1/test/r2-ops') {
+      // Tests only (see countingEnv): this isolate's R2 calls by method since the last reset.
+      // Durable Objects run in the Worker's isolate here (one script): their calls are counted too.
+      const ops = { ...(globalThis.cutpointR2Ops ?? {}) };
+      if (req.method === 'POST') globalThis.cutpointR2Ops = {};
+      return json(200, ops);
+    }
     let cfg;
     try {
       cfg = await config(env);

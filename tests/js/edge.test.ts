@@ -977,3 +977,81 @@ describe('edge store: a commit that a gc on another node overtook', () => {
     }
   }, 120_000)
 })
+
+// `POST parts/query` is answered from the namespace's Durable Object (its table of part ids),
+// not by one R2 HEAD per id (PROTOCOL.md 4.12; the Worker counts its R2 calls for tests with
+// --test-count-r2): a full query of present ids costs no R2 operation; misses cost at most 64
+// HEADs; the table is rebuilt with the index from the bucket, follows gc, and learns of a part
+// another node put into the bucket.
+describe('edge store: parts/query from the namespace\'s Durable Object', () => {
+  it('costs no R2 read for present ids and a bounded number for misses; rebuilt from the bucket; follows gc', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'cutpoint-edge-partsq-'))
+    const args = ['--test-count-r2', '--max-recipe', '16k', '--gc-settle', '0']
+    let s: Store | undefined
+    const ops = async () => (await (await fetch1(`${s!.url}/v1/test/r2-ops`, { method: 'POST' })).json()) as Record<string, number>
+    const query = async (body: Buffer) => {
+      await ops() // reset
+      const r = await fetch1(`${s!.url}/v1/ns/default/parts/query`, { method: 'POST', body })
+      expect(r.status).toBe(200)
+      return { missing: Buffer.from(await r.arrayBuffer()), ops: await ops() }
+    }
+    try {
+      s = await startEdge({ data, args })
+      const bytes = randomBytes(3 << 20)
+      expect(nativePush(s, file('partsq.bin', bytes), 'pq', ['--no-cache']).version).toBe(1)
+      const lines = (await (await fetch1(`${s.url}/v1/ns/default/recipes/pq?parts=1`)).text()).split('\n').filter((l) => l.startsWith('part '))
+      expect(lines.length).toBeGreaterThanOrEqual(3)
+      const ids = lines.map((l) => Buffer.from(l.split(' ')[1], 'hex'))
+      const text0 = Buffer.from(await (await fetch1(`${s.url}/v1/ns/default/parts/${ids[0].toString('hex')}`)).arrayBuffer())
+      // 16,384 present ids (the limit): answered from the table, no R2 call at all.
+      const full = Buffer.concat(Array.from({ length: 16384 }, (_, k) => ids[k % ids.length]))
+      const present = await query(full)
+      expect(present.missing.length).toBe(0)
+      expect(present.ops).toEqual({})
+      // 1,000 unknown ids: every one answered missing, at most 64 of them looked for in R2.
+      const unknown = randomBytes(1000 * 32)
+      const miss = await query(Buffer.concat([ids[1], unknown]))
+      expect(miss.missing.equals(unknown)).toBe(true)
+      expect(miss.ops.head ?? 0).toBeGreaterThan(0)
+      expect(miss.ops.head).toBeLessThanOrEqual(64)
+      expect((miss.ops.get ?? 0) + (miss.ops.list ?? 0)).toBe(0)
+      // The Durable Objects lost: the index, and the part ids with it, rebuilt from the bucket.
+      await s.stop(true)
+      rmSync(join(data, 'do'), { recursive: true, force: true })
+      s = await startEdge({ data, args })
+      let rebuilt: Response
+      for (let t = 0; ; t++) {
+        rebuilt = await fetch1(`${s.url}/v1/ns/default/parts/query`, { method: 'POST', body: Buffer.concat(ids) })
+        if (rebuilt.status !== 503 || t > 20) break
+        await new Promise((r) => setTimeout(r, 500))
+      }
+      expect(rebuilt.status).toBe(200)
+      expect((await rebuilt.arrayBuffer()).byteLength).toBe(0)
+      expect((await query(Buffer.concat(ids))).ops).toEqual({})
+      // gc deletes the parts no version names: they are answered missing at once.
+      expect((await fetch1(`${s.url}/v1/ns/default/files/pq`, { method: 'DELETE' })).status).toBe(200)
+      const gc = await (await fetch1(`${s.url}/v1/ns/default/gc?grace=0`, { method: 'POST' })).json()
+      expect(gc.parts_deleted).toBe(ids.length)
+      const gone = await query(Buffer.concat(ids))
+      expect(gone.missing.equals(Buffer.concat(ids))).toBe(true)
+      // A part another node put into the bucket since: a miss found there, and known from then on.
+      await s.stop(true)
+      const { bucket, dispose } = await openBucket(data)
+      try {
+        const id = ids[0].toString('hex')
+        await bucket.put(`ns/default/parts/${id.slice(0, 2)}/${id}`, new Uint8Array(text0))
+      } finally {
+        await dispose()
+      }
+      s = await startEdge({ data, args })
+      const found = await query(Buffer.concat(ids))
+      expect(found.missing.equals(Buffer.concat(ids.slice(1)))).toBe(true)
+      expect(found.ops.head).toBe(ids.length)
+      const known = await query(ids[0])
+      expect([known.missing.length, known.ops.head ?? 0]).toEqual([0, 0])
+    } finally {
+      await s?.stop(true)
+      rmSync(data, { recursive: true, force: true })
+    }
+  }, 180_000)
+})
