@@ -226,7 +226,10 @@ export class Namespace extends DurableObject {
     }
   }
 
-  /** A pack in R2 not indexed: verified and indexed; one that does not verify is deleted when `drop` (a crashed upload of this store's). */
+  /**
+   * A pack in R2 not indexed: verified and indexed; one that does not verify is deleted when
+   * `drop` (a crashed upload of this store's), else left out and 'bad' returned.
+   */
   async #reconcilePack(ns, key, drop = true) {
     const id = key.split('/').pop();
     if (this.sql.exec('SELECT 1 FROM packs WHERE id = ?', id).toArray().length) return;
@@ -245,7 +248,7 @@ export class Namespace extends DurableObject {
       if (!ok) {
         if (drop) await this.env.BUCKET.delete(key);
         else console.error(`reindex: the pack ${key} does not verify (left out)`);
-        return;
+        return 'bad';
       }
       if (await this.#fixAlg(ns, g.alg(), 'pack')) return;
       const r = this.#index(key, id, o.size, g.frames());
@@ -601,22 +604,31 @@ export class Namespace extends DurableObject {
     return run;
   }
 
-  async #refreshPacksOnce(ns, bounded) {
+  /**
+   * One refresh (see #refreshPacks); returns `{ more, bad }`: whether packs were left for a later
+   * call (the bound), and the ids of the packs read that do not verify (not indexed).
+   */
+  async #refreshPacksOnce(ns, bounded, skip = new Set()) {
     const began = now();
     const seen = new Set();
     let bytes = 0;
+    let more = false;
+    const bad = [];
     let cursor;
     do {
       const l = await this.env.BUCKET.list({ prefix: `ns/${ns}/packs/`, cursor });
       for (const o of l.objects) {
         const id = o.key.split('/').pop();
         seen.add(id);
-        if (bounded && bytes >= REINDEX_STEP_BYTES) continue;
-        if (this.sql.exec('SELECT 1 FROM packs WHERE id = ?', id).toArray().length) continue;
+        if (skip.has(id) || this.sql.exec('SELECT 1 FROM packs WHERE id = ?', id).toArray().length) continue;
         // An upload of this store's between its put and its rows indexes itself (not read twice).
         if (bounded && this.#pendingKey(o.key)) continue;
+        if (bounded && bytes >= REINDEX_STEP_BYTES) {
+          more = true;
+          continue;
+        }
         bytes += o.size;
-        await this.#reconcilePack(ns, o.key, false);
+        if ((await this.#reconcilePack(ns, o.key, false)) === 'bad') bad.push(id);
       }
       cursor = l.truncated ? l.cursor : undefined;
     } while (cursor);
@@ -628,6 +640,25 @@ export class Namespace extends DurableObject {
         this.sql.exec('DELETE FROM chunks WHERE pack = ?', id);
         this.sql.exec('DELETE FROM packs WHERE id = ?', id);
       });
+    }
+    return { more, bad };
+  }
+
+  /**
+   * `GET check`'s first step (PROTOCOL.md §6, freshness): the index brought up to the bucket
+   * (packs another node stored read, verified and indexed, REINDEX_STEP_BYTES a round until none
+   * is left; rows of packs gone dropped). Returns the ids of stored packs that do not verify
+   * (left unindexed: check names them). Versions are refreshed by `list`.
+   */
+  async refreshForCheck() {
+    await this.#ready();
+    const ns = this.ctx.id.name;
+    if (!ns) return [];
+    const bad = new Set();
+    for (;;) {
+      const r = await this.#refreshPacksOnce(ns, true, bad); // one that does not verify is read once
+      r.bad.forEach((id) => bad.add(id));
+      if (!r.more) return [...bad];
     }
   }
 

@@ -765,13 +765,18 @@ async function gc(env, ns, url) {
 const hexOf = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 
 /**
- * GET check: every indexed pack re-read from R2 and verified by the core (every chunk re-hashed),
+ * GET check: the index refreshed from the bucket (packs other nodes stored indexed, packs gone
+ * dropped; the versions by `list`), then every indexed pack re-read from R2 and verified by the
+ * core (every chunk re-hashed),
  * each index row matched with a frame of its pack; every version's recipe read and parsed by the
  * core, each of its chunks indexed. Problems name objects, never paths.
  */
 async function check(env, ns) {
   const s = stub(env, ns);
   const rep = { packs: 0, chunks: 0, versions: 0, parts: 0, problems: [] };
+  // First the index brought up to the bucket (what other nodes stored); a stored pack that does
+  // not verify is not indexed, and named here.
+  for (const id of await s.refreshForCheck()) rep.problems.push(`pack ${id} is stored but does not verify (not indexed)`);
   for (const p of await s.packs()) {
     rep.packs++;
     const o = await env.BUCKET.get(packKey(ns, p.id));

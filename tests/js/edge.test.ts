@@ -1055,3 +1055,67 @@ describe('edge store: parts/query from the namespace\'s Durable Object', () => {
     }
   }, 180_000)
 })
+
+/** The objects under `prefixes` of one stopped edge's R2 put into another's, key for key. */
+async function r2ToR2(fromDir: string, toDir: string, prefixes: string[]): Promise<string[]> {
+  const objects: [string, Uint8Array][] = []
+  const from = await openBucket(fromDir)
+  try {
+    for (const prefix of prefixes) {
+      const l = await from.bucket.list({ prefix })
+      for (const o of l.objects) objects.push([o.key, new Uint8Array(await (await from.bucket.get(o.key)).arrayBuffer())])
+    }
+  } finally {
+    await from.dispose()
+  }
+  const to = await openBucket(toDir)
+  try {
+    for (const [k, v] of objects) await to.bucket.put(k, v)
+  } finally {
+    await to.dispose()
+  }
+  return objects.map(([k]) => k)
+}
+
+// GET check refreshes from the bucket first (PROTOCOL.md §6, 4.10): a pack and a recipe another
+// node stored after the edge built its namespace's index are checked (verified, counted, the
+// version's chunks found), and a stored pack that does not verify is named, with nothing else
+// asked of the edge before the check.
+describe('edge store: check sees what another node of its bucket stored', () => {
+  it('counts and verifies the other node\'s pack and version, and names a stored pack that does not verify', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'cutpoint-edge-check-'))
+    const [mineDir, theirDir] = [join(root, 'mine'), join(root, 'theirs')]
+    let s: Store | undefined
+    try {
+      s = await startEdge({ data: mineDir })
+      expect(nativePush(s, file('check-mine.bin', randomBytes(400_000)), 'mine', ['--no-cache']).version).toBe(1)
+      await s.stop(true)
+      s = await startEdge({ data: theirDir })
+      const theirs = randomBytes(500_000)
+      expect(nativePush(s, file('check-theirs.bin', theirs), 'theirs', ['--no-cache']).version).toBe(1)
+      await s.stop(true)
+      const copied = await r2ToR2(theirDir, mineDir, ['ns/default/packs/', 'ns/default/recipes/'])
+      const theirPacks = copied.filter((k) => k.startsWith('ns/default/packs/')).length
+      expect(theirPacks).toBeGreaterThan(0)
+      const junk = 'ee'.repeat(32)
+      const { bucket, dispose } = await openBucket(mineDir)
+      let minePacks = 0
+      try {
+        minePacks = (await bucket.list({ prefix: 'ns/default/packs/' })).objects.length - theirPacks
+        await bucket.put(`ns/default/packs/ee/${junk}`, new Uint8Array(randomBytes(1000)))
+      } finally {
+        await dispose()
+      }
+      s = await startEdge({ data: mineDir })
+      const rep = await (await fetch1(`${s.url}/v1/ns/default/check`)).json()
+      expect(rep).toMatchObject({ packs: minePacks + theirPacks, versions: 2 })
+      expect(rep.problems).toEqual([`pack ${junk} is stored but does not verify (not indexed)`])
+      const out = join(dir, 'check-theirs-out.bin')
+      expect(cutpoint(['pull', 'theirs', '-o', out], s).status).toBe(0)
+      expect(readFileSync(out).equals(theirs)).toBe(true)
+    } finally {
+      await s?.stop(true)
+      rmSync(root, { recursive: true, force: true })
+    }
+  }, 180_000)
+})
