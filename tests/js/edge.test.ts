@@ -1119,3 +1119,47 @@ describe('edge store: check sees what another node of its bucket stored', () => 
     }
   }, 180_000)
 })
+
+// The gc lock is a lease (PROTOCOL.md §6): a gc running longer than the lease (here a settle of
+// 8 s against a lease of 3 s, `--gc-settle`/`--gc-lease` of edge/dev.mjs) rewrites its lock every
+// third of the lease, so that other nodes never take it for a dead node's. The runtime is
+// SIGKILLed in the middle of such a gc: the lock it left was rewritten more than a lease after
+// the gc began; the next gc, past the lease, takes it over and removes it.
+describe('edge store: a gc longer than its lease', () => {
+  it('renews its lock while it runs; a lock left by a killed gc is taken over past the lease', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'cutpoint-edge-lease-'))
+    let s: Store | undefined
+    const lock = async () => {
+      const { bucket, dispose } = await openBucket(data)
+      try {
+        const o = await bucket.get('ns/default/gc-lock')
+        return o && { uploaded: o.uploaded.getTime(), text: await o.text() }
+      } finally {
+        await dispose()
+      }
+    }
+    try {
+      s = await startEdge({ data, args: ['--gc-lease', '3', '--gc-settle', '8'] })
+      expect(nativePush(s, file('lease.bin', randomBytes(200_000)), 'l', ['--no-cache']).version).toBe(1)
+      const began = Date.now()
+      const gc = fetch1(`${s.url}/v1/ns/default/gc?grace=0`, { method: 'POST' }).catch(() => null)
+      await new Promise((r) => setTimeout(r, 6500))
+      await s.stop(true) // in the settle: the lock is neither deleted nor renewed again
+      expect(await gc).toBeNull()
+      const left = await lock()
+      expect(left).not.toBeNull()
+      expect(left!.text).toMatch(/^gc running, renewed at \d+/)
+      expect(left!.uploaded - began).toBeGreaterThan(3000)
+      // Past the lease: a gc takes the lock over (a dead node's), runs, and removes it.
+      await new Promise((r) => setTimeout(r, Math.max(0, left!.uploaded + 3500 - Date.now())))
+      s = await startEdge({ data, args: ['--gc-lease', '3', '--gc-settle', '0'] })
+      const again = await fetch1(`${s.url}/v1/ns/default/gc?grace=0`, { method: 'POST' })
+      expect(again.status, await again.clone().text()).toBe(200)
+      await s.stop(true)
+      expect(await lock()).toBeNull()
+    } finally {
+      await s?.stop(true)
+      rmSync(data, { recursive: true, force: true })
+    }
+  }, 120_000)
+})
