@@ -251,8 +251,8 @@ export class Namespace extends DurableObject {
         return 'bad';
       }
       if (await this.#fixAlg(ns, g.alg(), 'pack')) return;
-      const r = this.#index(key, id, o.size, g.frames());
-      if (r.added === 0 && drop) await this.env.BUCKET.delete(key);
+      // Indexed even when every chunk was indexed already (no rows): gc deletes it past its grace.
+      this.#index(key, id, o.size, g.frames());
     } finally {
       g.free();
     }
@@ -405,7 +405,9 @@ export class Namespace extends DurableObject {
    * A pack's index rows (`frames`: 48 bytes a frame: id, offset u64, stored length u32 with bit
    * 31, raw length u32), in one transaction with its pending note `key` removed. In one
    * statement (in frame order: a repeated id keeps its first frame); RETURNING names the rows
-   * written, not those an indexed id ignored.
+   * written, not those an indexed id ignored. A pack none of whose chunks is new keeps its
+   * `packs` row with no chunk rows: it is known (never read again by a refresh) and gc deletes
+   * it past its grace, as `cutpoint serve` over a bucket does (PROTOCOL.md §6).
    */
   #index(key, pack, size, frames, prelude = () => {}) {
     const existed = this.sql.exec('SELECT 1 FROM packs WHERE id = ?', pack).toArray().length > 0;
@@ -432,7 +434,6 @@ export class Namespace extends DurableObject {
         added++;
         addedBytes += len & 0x7fffffff;
       }
-      if (added === 0 && !existed) this.sql.exec('DELETE FROM packs WHERE id = ?', pack);
       this.sql.exec('DELETE FROM pending WHERE key = ?', key);
     });
     return { added, addedBytes, existed };

@@ -281,11 +281,10 @@ async function uploadPack(req, env, ns) {
       await env.BUCKET.put(key, spooled.body);
     }
     const r = unwrap(await ns1.addPack(ns, id, len, ingest.alg(), ingest.frames()));
-    if (r.added === 0 && !r.existed) {
-      await env.BUCKET.delete(key); // every chunk was there already: the pack holds nothing indexed
-    }
-    return json(200, { ...report, pack: r.added > 0 || r.existed ? id : null, stored: r.added,
-      duplicates: chunks - r.added, stored_bytes: r.addedBytes });
+    // A pack whose chunks were all indexed already stays, indexed with no chunk rows, until a gc
+    // past its grace deletes it (PROTOCOL.md §6: another node of the bucket may be indexing the
+    // same pack, as `cutpoint serve --data s3://` leaves it).
+    return json(200, { ...report, pack: id, stored: r.added, duplicates: chunks - r.added, stored_bytes: r.addedBytes });
   } finally {
     ingest.free();
     if (inMemory) memoryHeld -= len;

@@ -1163,3 +1163,34 @@ describe('edge store: a gc longer than its lease', () => {
     }
   }, 120_000)
 })
+
+// An upload none of whose chunks is new (PROTOCOL.md §6, "Duplicates from races"): the edge,
+// a node of a bucket others may share, leaves the pack in place (another node may be indexing
+// the same pack) for gc, as `cutpoint serve --data s3://` does: it is answered by its id with
+// nothing stored, counted by check, and deleted by a gc past its grace.
+describe('edge store: a pack whose chunks were all there', () => {
+  it('is left in place for gc, not deleted at once', async () => {
+    let s: Store | undefined
+    try {
+      s = await startEdge()
+      const u = (p: string) => `${s!.url}/v1/ns/dup/${p}`
+      const [a, b] = [randomBytes(5000), randomBytes(7000)]
+      const first = await chunkPack([a, b])
+      const r1 = await (await fetch1(u('packs'), { method: 'POST', body: first.body })).json()
+      expect(r1).toMatchObject({ chunks: 2, stored: 2, duplicates: 0 })
+      const again = await chunkPack([b, a]) // the same chunks in another order: another pack
+      const r2 = await (await fetch1(u('packs'), { method: 'POST', body: again.body })).json()
+      expect(r2).toMatchObject({ chunks: 2, stored: 0, duplicates: 2, stored_bytes: 0 })
+      expect(r2.pack).toMatch(/^[0-9a-f]{64}$/)
+      expect(r2.pack).not.toBe(r1.pack)
+      expect(await (await fetch1(u('check'))).json()).toMatchObject({ packs: 2, chunks: 2, problems: [] })
+      // Within the grace both stay; past it (no recipe names them) both go.
+      expect(await (await fetch1(u('gc'), { method: 'POST' })).json()).toMatchObject({ packs_deleted: 0, packs_in_grace: 2 })
+      const gc = await (await fetch1(u('gc?grace=0'), { method: 'POST' })).json()
+      expect(gc).toMatchObject({ packs_deleted: 2, bytes_freed: first.body.length + again.body.length })
+      expect(await (await fetch1(u('check'))).json()).toMatchObject({ packs: 0, chunks: 0, problems: [] })
+    } finally {
+      await s?.stop()
+    }
+  }, 120_000)
+})
