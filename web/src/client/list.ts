@@ -44,7 +44,6 @@ export async function entrySpans(text: string): Promise<{ array: [number, number
   const entries: number[] = []
   let depth = 0
   let key = ''
-  let keyStart = -1
   let inArray = false
   let open = -1
   let entryStart = -1
@@ -60,16 +59,13 @@ export async function entrySpans(text: string): Promise<{ array: [number, number
         else if (d === 0x22) break
         if (i % SCAN === 0) await pause()
       }
-      if (depth === 1) {
-        keyStart = start
-        key = text.slice(start, i + 1)
-      }
+      if (depth === 1) key = text.slice(start, i + 1)
       continue
     }
     if (c === 0x7b || c === 0x5b) {
       // { or [
       depth++
-      if (depth === 2 && c === 0x5b && keyStart >= 0 && key === '"files"' && open < 0) {
+      if (depth === 2 && c === 0x5b && key === '"files"' && open < 0) {
         inArray = true
         open = i
       } else if (inArray && depth === 3) {
