@@ -450,7 +450,9 @@ class ManyRun {
       run.setQueryBatch(QUERY_BATCH_BROWSER)
       run.table.reserve(Math.min(MAX_RESERVED_IDS, live.length * IDS_PER_INPUT))
     }
-    const ahead: Promise<Chunk[][] | undefined>[] = []
+    // Each entry let go once taken: kept to the end, every input's chunk list (an object per
+    // chunk, its id a view of the worker's answer) stayed live for the garbage collector to trace.
+    const ahead: (Promise<Chunk[][] | undefined> | undefined)[] = []
     const next = () => {
       const f = live[ahead.length]
       if (!f) return
@@ -463,6 +465,7 @@ class ManyRun {
       const f = live[i]
       checkAbort(run.signal)
       const early = await ahead[i]
+      ahead[i] = undefined
       next()
       // The workers' answers come 16 inputs at a time: taking them in one go held the page's
       // thread (and its frames) for 70-120 ms on a loaded machine.
