@@ -1431,11 +1431,12 @@ const MEM = 1
 /**
  * In a browser, a pack is made of Blobs of this many bytes as it fills: one 8 MiB Blob made at
  * the pack's end was a copy of 8 MiB in one task of the page's thread (50-110 ms in a CDP profile
- * of a folder of 10,000 files pushed from the page, loaded machine); a piece is a copy of 128 KiB
- * and the pack's Blob is made of the pieces' Blobs (no copy). Pieces of 512 KiB were still tasks
- * of 15-34 ms each (`new Blob` of a piece, and of the pack's last part) on the loaded machine.
+ * of a folder of 10,000 files pushed from the page, loaded machine); a piece is a copy of 512 KiB
+ * and the pack's Blob is made of the pieces' Blobs (no copy). Pieces of 128 KiB cost more: a
+ * Blob's cost is mostly fixed (`new Blob` took 1.1 s of the page's thread in all against 0.52-0.55 s
+ * in profiles of a 10,000-file drop, with tasks of 8-37 ms still).
  */
-const PACK_PIECE = 128 << 10
+const PACK_PIECE = 512 << 10
 
 /**
  * The pack being filled: its header, then frames, in one buffer reused pack after pack (in a
