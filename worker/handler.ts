@@ -24,6 +24,8 @@ export const SCAN_PIECE = 4 << 20
  * wasm memory).
  */
 export const HASH_PIECE = 1 << 20
+/** The largest slice a worker sizes every read buffer to (`Buffers.min`; larger spans: each read's own size). */
+const MAX_BUFFER_MIN = 64 << 20
 
 /**
  * Read buffers used again and again: a Blob slice is read into one (a BYOB read of its stream)
@@ -39,6 +41,13 @@ export class Buffers {
   static readonly IDLE_MS = 2000
   /** Buffers made (for tests and measurements). */
   made = 0
+  /**
+   * The least size of a buffer made: a worker that reads a Blob sets it to its largest slice, so
+   * that every buffer fits every slice (the first slice, without the lead of the others, made a
+   * buffer 64 KiB short that no later read could use, and that stayed idle: 16 MiB of a worker's
+   * memory). Pages never written cost no memory.
+   */
+  min = 0
 
   /** A buffer of at least `len` bytes (an idle one, or a new one). */
   take(len: number): ArrayBuffer {
@@ -47,7 +56,7 @@ export class Buffers {
     for (let i = 0; i < this.free.length; i++) if (this.free[i].byteLength >= len && (best < 0 || this.free[i].byteLength < this.free[best].byteLength)) best = i
     if (best >= 0) return this.free.splice(best, 1)[0]
     this.made++
-    return new ArrayBuffer(len)
+    return new ArrayBuffer(Math.max(len, this.min))
   }
 
   /** Gives back the buffer under `bytes` (it must no longer be used). */
@@ -360,6 +369,7 @@ export class Handler implements RequestHandler {
       if (subtle) this.subtle = subtle
       else if (msg.hashImpl === 'webcrypto') throw new Error('WebCrypto is not available here (an insecure context?); use hashImpl "wasm"')
     }
+    this.buffers.min = msg.source.kind === 'blob' && msg.capacity <= MAX_BUFFER_MIN ? msg.capacity : 0
     const src = await openSource(msg.source, (c) => (this.closeSource = c), this.buffers)
     this.read = src.read
     this.fetch = src.fetch
