@@ -24,6 +24,8 @@ export const SCAN_PIECE = 4 << 20
  * wasm memory).
  */
 export const HASH_PIECE = 1 << 20
+/** Slices kept for hash jobs beyond which a worker reads no job's bytes ahead (`prefetch`). */
+const MAX_KEPT = 2
 /** The largest slice a worker sizes every read buffer to (`Buffers.min`; larger spans: each read's own size). */
 const MAX_BUFFER_MIN = 64 << 20
 
@@ -109,7 +111,9 @@ export class Handler implements RequestHandler {
    * source themselves; at most the pool's depth - 1 slices are held at once.
    */
   prefetch(msg: Request) {
-    if (!this.fetch || this.ahead.has(msg.id)) return
+    // Not while this worker keeps MAX_KEPT slices for their hash jobs: it is ahead of the
+    // coordinator, and a slice read ahead now would be one more span of memory held.
+    if (!this.fetch || this.ahead.has(msg.id) || this.retained.size >= MAX_KEPT) return
     let range: [number, number] | undefined
     if (msg.type === 'cutpoint:stage1' && !msg.bytes) range = [msg.start, msg.b]
     if (msg.type === 'cutpoint:hash' && !msg.bytes && msg.slice === undefined) {
