@@ -23,6 +23,7 @@ for v in ("v0","v1"):
     r=json.load(open("$D/%s.json"%v))
     print(v, {k:r[k] for k in ("bytes","chunks","novel_bytes","sent_bytes","pack_bytes","recipe_bytes","parts","parts_sent","parts_delta","base_part_bytes","known_from_base","seconds","ids_held") if k in r}, "sent/novel=%.3f"%(r["sent_bytes"]/max(1,r["novel_bytes"])))
 PY
+/usr/bin/time -f "stats v1 wall %e s" $BIN stats $D/data/v1.bin > /dev/null
 $BIN pull big --store $URL --output $D/back.bin >/dev/null
 cmp $D/back.bin $D/data/v1.bin && echo "pull byte-identical"
 rm -f $D/back.bin
