@@ -253,7 +253,10 @@ impl Store {
         if let Some(d) = index_path.parent() {
             std::fs::create_dir_all(d)?;
         }
-        let index = Index::open(index_path, reindex)?;
+        let mut index = Index::open(index_path, reindex)?;
+        if let Some(rows) = objects.recipe_rows() {
+            index.set_recipe_rows(rows);
+        }
         let _ = std::fs::remove_dir_all(tmp);
         std::fs::create_dir_all(tmp)?;
         let shared = !objects.is_local();
@@ -1091,10 +1094,8 @@ impl Store {
                 }
             }
         }
-        // Published in one transaction of recipe rows, then indexed.
+        // Published in one transaction of recipe rows, which the index reads its versions from.
         let versions = self.publish_group(ns, files, &res)?;
-        let rows: Vec<Version> = versions.iter().filter_map(|v| v.clone()).collect();
-        self.index.add_versions(ns, &rows)?;
         Ok(res
             .into_iter()
             .zip(versions)
@@ -1922,7 +1923,7 @@ fn join(mut pieces: Vec<Bytes>) -> Bytes {
     Bytes::from(v)
 }
 
-fn version_row(name: &str, version: u64, r: &Stored) -> Version {
+pub(crate) fn version_row(name: &str, version: u64, r: &Stored) -> Version {
     let (bytes, chunks, digest) = match r {
         Stored::Plain(r) => (r.total_bytes(), r.entries.len() as u64, r.digest),
         Stored::Parts(r) => (r.bytes, r.count, r.digest),
