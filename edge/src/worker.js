@@ -26,7 +26,7 @@ const LIMITS = {
   max_batch_files: core.maxBatchFiles(),
   max_commit_entries: 33554432,
 };
-const FEATURES = ['zstd', 'parts', 'batch'];
+const FEATURES = ['zstd', 'parts', 'batch', 'part-delta'];
 
 /** A positive integer variable (a test's small limit), or the default. */
 function intVar(v, dflt) {
@@ -514,12 +514,31 @@ async function walkDigest(env, ns, c) {
   }
 }
 
-/** `POST parts` (PROTOCOL.md 4.11): parsed by the core, stored by the namespace's Durable Object. */
+/**
+ * `POST parts` (PROTOCOL.md 4.11): parsed by the core, stored by the namespace's Durable Object.
+ * A part delta (3.8, feature `part-delta`): its base part read from the namespace (409
+ * `missing_parts` naming it when the namespace lacks it), expanded by the core (every bound
+ * checked before the part is built: 400, 413), then stored exactly as an uploaded part.
+ */
 async function putPart(req, env, ns) {
   const body = await readBody(req, LIMITS.max_recipe_bytes, 'part');
-  const p = core1(() => core.parsePart(body));
+  let text = body;
+  let p;
+  if (core.isPartDelta(body)) {
+    const base = core1(() => core.partDeltaBase(body));
+    const o = await env.BUCKET.get(partKey(ns, base));
+    if (!o) {
+      throw new Refusal(409, 'missing_parts', `the part delta's base part is not in namespace '${ns}'; nothing was stored`,
+        { missing_parts: [base] });
+    }
+    const baseText = new Uint8Array(await o.arrayBuffer());
+    p = core1(() => core.expandPartDelta(body, baseText, base, LIMITS.max_recipe_bytes));
+    text = p.text();
+  } else {
+    p = core1(() => core.parsePart(body));
+  }
   try {
-    unwrap(await stub(env, ns).putPart(ns, p.id, p.alg, body, p.entries()));
+    unwrap(await stub(env, ns).putPart(ns, p.id, p.alg, text, p.entries()));
     return json(200, { part: p.id, chunks: p.count, bytes: p.bytes });
   } finally {
     p.free();

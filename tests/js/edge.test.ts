@@ -1194,3 +1194,70 @@ describe('edge store: a pack whose chunks were all there', () => {
     }
   }, 120_000)
 })
+
+// Part deltas (PROTOCOL.md 3.8, feature `part-delta`): the same checks and answers as `cutpoint
+// serve`'s POST parts. The targets: the edge store; `cutpoint serve` joins this list once its
+// POST parts takes part deltas (engineer pdelta's store change, merged separately).
+const partDeltaTargets: [string, typeof startStore][] = [['edge store (workerd)', startEdge]]
+describe.each(partDeltaTargets)('%s', (_label, start) => {
+  let small: Store
+  const ns = (s: Store, n: string) => `${s.url}/v1/ns/${n}`
+  beforeAll(async () => {
+    small = await start({ args: ['--max-recipe', '16k'] })
+  })
+  afterAll(async () => {
+    await small?.stop()
+  })
+
+  it('part deltas (feature part-delta): a part sent as runs of a stored part is stored as that part; bad deltas refused, nothing stored', async () => {
+    const v = await (await fetch1(`${small.url}/v1`)).json()
+    expect(v.features).toContain('part-delta')
+    const u = (p: string) => `${ns(small, 'pdelta')}/${p}`
+    const data = randomBytes(3 << 20)
+    const f = file('pdelta.bin', data)
+    expect(nativePush(small, f, 'base', ['--ns', 'pdelta', '--no-cache']).version).toBe(1)
+    const ids = (await (await fetch1(u('recipes/base?parts=1'))).text()).split('\n').filter((l) => l.startsWith('part ')).map((l) => l.split(' ')[1])
+    expect(ids.length).toBeGreaterThanOrEqual(2)
+    const chunkLines = async (id: string) => (await (await fetch1(u(`parts/${id}`))).text()).split('\n').filter((l) => /^[0-9a-f]{64} /.test(l))
+    const [e0, e1] = [await chunkLines(ids[0]), await chunkLines(ids[1])]
+    // Part 0 without its first entry, then part 1's first entry: one run and one chunk line.
+    const want = [...e0.slice(1), e1[0]]
+    const bytes = want.reduce((n, l) => n + Number(l.split(' ')[1]), 0)
+    const text = `cutpoint-part 1\nhash blake3\n${want.join('\n')}\nend ${want.length} ${bytes}\n`
+    const delta = (base: string, ops: string[], end = `end ${want.length} ${bytes}`) =>
+      `cutpoint-part-delta 1\nhash blake3\nbase ${base}\n${ops.join('\n')}\n${end}\n`
+    const good = delta(ids[0], [`= 1 ${e0.length - 1}`, e1[0]])
+    expect(good.length * 10).toBeLessThan(text.length)
+    const r = await fetch1(u('parts'), { method: 'POST', body: good })
+    expect(r.status, await r.clone().text()).toBe(200)
+    const id = await blake3(text)
+    expect(await r.json()).toEqual({ part: id, chunks: want.length, bytes })
+    expect(await (await fetch1(u(`parts/${id}`))).text()).toBe(text)
+    // Refused, each with the store's answer, nothing stored.
+    const refused = async (body: string, status: number, code: string) => {
+      const a = await fetch1(u('parts'), { method: 'POST', body })
+      expect(a.status, await a.clone().text()).toBe(status)
+      const j = await a.json()
+      expect(j.code).toBe(code)
+      expect(j.error).not.toMatch(/\/tmp|\/work|\/home/)
+      return j
+    }
+    const unknown = randomBytes(32).toString('hex')
+    expect((await refused(delta(unknown, [`= 1 ${e0.length - 1}`, e1[0]]), 409, 'missing_parts')).missing_parts).toEqual([unknown])
+    await refused(delta(ids[0], [`= 1 ${e0.length}`, e1[0]]), 400, 'bad_request') // a run past the base's end
+    await refused(delta(ids[0], [`= 1 ${e0.length - 1}`, e1[0]], `end ${want.length + 1} ${bytes}`), 400, 'bad_request') // a lying end
+    await refused(delta(ids[0], ['= 0 0']), 400, 'bad_request')
+    await refused(`cutpoint-part-delta 1\nhash blake3\nbase XYZ\n= 0 1\nend 1 1\n`, 400, 'bad_request')
+    // Expanded past max_recipe_bytes (16 KiB here): 413 before it is built.
+    const b0 = e0.reduce((n, l) => n + Number(l.split(' ')[1]), 0)
+    const runs = Array.from({ length: 8 }, () => `= 0 ${e0.length}`)
+    await refused(delta(ids[0], runs, `end ${e0.length * 8} ${b0 * 8}`), 413, 'too_large')
+    // A chunk line the namespace lacks: 409 missing_chunks, as a part; the part is not stored.
+    const ghost = `${randomBytes(32).toString('hex')} 1000 - r`
+    expect((await refused(delta(ids[0], [`= 1 ${e0.length - 1}`, ghost], `end ${want.length} ${bytes - Number(e1[0].split(' ')[1]) + 1000}`), 409, 'missing_chunks')).missing)
+      .toEqual([ghost.slice(0, 64)])
+    const ghostText = `cutpoint-part 1\nhash blake3\n${[...e0.slice(1), ghost].join('\n')}\nend ${want.length} ${bytes - Number(e1[0].split(' ')[1]) + 1000}\n`
+    const q = await fetch1(u('parts/query'), { method: 'POST', body: Buffer.from(await blake3(ghostText), 'hex') })
+    expect((await q.arrayBuffer()).byteLength).toBe(32)
+  }, 180_000)
+})
