@@ -1207,6 +1207,7 @@ describe.each(partDeltaTargets)('%s', (_label, start) => {
   })
   afterAll(async () => {
     await small?.stop()
+    if (small) rmSync(small.data, { recursive: true, force: true })
   })
 
   it('part deltas (feature part-delta): a part sent as runs of a stored part is stored as that part; bad deltas refused, nothing stored', async () => {
@@ -1259,5 +1260,18 @@ describe.each(partDeltaTargets)('%s', (_label, start) => {
     const ghostText = `cutpoint-part 1\nhash blake3\n${[...e0.slice(1), ghost].join('\n')}\nend ${want.length} ${bytes - Number(e1[0].split(' ')[1]) + 1000}\n`
     const q = await fetch1(u('parts/query'), { method: 'POST', body: Buffer.from(await blake3(ghostText), 'hex') })
     expect((await q.arrayBuffer()).byteLength).toBe(32)
+    if (_label.startsWith('edge')) {
+      // A base part over max_recipe_bytes (another node's, stored under a larger limit): 413, not read.
+      await small.stop(true)
+      const big = 'ab'.repeat(32)
+      const { bucket, dispose } = await openBucket(small.data)
+      try {
+        await bucket.put(`ns/pdelta/parts/ab/${big}`, new Uint8Array(17 << 10))
+      } finally {
+        await dispose()
+      }
+      small = await start({ data: small.data, args: ['--max-recipe', '16k'] })
+      expect((await refused(delta(big, ['= 0 1'], 'end 1 1'), 413, 'too_large')).error).toMatch(/base part is larger/)
+    }
   }, 180_000)
 })
