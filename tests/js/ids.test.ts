@@ -72,4 +72,28 @@ describe('IdTable', () => {
     expect([t.off(i), t.len(i), t.flags[i]]).toEqual([100, 7, KNOWN | BASE | NOVEL])
     expect(() => t.add(base.subarray(0, 31), 0)).toThrow(/32 bytes/)
   })
+
+  it('reserve: room made once (ids already in kept), no growth while the reserved ids are added', () => {
+    const t = new IdTable()
+    const raw = randomBytes(20_000 * 32)
+    for (let k = 0; k < 100; k++) t.place(t.add(raw, k * 32), k, k + 1)
+    t.reserve(20_000)
+    // A growth replaces the arrays: the same one after every add means none happened.
+    const ids = t.ids
+    for (let k = 0; k < 20_000; k++) t.place(t.add(raw, k * 32), k, k + 1)
+    expect(t.ids).toBe(ids)
+    expect(t.count).toBe(20_000)
+    for (let k = 0; k < 20_000; k += 997) {
+      const i = t.find(raw, k * 32)
+      expect([i, t.off(i), t.len(i)]).toEqual([k, k, k + 1])
+    }
+    // Less than it holds: nothing changes; and it still grows past the reserved room.
+    t.reserve(10)
+    expect(t.ids).toBe(ids)
+    const more = randomBytes(20_000 * 32)
+    for (let k = 0; k < 20_000; k++) t.add(more, k * 32)
+    expect(t.count).toBe(40_000)
+    expect(t.find(raw, 5 * 32)).toBe(5)
+    expect(t.find(more, 5 * 32)).toBe(20_005)
+  })
 })

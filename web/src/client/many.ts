@@ -91,6 +91,22 @@ const AHEAD = 8
 const AHEAD_BYTES = 256 << 10
 /** In a browser with workers: inputs opened and read ahead (their chunking is batched in the workers). */
 const AHEAD_BROWSER = 64
+/**
+ * In a browser: ids a query asks about (push's default is 2,048, two queries ahead). A query's
+ * answer is framed, compressed and packed while the chunking waits; at 2,048 ids the first one
+ * (2,048 novel chunks of a first push, about 4,100 small files) came only as the third query was
+ * sent, and its packs were built in one stretch of 67-167 ms frames on a loaded machine. A
+ * multiple of the core's compression group (256 chunks): the groups of an answer whose chunks
+ * are all novel are the same.
+ */
+const QUERY_BATCH_BROWSER = 512
+/**
+ * In a browser: the push's id table sized for this many ids per input (up to MAX_RESERVED_IDS)
+ * before the first chunk, so that it does not grow (a rehash of every id in one task) while a
+ * folder of small files is pushed: 10,000 such files came to about 15,000 chunks.
+ */
+const IDS_PER_INPUT = 2
+const MAX_RESERVED_IDS = 1 << 18
 /** A worker message of small inputs: at most this many, or about this many bytes. */
 const BATCH_FILES = 16
 /**
@@ -430,6 +446,10 @@ class ManyRun {
     const chunkOpts = await run.chunkOptions()
     const live = this.files.filter((f) => !f.error)
     const depth = await this.startSmall(chunkOpts, live) ? AHEAD_BROWSER : AHEAD
+    if (!isNode && !isDeno) {
+      run.setQueryBatch(QUERY_BATCH_BROWSER)
+      run.table.reserve(Math.min(MAX_RESERVED_IDS, live.length * IDS_PER_INPUT))
+    }
     const ahead: Promise<Chunk[][] | undefined>[] = []
     const next = () => {
       const f = live[ahead.length]

@@ -350,6 +350,8 @@ export class PushRun {
   rapidRecipe?: Uint8Array
   private release?: () => void
   // stageQuery: the ids to ask about next, the queries in flight, the chunks not yet reported.
+  /** Ids a query asks about (BATCH; pushMany in a browser asks in smaller batches, `setQueryBatch`). */
+  private batch = BATCH
   private ask = 0
   private askBuf = new Uint8Array(BATCH * 32)
   private askFrom = -1
@@ -640,9 +642,16 @@ export class PushRun {
     }
   }
 
+  /** Queries of `n` ids (1 ≤ n ≤ BATCH), set before the first chunk. */
+  setQueryBatch(n: number): void {
+    if (this.ask || this.queries.length) throw new Error('cutpoint: setQueryBatch after the first query')
+    this.batch = Math.max(1, Math.min(BATCH, Math.floor(n)))
+    this.askBuf = new Uint8Array(this.batch * 32)
+  }
+
   /**
    * A batch of chunks: into the recipe and the id table; the ids not known present are asked
-   * about in batches of BATCH, up to MAX_QUERIES in flight, answered in order (`answerQuery`).
+   * about in batches of BATCH (or `setQueryBatch`'s), up to MAX_QUERIES in flight, answered in order (`answerQuery`).
    */
   async stageQuery(batch: Chunk[]): Promise<void> {
     if (this.failure) throw this.failure
@@ -674,7 +683,7 @@ export class PushRun {
         this.ask++
       }
       if (opts.onChunks) this.infos.push({ offset: c.offset, length: c.length, id, hinted: !!c.hinted, table })
-      if (this.ask >= BATCH) {
+      if (this.ask >= this.batch) {
         this.sendQuery()
         while (this.queries.length > MAX_QUERIES) await this.answerQuery()
       }
@@ -816,7 +825,7 @@ export class PushRun {
     const from = this.askFrom
     const buf = this.askBuf.subarray(0, n * 32)
     this.ask = 0
-    this.askBuf = new Uint8Array(BATCH * 32)
+    this.askBuf = new Uint8Array(this.batch * 32)
     this.askFrom = -1
     this.sent += n * 32
     const body = wire().queryEncode(buf)
