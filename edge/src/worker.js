@@ -526,6 +526,11 @@ async function putPart(req, env, ns) {
   let p;
   if (core.isPartDelta(body)) {
     const base = core1(() => core.partDeltaBase(body));
+    const alg = core.partDeltaAlg(body);
+    const have = await stub(env, ns).alg();
+    if (have && have !== alg) {
+      throw new Refusal(400, 'bad_request', `namespace '${ns}' uses ${have} fingerprints; this part delta uses ${alg}`);
+    }
     const o = await env.BUCKET.get(partKey(ns, base));
     if (!o) {
       throw new Refusal(409, 'missing_parts', `the part delta's base part is not in namespace '${ns}'; nothing was stored`,

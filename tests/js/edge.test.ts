@@ -1248,6 +1248,8 @@ describe.each(partDeltaTargets)('%s', (_label, start) => {
     await refused(delta(ids[0], [`= 1 ${e0.length}`, e1[0]]), 400, 'bad_request') // a run past the base's end
     await refused(delta(ids[0], [`= 1 ${e0.length - 1}`, e1[0]], `end ${want.length + 1} ${bytes}`), 400, 'bad_request') // a lying end
     await refused(delta(ids[0], ['= 0 0']), 400, 'bad_request')
+    // Another algorithm than the namespace's: 400 before its base is looked for.
+    expect((await refused(delta(unknown, [`= 1 ${e0.length - 1}`]).replace('hash blake3', 'hash sha256'), 400, 'bad_request')).error).toMatch(/sha256/)
     await refused(`cutpoint-part-delta 1\nhash blake3\nbase XYZ\n= 0 1\nend 1 1\n`, 400, 'bad_request')
     // Expanded past max_recipe_bytes (16 KiB here): 413 before it is built.
     const b0 = e0.reduce((n, l) => n + Number(l.split(' ')[1]), 0)
