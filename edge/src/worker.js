@@ -526,10 +526,21 @@ async function putPart(req, env, ns) {
   let p;
   if (core.isPartDelta(body)) {
     const base = core1(() => core.partDeltaBase(body));
+    const alg = core.partDeltaAlg(body);
+    const have = await stub(env, ns).alg();
+    if (have && have !== alg) {
+      throw new Refusal(400, 'bad_request', `namespace '${ns}' uses ${have} fingerprints; this part delta uses ${alg}`);
+    }
     const o = await env.BUCKET.get(partKey(ns, base));
     if (!o) {
       throw new Refusal(409, 'missing_parts', `the part delta's base part is not in namespace '${ns}'; nothing was stored`,
         { missing_parts: [base] });
+    }
+    if (o.size > LIMITS.max_recipe_bytes) {
+      // A part another node stored under a larger limit: not read into the isolate.
+      await o.body.cancel();
+      throw new Refusal(413, 'too_large', `the part delta's base part is larger than this store's max_recipe_bytes of `
+        + `${LIMITS.max_recipe_bytes}; nothing was stored (send the part whole)`);
     }
     const baseText = new Uint8Array(await o.arrayBuffer());
     p = core1(() => core.expandPartDelta(body, baseText, base, LIMITS.max_recipe_bytes));

@@ -1207,6 +1207,7 @@ describe.each(partDeltaTargets)('%s', (_label, start) => {
   })
   afterAll(async () => {
     await small?.stop()
+    if (small) rmSync(small.data, { recursive: true, force: true })
   })
 
   it('part deltas (feature part-delta): a part sent as runs of a stored part is stored as that part; bad deltas refused, nothing stored', async () => {
@@ -1247,6 +1248,8 @@ describe.each(partDeltaTargets)('%s', (_label, start) => {
     await refused(delta(ids[0], [`= 1 ${e0.length}`, e1[0]]), 400, 'bad_request') // a run past the base's end
     await refused(delta(ids[0], [`= 1 ${e0.length - 1}`, e1[0]], `end ${want.length + 1} ${bytes}`), 400, 'bad_request') // a lying end
     await refused(delta(ids[0], ['= 0 0']), 400, 'bad_request')
+    // Another algorithm than the namespace's: 400 before its base is looked for.
+    expect((await refused(delta(unknown, [`= 1 ${e0.length - 1}`]).replace('hash blake3', 'hash sha256'), 400, 'bad_request')).error).toMatch(/sha256/)
     await refused(`cutpoint-part-delta 1\nhash blake3\nbase XYZ\n= 0 1\nend 1 1\n`, 400, 'bad_request')
     // Expanded past max_recipe_bytes (16 KiB here): 413 before it is built.
     const b0 = e0.reduce((n, l) => n + Number(l.split(' ')[1]), 0)
@@ -1259,5 +1262,18 @@ describe.each(partDeltaTargets)('%s', (_label, start) => {
     const ghostText = `cutpoint-part 1\nhash blake3\n${[...e0.slice(1), ghost].join('\n')}\nend ${want.length} ${bytes - Number(e1[0].split(' ')[1]) + 1000}\n`
     const q = await fetch1(u('parts/query'), { method: 'POST', body: Buffer.from(await blake3(ghostText), 'hex') })
     expect((await q.arrayBuffer()).byteLength).toBe(32)
+    if (_label.startsWith('edge')) {
+      // A base part over max_recipe_bytes (another node's, stored under a larger limit): 413, not read.
+      await small.stop(true)
+      const big = 'ab'.repeat(32)
+      const { bucket, dispose } = await openBucket(small.data)
+      try {
+        await bucket.put(`ns/pdelta/parts/ab/${big}`, new Uint8Array(17 << 10))
+      } finally {
+        await dispose()
+      }
+      small = await start({ data: small.data, args: ['--max-recipe', '16k'] })
+      expect((await refused(delta(big, ['= 0 1'], 'end 1 1'), 413, 'too_large')).error).toMatch(/base part is larger/)
+    }
   }, 180_000)
 })

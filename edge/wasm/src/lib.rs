@@ -366,6 +366,14 @@ pub fn part_delta_base(body: &[u8]) -> Result<String, JsError> {
     Ok(cutpoint_core::hex(&head.base))
 }
 
+/// A part delta's fingerprint algorithm, from its head (400 `part delta: ...`): checked against
+/// the namespace's before its base part is looked for (PROTOCOL.md 3.8's order).
+#[wasm_bindgen(js_name = partDeltaAlg)]
+pub fn part_delta_alg(body: &[u8]) -> Result<String, JsError> {
+    let head = part_delta_head(body).map_err(|e| fail(400, format!("part delta: {e}")))?;
+    Ok(head.hash.name().to_string())
+}
+
 /// `POST parts` with a part delta: expanded by the core against the stored base part (`base`,
 /// its text, read back: it must hash to `base_id`, else 500 damaged), every bound checked
 /// before the part is built (400; 413 when the expanded text would pass `limit`, the store's
