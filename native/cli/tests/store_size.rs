@@ -16,8 +16,8 @@ const FILES: usize = 600;
 /// the digest as hex text, an index on the chunks' pack, pages left part full); schema 5 with
 /// the clean stop's compaction takes 451 (159,744 + 110,592); schema 6, a version whose recipe
 /// is a recipe row answered from the row (each name stored once, not also in the index's
-/// versions table), takes less (see docs/performance.md).
-const BUDGET_PER_FILE: u64 = 400;
+/// versions table), takes 335 (90,112 + 110,592).
+const BUDGET_PER_FILE: u64 = 360;
 
 /// A folder of `FILES` files of seeded random bytes, 1 B to 24 KiB (one to a few chunks each).
 fn folder(dir: &Path) -> u64 {
