@@ -47,6 +47,7 @@ function args(argv) {
     else if (a === '--max-uploads-per-token') o.maxUploadsPerToken = bytesArg(a, v());
     else if (a === '--inspector-port') o.inspectorPort = Number(v());
     else if (a === '--test-reindex-step') o.reindexStep = bytesArg(a, v());
+    else if (a === '--test-count-r2') o.countR2 = true;
     else if (a === '--gc-lease') o.gcLease = secondsArg(a, v(), 1);
     else if (a === '--gc-settle') o.gcSettle = secondsArg(a, v(), 0);
     else if (a === '--instances') {
@@ -68,7 +69,7 @@ function args(argv) {
  * one R2 bucket, the Durable Object class of `edge-1` bound in each.
  */
 export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instances = 1, fault = null, maxRecipe = null,
-  maxUploadsPerToken = null, inspectorPort = null, reindexStep = null, gcLease = null, gcSettle = null }) {
+  maxUploadsPerToken = null, inspectorPort = null, reindexStep = null, gcLease = null, gcSettle = null, countR2 = false }) {
   const wasm = join(here, 'pkg', 'cutpoint_edge_wasm_bg.wasm');
   if (!existsSync(wasm)) throw new Error('edge/pkg is missing: run `bash scripts/build-edge.sh` (or npm run setup)');
   mkdirSync(dir, { recursive: true });
@@ -84,6 +85,8 @@ export function edgeOptions({ port = 0, dir, tokens = null, origins = [], instan
   if (maxUploadsPerToken) bindings.CUTPOINT_MAX_UPLOADS_PER_TOKEN = String(maxUploadsPerToken);
   // Tests only: a namespace's index is built from the bucket in steps of this many objects.
   if (reindexStep) bindings.CUTPOINT_TEST_REINDEX_STEP = String(reindexStep);
+  // Tests only: R2 calls counted by method, read (and reset by POST) at GET /v1/test/r2-ops.
+  if (countR2) bindings.CUTPOINT_TEST_COUNT_R2 = '1';
   // PROTOCOL.md §6 (several nodes): the gc lock's lease (default 120 s) and settle time (5 s).
   if (gcLease !== null) bindings.CUTPOINT_GC_LEASE = String(gcLease);
   if (gcSettle !== null) bindings.CUTPOINT_GC_SETTLE = String(gcSettle);

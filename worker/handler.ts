@@ -10,6 +10,26 @@ type Reader = (start: number, end: number, into: () => Uint8Array) => Promise<vo
 type Fetcher = (start: number, end: number) => Promise<Uint8Array>
 
 /**
+ * Bytes of the input that one stage-1 scan covers in wasm memory where the job's bytes are in a
+ * JavaScript buffer (read from a Blob, or sent with the job): a 16 MiB span is scanned in pieces
+ * of this many positions, each copied in with the window before it, so the worker's stage-1
+ * buffer is this size instead of the span's (a wasm memory never shrinks). A position's
+ * candidacy depends on its window only: the same candidates whatever the pieces.
+ */
+export const SCAN_PIECE = 4 << 20
+/**
+ * Bytes of chunks a hash job copies into wasm memory at once (a longer chunk alone): the
+ * hasher's buffer stays this size instead of a hash job's (16 MiB and more of a Blob's span,
+ * where the buffer's growth by doubling left 32 MiB, plus the 16 it replaced, in each worker's
+ * wasm memory).
+ */
+export const HASH_PIECE = 1 << 20
+/** Slices kept for hash jobs beyond which a worker reads no job's bytes ahead (`prefetch`). */
+const MAX_KEPT = 2
+/** The largest slice a worker sizes every read buffer to (`Buffers.min`; larger spans: each read's own size). */
+const MAX_BUFFER_MIN = 64 << 20
+
+/**
  * Read buffers used again and again: a Blob slice is read into one (a BYOB read of its stream)
  * instead of into a fresh ArrayBuffer per slice, whose pages the system had to map and zero
  * each time (`Blob.arrayBuffer()`). A worker holds a few at once: the slice being scanned, the
@@ -23,6 +43,13 @@ export class Buffers {
   static readonly IDLE_MS = 2000
   /** Buffers made (for tests and measurements). */
   made = 0
+  /**
+   * The least size of a buffer made: a worker that reads a Blob sets it to its largest slice, so
+   * that every buffer fits every slice (the first slice, without the lead of the others, made a
+   * buffer 64 KiB short that no later read could use, and that stayed idle: 16 MiB of a worker's
+   * memory). Pages never written cost no memory.
+   */
+  min = 0
 
   /** A buffer of at least `len` bytes (an idle one, or a new one). */
   take(len: number): ArrayBuffer {
@@ -31,7 +58,7 @@ export class Buffers {
     for (let i = 0; i < this.free.length; i++) if (this.free[i].byteLength >= len && (best < 0 || this.free[i].byteLength < this.free[best].byteLength)) best = i
     if (best >= 0) return this.free.splice(best, 1)[0]
     this.made++
-    return new ArrayBuffer(len)
+    return new ArrayBuffer(Math.max(len, this.min))
   }
 
   /** Gives back the buffer under `bytes` (it must no longer be used). */
@@ -62,6 +89,10 @@ export class Handler implements RequestHandler {
   private wasm?: Wasm
   private profile = ''
   private st1?: WasmStage1
+  /** The profile's window (bytes before a position that decide whether it is a candidate). */
+  private window = 0
+  /** Whether every job's bytes pass through JavaScript (a Blob source, or bytes sent with jobs): scanned in pieces. */
+  private pieces = false
   private hasher?: WasmHasher
   private read?: Reader
   private fetch?: Fetcher
@@ -80,7 +111,9 @@ export class Handler implements RequestHandler {
    * source themselves; at most the pool's depth - 1 slices are held at once.
    */
   prefetch(msg: Request) {
-    if (!this.fetch || this.ahead.has(msg.id)) return
+    // Not while this worker keeps MAX_KEPT slices for their hash jobs: it is ahead of the
+    // coordinator, and a slice read ahead now would be one more span of memory held.
+    if (!this.fetch || this.ahead.has(msg.id) || this.retained.size >= MAX_KEPT) return
     let range: [number, number] | undefined
     if (msg.type === 'cutpoint:stage1' && !msg.bytes) range = [msg.start, msg.b]
     if (msg.type === 'cutpoint:hash' && !msg.bytes && msg.slice === undefined) {
@@ -111,17 +144,27 @@ export class Handler implements RequestHandler {
       case 'cutpoint:stage1': {
         const st1 = this.need(this.st1)
         const len = msg.b - msg.start
-        if (len > st1.capacity) throw new Error(`slice of ${len} bytes exceeds the worker buffer (${st1.capacity})`)
         // A slice kept for its hash job is the buffer it was read into (read ahead or now), not
         // a copy out of wasm memory: a copy of each segment fewer, and fewer fresh pages.
         let read = await this.early(msg.id, len)
-        if (!read && !msg.bytes && msg.retain !== undefined && this.fetch) read = await this.fetch(msg.start, msg.b)
-        await this.fill(msg.start, msg.b, msg.bytes ?? read, () => this.wasm!.view(st1.inputPtr(), len))
-        if (msg.retain !== undefined) this.retained.set(msg.retain, { start: msg.start, bytes: read ?? this.wasm!.view(st1.inputPtr(), len).slice() })
-        else this.buffers.give(read)
-        st1.scan(len, msg.a - msg.start, msg.b - msg.start, msg.lane)
-        const strict = st1.strictOffsets()
-        const loose = st1.looseOffsets()
+        if (!read && !msg.bytes && (msg.retain !== undefined || this.pieces) && this.fetch) read = await this.fetch(msg.start, msg.b)
+        const bytes = msg.bytes ?? read
+        let strict: Uint32Array
+        let loose: Uint32Array
+        if (bytes && this.pieces) {
+          if (bytes.length !== len) throw new Error(`job carries ${bytes.length} bytes, expected ${len}`)
+          ;({ strict, loose } = this.scanPieces(bytes, msg.a - msg.start, msg.lane))
+          if (msg.retain !== undefined) this.retained.set(msg.retain, { start: msg.start, bytes: read ?? bytes.slice() })
+          else this.buffers.give(read)
+        } else {
+          if (len > st1.capacity) throw new Error(`slice of ${len} bytes exceeds the worker buffer (${st1.capacity})`)
+          await this.fill(msg.start, msg.b, bytes, () => this.wasm!.view(st1.inputPtr(), len))
+          if (msg.retain !== undefined) this.retained.set(msg.retain, { start: msg.start, bytes: read ?? this.wasm!.view(st1.inputPtr(), len).slice() })
+          else this.buffers.give(read)
+          st1.scan(len, msg.a - msg.start, msg.b - msg.start, msg.lane)
+          strict = st1.strictOffsets()
+          loose = st1.looseOffsets()
+        }
         return { res: { type: 'cutpoint:stage1', id: msg.id, strict, loose }, transfer: [strict.buffer as ArrayBuffer, loose.buffer as ArrayBuffer] }
       }
       case 'cutpoint:hash': {
@@ -134,10 +177,17 @@ export class Handler implements RequestHandler {
           msg = { ...msg, bytes: own }
         } else if (!msg.bytes) {
           own = await this.early(msg.id, total)
+          // A Blob's bytes come through a buffer of this worker anyway: hashed piece by piece.
+          if (!own && !this.subtle && this.fetch) own = await this.fetch(msg.start, msg.start + total)
           if (own) msg = { ...msg, bytes: own }
         }
         try {
           if (this.subtle) return await this.webcrypto(this.subtle, msg.id, msg.start, total, msg.lengths, msg.bytes)
+          if (msg.bytes) {
+            if (msg.bytes.length !== total) throw new Error(`job carries ${msg.bytes.length} bytes, expected ${total}`)
+            const digests = this.hashPieces(msg.bytes, msg.lengths)
+            return { res: { type: 'cutpoint:hash', id: msg.id, digests }, transfer: [digests.buffer as ArrayBuffer] }
+          }
           const h = this.need(this.hasher)
           h.reserve(total)
           await this.fill(msg.start, msg.start + total, msg.bytes, () => this.wasm!.view(h.inputPtr(), total))
@@ -235,14 +285,12 @@ export class Handler implements RequestHandler {
     const st1 = this.need(this.st1)
     const m = this.wasm!.mod
     const len = bytes.length
-    if (len > st1.capacity) throw new Error(`input of ${len} bytes exceeds the worker buffer (${st1.capacity})`)
     let c = new Float64Array(0)
     if (len > 0) {
-      this.wasm!.view(st1.inputPtr(), len).set(bytes)
-      st1.scan(len, 0, len, 0)
+      const { strict, loose } = this.scanPieces(bytes, 0, 0)
       const st2 = new m.Stage2(this.profile)
       try {
-        const a = st2.feed(0, len, st1.strictOffsets(), st1.looseOffsets())
+        const a = st2.feed(0, len, strict, loose)
         const b = st2.finish(len)
         c = new Float64Array(a.length + b.length)
         c.set(a)
@@ -258,12 +306,51 @@ export class Handler implements RequestHandler {
     }
     let d: Uint8Array = new Uint8Array(0)
     if (this.subtle) d = ((await this.webcrypto(this.subtle, id, 0, len, lengths, bytes)).res as HashRes).digests
-    else if (this.hasher && lengths.length) {
-      this.hasher.reserve(len)
-      this.wasm!.view(this.hasher.inputPtr(), len).set(bytes)
-      d = this.hasher.digests(lengths)
-    }
+    else if (this.hasher && lengths.length) d = this.hashPieces(bytes, lengths)
     return { cuts: c, digests: d }
+  }
+
+  /**
+   * Stage 1 of the positions `[p, bytes.length)` of `bytes` (the job's bytes, `bytes[0]` at its
+   * start), in pieces of SCAN_PIECE positions, each copied into the stage-1 buffer with the
+   * window before it: the candidates' offsets from `p`, as one scan of the whole would give.
+   */
+  private scanPieces(bytes: Uint8Array, p: number, lane: number): { strict: Uint32Array; loose: Uint32Array } {
+    const st1 = this.need(this.st1)
+    const W = this.window
+    const piece = Math.min(SCAN_PIECE, st1.capacity - W)
+    if (piece < 1) throw new Error(`stage 1: the worker buffer (${st1.capacity}) holds no more than the window`)
+    const strict: Uint32Array[] = []
+    const loose: Uint32Array[] = []
+    for (let a = p; a < bytes.length || a === p; a += piece) {
+      const b = Math.min(a + piece, bytes.length)
+      // The window before the piece: the W bytes before `a` (fewer only at the start of the file).
+      const lo = Math.max(0, a - W)
+      if (b - lo > st1.capacity) throw new Error(`stage 1: a piece of ${b - lo} bytes exceeds the worker buffer (${st1.capacity})`)
+      this.wasm!.view(st1.inputPtr(), b - lo).set(bytes.subarray(lo, b))
+      st1.scan(b - lo, a - lo, b - lo, lane)
+      strict.push(shifted(st1.strictOffsets(), a - p))
+      loose.push(shifted(st1.looseOffsets(), a - p))
+      if (b === bytes.length) break
+    }
+    return { strict: joined(strict), loose: joined(loose) }
+  }
+
+  /** Digests of the chunks of these lengths in `bytes`, copied into the hasher's buffer a piece (HASH_PIECE) at a time. */
+  private hashPieces(bytes: Uint8Array, lengths: Uint32Array): Uint8Array {
+    const h = this.need(this.hasher)
+    const out = new Uint8Array(32 * lengths.length)
+    for (let i = 0, at = 0; i < lengths.length; ) {
+      let j = i
+      let n = 0
+      while (j < lengths.length && (j === i || n + lengths[j] <= HASH_PIECE)) n += lengths[j++]
+      if (n > h.capacity) h.reserve(n)
+      this.wasm!.view(h.inputPtr(), n).set(bytes.subarray(at, at + n))
+      out.set(h.digests(lengths.subarray(i, j)), 32 * i)
+      at += n
+      i = j
+    }
+    return out
   }
 
   private async init(msg: InitMsg): Promise<Answer> {
@@ -271,8 +358,14 @@ export class Handler implements RequestHandler {
     this.profile = msg.profile
     this.wasm = await loadWasm(msg.flavor, msg.module)
     const m = this.wasm.mod
-    this.st1 = new m.Stage1(msg.profile, msg.backend, msg.capacity)
-    if (msg.hash !== 'none') this.hasher = new m.Hasher(msg.hash, 1 << 16)
+    const pr = m.parseProfile(msg.profile)
+    this.window = pr.window
+    pr.free()
+    // Bytes that pass through JavaScript are scanned in pieces: a stage-1 buffer of a piece and
+    // its window. A path (Node, Deno) is read straight into the buffer: the whole slice.
+    this.pieces = msg.source.kind === 'blob' || msg.source.kind === 'message'
+    this.st1 = new m.Stage1(msg.profile, msg.backend, this.pieces ? Math.min(msg.capacity, SCAN_PIECE + this.window) : msg.capacity)
+    if (msg.hash !== 'none') this.hasher = new m.Hasher(msg.hash, HASH_PIECE)
     // SHA-256 by WebCrypto measured faster than wasm on chunks of 8 KiB and more (bench/js).
     const subtle: SubtleCrypto | undefined = (globalThis as any).crypto?.subtle
     this.subtle = undefined
@@ -280,6 +373,7 @@ export class Handler implements RequestHandler {
       if (subtle) this.subtle = subtle
       else if (msg.hashImpl === 'webcrypto') throw new Error('WebCrypto is not available here (an insecure context?); use hashImpl "wasm"')
     }
+    this.buffers.min = msg.source.kind === 'blob' && msg.capacity <= MAX_BUFFER_MIN ? msg.capacity : 0
     const src = await openSource(msg.source, (c) => (this.closeSource = c), this.buffers)
     this.read = src.read
     this.fetch = src.fetch
@@ -438,4 +532,22 @@ export async function readBlob(blob: Blob, want: number, buffers: Buffers): Prom
     rd.cancel().catch(() => {})
   }
   return new Uint8Array(buf, 0, at)
+}
+
+/** Offsets from a piece's start made offsets from the job's first position (`by` before it). */
+function shifted(o: Uint32Array, by: number): Uint32Array {
+  if (by) for (let i = 0; i < o.length; i++) o[i] += by
+  return o
+}
+
+/** Arrays end to end (the one itself when alone). */
+function joined(parts: Uint32Array[]): Uint32Array {
+  if (parts.length === 1) return parts[0]
+  const out = new Uint32Array(parts.reduce((n, x) => n + x.length, 0))
+  let at = 0
+  for (const x of parts) {
+    out.set(x, at)
+    at += x.length
+  }
+  return out
 }

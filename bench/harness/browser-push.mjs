@@ -4,14 +4,17 @@
 // `cutpoint push` of the same file to another fresh store on 127.0.0.1; then a 1%-modified
 // version of it from the browser (bytes sent ÷ novel bytes).
 //   node bench/harness/browser-push.mjs [--quick] [--size 1g] [--reps 3] [--workers 2] [--gc] [--compression auto|off|max]
-// (--gc: Chromium with --expose-gc, the page's garbage collected before each memory sample, so
-// the peak is of what is live rather than of what the collector has not reclaimed yet)
+// (--gc: Chromium with --expose-gc, the page's and its workers' garbage collected before each
+// memory sample, so the peak is of what is live rather than of what the collector has not
+// reclaimed yet)
 //
 // Data: the store rows' files (bench/harness/store.mjs): `cutpoint gen --size S --versions 1
 // --mods M --mod-size 64k --seed 9`, v0 random and v1 with M edits of 64 KiB covering 1%.
 // Browser time: the page's own (from the push call to its result, `data-elapsed-ms`); native
 // time: the whole `cutpoint push` process. Figures are medians of the repetitions. Also the peak
-// memory (PSS summed over the browser's processes, sampled every 250 ms) during the first push.
+// memory (PSS summed over the browser's processes, sampled every 250 ms) during the first push,
+// with its breakdown by process type (browser, renderer: the page and its workers, the network
+// service, ...) at that peak and each type's own peak, less what each had before the push.
 // And two floors in the same browser, same file, no store and no chunking: Chromium reading the
 // File (2 workers, 16 MiB slices, what the chunking workers do) and Chromium uploading it
 // (`fetch` POSTs of the File's own 8 MiB slices, 2 in flight, to a sink on 127.0.0.1 that only
@@ -81,18 +84,27 @@ const stop = (p) => new Promise((r) => (p.exitCode !== null ? r() : (p.once('exi
 const { server, url: appUrl } = await serveStatic(app, { sink: (u) => u === '/sink' })
 const pageUrl = `${appUrl}/index.html`
 
-/** PSS of the browser's processes (those started with this run's profile directory), bytes. */
+/**
+ * PSS of the browser's processes (those started with this run's profile directory), bytes:
+ * `{ sum, by }`, `by` the PSS by process type (browser, renderer: the page and its workers,
+ * utility:NetworkService, gpu-process, ...).
+ */
 function browserPss() {
   let sum = 0
+  const by = {}
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue
     try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`${work}/profile`)) continue
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      if (!cmd.includes(`${work}/profile`)) continue
       const m = /Pss:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))
-      if (m) sum += Number(m[1]) * 1024
+      if (!m) continue
+      const t = (/--type=([a-z-]+)/.exec(cmd)?.[1] ?? 'browser') + (/--utility-sub-type=([\w.]+)/.exec(cmd)?.[1]?.replace(/.*\./, ':') ?? '')
+      sum += Number(m[1]) * 1024
+      by[t] = (by[t] ?? 0) + Number(m[1]) * 1024
     } catch {}
   }
-  return sum
+  return { sum, by }
 }
 
 // CPU seconds from /proc: a process, the browser's processes, this process's waited-for children.
@@ -210,14 +222,20 @@ try {
       for (const k of ['base', 'mod']) {
         const t0 = performance.now()
         const c0 = [browserCpu(), cpuOf(bs.pid)]
-        let peak = browserPss()
-        const before = peak
+        const first = browserPss()
+        const before = first.sum
+        // The peak of the sum, its breakdown by process type then, and each type's own peak.
+        let peak = first.sum
+        let peakBy = first.by
+        const typePeak = { ...first.by }
         let sampling = false
         const timer = setInterval(async () => {
           if (sampling) return
           sampling = true
-          if (gcMode) await page.evaluate(() => globalThis.gc?.()).catch(() => {})
-          peak = Math.max(peak, browserPss())
+          if (gcMode) await Promise.all([page, ...page.workers()].map((t) => t.evaluate(() => globalThis.gc?.()).catch(() => {})))
+          const s = browserPss()
+          if (s.sum > peak) (peak = s.sum), (peakBy = s.by)
+          for (const [t, v] of Object.entries(s.by)) typePeak[t] = Math.max(typePeak[t] ?? 0, v)
           sampling = false
         }, 250)
         await page.setInputFiles('#files', files[k])
@@ -228,7 +246,7 @@ try {
         clearInterval(timer)
         const row = await page.$eval(sel, (li) => ({ ...li.dataset, text: li.querySelector('.job-state').textContent }))
         if (row.state !== 'done') throw new Error(`the page's push of ${k} ended: ${row.text}`)
-        run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), compressed_bytes: Number(row.compressedBytes), compressed_chunks: Number(row.compressedChunks), sent_bytes: Number(row.sentBytes), packs: Number(row.packs), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak, cpu }
+        run[`browser_${k}`] = { s: Number(row.elapsedMs) / 1000, wall, bytes: Number(row.bytes), chunks: Number(row.chunks), novel_bytes: Number(row.novelBytes), compressed_bytes: Number(row.compressedBytes), compressed_chunks: Number(row.compressedChunks), sent_bytes: Number(row.sentBytes), packs: Number(row.packs), novel_chunks: Number(row.novelChunks), version: Number(row.version), pss_before: before, pss_peak: peak, pss_before_by: first.by, pss_peak_by: peakBy, pss_type_peak: typePeak, cpu }
       }
     } finally {
       run.floor = await floors(page, files.base)
@@ -240,6 +258,8 @@ try {
     const n = run.native_base
     log(`rep ${r + 1}/${reps}: native push ${n.s.toFixed(2)} s, browser push (${workers} workers) ${b.s.toFixed(2)} s (${(n.s / b.s).toFixed(2)}× native); 1% re-push from the browser: sent ${run.browser_mod.sent_bytes} / novel ${run.browser_mod.novel_bytes}`)
     log(`  CPU s: native client ${n.cpu.client.toFixed(1)} + store ${n.cpu.store.toFixed(1)}; browser Chromium ${b.cpu.chromium.toFixed(1)} + store ${b.cpu.store.toFixed(1)} (${CORES} cores)`)
+    const mib = (o) => Object.entries(o).map(([t, v]) => `${t} ${((v - (b.pss_before_by[t] ?? 0)) / 2 ** 20).toFixed(0)}`).join(', ')
+    log(`  memory added (MiB): ${((b.pss_peak - b.pss_before) / 2 ** 20).toFixed(0)} at the peak (${mib(b.pss_peak_by)}); each type's own peak: ${mib(b.pss_type_peak)}`)
     if (b.chunks !== n.chunks || b.novel_bytes !== n.novel_bytes) log(`  NOTE: browser chunks/novel ${b.chunks}/${b.novel_bytes} differ from native ${n.chunks}/${n.novel_bytes}`)
     runs.push(run)
   }
@@ -292,4 +312,10 @@ const upS = med(runs.map((x) => x.floor.upload_s))
 emit({ name: 'store/browser-push/floor-read', what: `Chromium reading the ${size} File, 2 workers, 16 MiB slices (no chunking)`, value: total / readS / 1e9, unit: 'GB/s', seconds: readS, cpu_chromium: med(runs.map((x) => x.floor.read_cpu)), browser_mod_over_floor: med(runs.map((x) => x.browser_mod.s)) / readS })
 emit({ name: 'store/browser-push/floor-upload', what: `Chromium uploading the ${size} File: fetch POSTs of its 8 MiB slices, 2 in flight, to a sink on 127.0.0.1`, value: total / upS / 1e9, unit: 'GB/s', seconds: upS, cpu_chromium: med(runs.map((x) => x.floor.upload_cpu)), vs_native: med(runs.map((x) => x.native_base.s)) / upS, native_push_seconds: med(runs.map((x) => x.native_base.s)), browser_first_over_floor: med(runs.map((x) => x.browser_base.s)) / upS, native_over_floor: med(runs.map((x) => x.native_base.s)) / upS })
 const peak = Math.max(...runs.map((x) => x.browser_base.pss_peak))
-process.stdout.write(`${JSON.stringify({ section: 'memory', runtime: 'chromium', name: `memory/browser-push/${size}${gcMode ? '/gc' : ''}`, what: `peak PSS of the browser's processes during the web page's push of a ${size} File (${workers} workers)${gcMode ? ', garbage collected before each sample' : ''}`, value: peak / 2 ** 20, unit: 'MiB', size, hash: 'blake3', workers, before_mib: Math.min(...runs.map((x) => x.browser_base.pss_before)) / 2 ** 20, chunks: runs.at(-1).browser_base.chunks, seconds: runs.at(-1).browser_base.s })}\n`)
+/** The run with the highest peak: its memory added by process type at the peak, and each type's own peak (MiB). */
+function addedBy() {
+  const b = runs.reduce((m, x) => (x.browser_base.pss_peak > m.browser_base.pss_peak ? x : m)).browser_base
+  const less = (o) => Object.fromEntries(Object.entries(o).map(([t, v]) => [t, Math.round(((v - (b.pss_before_by[t] ?? 0)) / 2 ** 20) * 10) / 10]))
+  return { added_by_type_mib: less(b.pss_peak_by), added_type_peak_mib: less(b.pss_type_peak) }
+}
+process.stdout.write(`${JSON.stringify({ section: 'memory', runtime: 'chromium', name: `memory/browser-push/${size}${gcMode ? '/gc' : ''}`, what: `peak PSS of the browser's processes during the web page's push of a ${size} File (${workers} workers)${gcMode ? ', garbage collected before each sample' : ''}`, value: peak / 2 ** 20, unit: 'MiB', size, hash: 'blake3', workers, before_mib: Math.min(...runs.map((x) => x.browser_base.pss_before)) / 2 ** 20, added_mib: Math.max(...runs.map((x) => x.browser_base.pss_peak - x.browser_base.pss_before)) / 2 ** 20, ...addedBy(), chunks: runs.at(-1).browser_base.chunks, seconds: runs.at(-1).browser_base.s })}\n`)

@@ -19,7 +19,10 @@
 //   pieces among them), plus the wasm memory's size after the uploads (it never shrinks: its
 //   peak; the Worker names it as globalThis.cutpointWasmMemory); goal < 128 MB (the platform's
 //   limit per isolate).
-// Usage: node bench/harness/edge.mjs [--quick] [--size 1g] [--only pushes,wasm,memory]. Prints one JSON row per measure.
+// Usage: node bench/harness/edge.mjs [--quick] [--size 1g] [--max-recipe BYTES] [--only pushes,repush,wasm,memory].
+// Prints one JSON row per measure. `--only repush`: only the 1%-modified re-push row (edge/push/mod),
+// with serve's bytes for the same two pushes beside it; `--max-recipe 16k` (given to serve and the
+// edge) commits a file of a few MiB in parts, as a 1 GiB one is at the defaults.
 import { spawn, spawnSync, execFileSync } from 'node:child_process'
 import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -32,6 +35,11 @@ import { blake3 } from 'hash-wasm'
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const bin = process.env.CUTPOINT_BIN ?? `${root}native/target/release/cutpoint`
 const args = process.argv.slice(2)
+if (args.includes('--help') || args.includes('-h')) {
+  console.log('usage: node bench/harness/edge.mjs [--quick] [--size 64m|1g] [--max-recipe BYTES] [--only pushes,repush,wasm,memory]')
+  process.exit(0)
+}
+const maxRecipe = args.includes('--max-recipe') ? ['--max-recipe', args[args.indexOf('--max-recipe') + 1]] : []
 const quick = args.includes('--quick')
 const sizeArg = args.includes('--size') ? args[args.indexOf('--size') + 1] : quick ? '32m' : '1g'
 const m = /^(\d+)([mg])$/i.exec(sizeArg)
@@ -78,7 +86,7 @@ async function firstLine(child) {
 }
 
 async function serve() {
-  const child = spawn(bin, ['serve', '--data', join(dir, 'serve'), '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(bin, ['serve', '--data', join(dir, 'serve'), '--listen', '127.0.0.1:0', ...maxRecipe], { stdio: ['ignore', 'pipe', 'inherit'] })
   const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(await firstLine(child))[1]
   child.stdout.resume()
   return { url, stop: () => child.kill('SIGKILL') }
@@ -86,7 +94,7 @@ async function serve() {
 
 /** `node edge/dev.mjs` in its own process group, and its workerd process. */
 async function edge(sub, extra = []) {
-  const child = spawn(process.execPath, [`${root}edge/dev.mjs`, '--port', '0', '--dir', join(dir, sub), ...extra], { stdio: ['ignore', 'pipe', 'inherit'], detached: true })
+  const child = spawn(process.execPath, [`${root}edge/dev.mjs`, '--port', '0', '--dir', join(dir, sub), ...maxRecipe, ...extra], { stdio: ['ignore', 'pipe', 'inherit'], detached: true })
   const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(await firstLine(child))[1]
   child.stdout.resume()
   const ps = spawnSync('ps', ['-o', 'pid=,comm=', '-g', String(child.pid)], { encoding: 'utf8' }).stdout
@@ -112,12 +120,38 @@ async function pack(max) {
   return Buffer.concat(parts)
 }
 
-async function pushes() {
-  // The data: v0 random, v1 with 64 KiB edits covering 1% of it.
+/** The data: v0 random, v1 with 64 KiB edits covering 1% of it. */
+function gen() {
   const mods = Math.max(1, Math.round(size / 100 / 65536))
   execFileSync(bin, ['gen', '--out', join(dir, 'data'), '--size', String(size), '--versions', '1', '--mods', String(mods), '--mod-size', '65536', '--seed', '9'], { stdio: ['ignore', 'ignore', 'inherit'] })
-  const v0 = join(dir, 'data', 'v0.bin')
-  const v1 = join(dir, 'data', 'v1.bin')
+  return [join(dir, 'data', 'v0.bin'), join(dir, 'data', 'v1.bin')]
+}
+
+/** `--only repush`: v0 then v1 pushed to serve and to the edge; the edge's re-push row, serve's bytes beside it. */
+async function repush() {
+  const [v0, v1] = gen()
+  const s = await serve()
+  let sm
+  try {
+    timedPush(v0, 'f', s.url)
+    sm = timedPush(v1, 'f', s.url)
+  } finally {
+    s.stop()
+  }
+  const e = await edge('edge')
+  try {
+    const ef = timedPush(v0, 'f', e.url)
+    const mod = timedPush(v1, 'f', e.url)
+    emit({ name: 'edge/push/mod', what: '1%-modified re-push to the edge store: bytes sent ÷ novel bytes', value: mod.sent_bytes / Math.max(1, mod.novel_bytes), unit: 'ratio', goal: '≤ 1.05',
+      seconds: mod.s, sent_bytes: mod.sent_bytes, novel_bytes: mod.novel_bytes, parts: mod.parts, parts_sent: mod.parts_sent, first_parts: ef.parts,
+      serve_sent_bytes: sm.sent_bytes, serve_novel_bytes: sm.novel_bytes, serve_seconds: sm.s, max_recipe: maxRecipe[1] ?? null })
+  } finally {
+    e.stop()
+  }
+}
+
+async function pushes() {
+  const [v0, v1] = gen()
   const mib = statSync(v0).size / MiB
 
   const s = await serve()
@@ -323,6 +357,7 @@ async function memory() {
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1].split(',') : ['pushes', 'wasm', 'memory']
 try {
   if (only.includes('pushes')) await pushes()
+  if (only.includes('repush')) await repush()
   if (only.includes('wasm')) wasm()
   if (only.includes('memory')) await memory()
 } finally {

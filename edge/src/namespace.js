@@ -17,6 +17,7 @@ CREATE TABLE IF NOT EXISTS versions (name TEXT NOT NULL, version INTEGER NOT NUL
   chunks INTEGER NOT NULL, digest TEXT NOT NULL, created INTEGER NOT NULL, PRIMARY KEY (name, version));
 CREATE TABLE IF NOT EXISTS tops (name TEXT PRIMARY KEY, top INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS pending (key TEXT PRIMARY KEY, ns TEXT NOT NULL, created INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS parts (id BLOB PRIMARY KEY) WITHOUT ROWID;
 `;
 
 // The rows 0..?1-1 of a statement over packed parameters (ids back to back in a blob, numbers
@@ -30,6 +31,7 @@ const digits = (xs) => new TextEncoder().encode(xs.map((x) => String(x).padStart
 const num = (p, per, k) => `CAST(substr(?${p}, (n * ${per} + ${k}) * ${WIDTH} + 1, ${WIDTH}) AS INTEGER)`;
 
 const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+const unhex = (h) => Uint8Array.from(h.match(/../g), (x) => parseInt(x, 16));
 const now = () => Math.floor(Date.now() / 1000);
 /** An error answer carried back to the Worker (RPC returns values, the Worker answers them). */
 const refuse = (status, code, error, extra = {}) => ({ refused: { status, code, error, ...extra } });
@@ -43,6 +45,9 @@ const MAX_CHUNK = 64 << 20;
 const REINDEX_STEP_BYTES = 256 << 20;
 const REINDEX_STEP_OBJECTS = 1000;
 const MAX_PACK_CHUNKS = 65536;
+// `POST parts/query` is answered from the namespace's `parts` table; at most this many of its
+// misses are looked for in the bucket (a part another node of a shared bucket stored), 16 at a time.
+const PART_MISSES_CONFIRMED = 64;
 // PROTOCOL.md §6 (several nodes over one bucket): a gc's lock object, a lease renewed every third
 // of CUTPOINT_GC_LEASE seconds (120 by default), and its epoch, rewritten by every gc.
 const gcLockKey = (ns) => `ns/${ns}/gc-lock`;
@@ -51,9 +56,31 @@ const gcLockBody = () => `gc running, renewed at ${now()} (Unix seconds)\n`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const randomHex = () => hex(crypto.getRandomValues(new Uint8Array(16)));
 
+/**
+ * Tests only (binding CUTPOINT_TEST_COUNT_R2=1: `node edge/dev.mjs --test-count-r2`): `env` with
+ * its bucket counting this isolate's R2 calls by method (`GET /v1/test/r2-ops` reads and resets
+ * them), so that a test can tell how many R2 operations a request cost. Otherwise `env` itself.
+ */
+export function countingEnv(env) {
+  if (env.CUTPOINT_TEST_COUNT_R2 !== '1') return env;
+  const bucket = new Proxy(env.BUCKET, {
+    get(t, k) {
+      const v = Reflect.get(t, k);
+      if (typeof v !== 'function') return v;
+      return (...a) => {
+        const ops = (globalThis.cutpointR2Ops ??= {});
+        ops[k] = (ops[k] ?? 0) + 1;
+        return v.apply(t, a);
+      };
+    },
+  });
+  return Object.create(env, { BUCKET: { value: bucket } });
+}
+
 export class Namespace extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
+    this.env = countingEnv(env);
     this.sql = ctx.storage.sql;
     this.sql.exec(SCHEMA);
     this.tail = Promise.resolve();
@@ -65,6 +92,15 @@ export class Namespace extends DurableObject {
     // A namespace whose index was never built from the bucket (a bucket another store wrote):
     // built by the requests, a bounded step each (#ready).
     this.indexed = this.sql.exec("SELECT count(*) AS n FROM meta WHERE k = 'indexed'").one().n > 0 || !ctx.id.name;
+    // A namespace indexed before its part ids were kept here: its parts are listed from the
+    // bucket (the reindex's last phase, a bounded step a request) before it answers.
+    if (this.indexed && ctx.id.name && this.sql.exec("SELECT count(*) AS n FROM meta WHERE k = 'parts'").one().n === 0) {
+      ctx.storage.transactionSync(() => {
+        this.sql.exec('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)', 'reindex', JSON.stringify({ phase: 'parts', cursor: null }));
+        this.sql.exec("DELETE FROM meta WHERE k = 'indexed'");
+      });
+      this.indexed = false;
+    }
   }
 
   /**
@@ -88,7 +124,9 @@ export class Namespace extends DurableObject {
    * the phase and the listing's cursor): its algorithm from `ns/<ns>/config`; every pack not
    * indexed yet read back, verified by the core (every chunk re-hashed, its id recomputed from
    * its frames) and indexed (one that does not verify is left out); every recipe object parsed
-   * by the core and given its version row; tombstones keep their numbers. Ends with 'indexed'.
+   * by the core and given its version row; tombstones keep their numbers; every part's id kept
+   * (listed, not read: a part is checked when a commit, restore or check reads it). Ends with
+   * 'indexed' (and 'parts': this namespace keeps its part ids).
    */
   async #reindexStep(ns) {
     if (this.indexed) return;
@@ -105,21 +143,23 @@ export class Namespace extends DurableObject {
         const m = cfg && /^hash (blake3|sha256)\n?$/.exec(await cfg.text());
         if (m && !this.#alg()) this.sql.exec('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)', 'alg', m[1]);
         Object.assign(st, { phase: 'packs', cursor: null });
-      } else if (st.phase === 'packs' || st.phase === 'recipes') {
+      } else if (st.phase === 'packs' || st.phase === 'recipes' || st.phase === 'parts') {
         const l = await this.env.BUCKET.list({ prefix: `ns/${ns}/${st.phase}/`, cursor: st.cursor ?? undefined,
-          limit: Math.min(most, st.phase === 'packs' ? 4 : 100) });
+          limit: Math.min(most, { packs: 4, recipes: 100, parts: 1000 }[st.phase]) });
         for (const o of l.objects) {
           objects++;
           if (st.phase === 'packs') {
             bytes += o.size;
             await this.#reconcilePack(ns, o.key, false);
-          } else await this.#reindexRecipe(o);
+          } else if (st.phase === 'recipes') await this.#reindexRecipe(o);
+          else this.#addPartKey(o.key);
         }
         if (l.truncated) st.cursor = l.cursor;
-        else Object.assign(st, { phase: st.phase === 'packs' ? 'recipes' : 'done', cursor: null });
+        else Object.assign(st, { phase: { packs: 'recipes', recipes: 'parts', parts: 'done' }[st.phase], cursor: null });
       } else {
         this.ctx.storage.transactionSync(() => {
           this.sql.exec('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)', 'indexed', '1');
+          this.sql.exec('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)', 'parts', '1');
           this.sql.exec("DELETE FROM meta WHERE k = 'reindex'");
         });
         this.indexed = true;
@@ -186,7 +226,10 @@ export class Namespace extends DurableObject {
     }
   }
 
-  /** A pack in R2 not indexed: verified and indexed; one that does not verify is deleted when `drop` (a crashed upload of this store's). */
+  /**
+   * A pack in R2 not indexed: verified and indexed; one that does not verify is deleted when
+   * `drop` (a crashed upload of this store's), else left out and 'bad' returned.
+   */
   async #reconcilePack(ns, key, drop = true) {
     const id = key.split('/').pop();
     if (this.sql.exec('SELECT 1 FROM packs WHERE id = ?', id).toArray().length) return;
@@ -205,11 +248,11 @@ export class Namespace extends DurableObject {
       if (!ok) {
         if (drop) await this.env.BUCKET.delete(key);
         else console.error(`reindex: the pack ${key} does not verify (left out)`);
-        return;
+        return 'bad';
       }
       if (await this.#fixAlg(ns, g.alg(), 'pack')) return;
-      const r = this.#index(key, id, o.size, g.frames());
-      if (r.added === 0 && drop) await this.env.BUCKET.delete(key);
+      // Indexed even when every chunk was indexed already (no rows): gc deletes it past its grace.
+      this.#index(key, id, o.size, g.frames());
     } finally {
       g.free();
     }
@@ -294,12 +337,43 @@ export class Namespace extends DurableObject {
     return this.#missing(ids);
   }
 
-  /** The ids of `ids` (32 bytes each) the index lacks, in order, each once (one statement). */
-  #missing(ids) {
+  /**
+   * `POST parts/query`: the part ids of `body` (32 bytes each) the namespace lacks, in order,
+   * each once, answered from its `parts` table (one statement, no R2 read for an id it has).
+   * A miss may be a part another node of a shared bucket stored: the first
+   * PART_MISSES_CONFIRMED misses are looked for in the bucket (found ones join the table); a
+   * miss past them is answered missing, which costs the client one create-only upload of a part
+   * that is there (nothing is written; the upload adds its id here).
+   */
+  async queryParts(body) {
+    await this.#ready();
+    const ids = new Uint8Array(body);
+    const missing = this.#missing(ids, 'parts');
+    const n = Math.min(missing.length >> 5, PART_MISSES_CONFIRMED);
+    if (n === 0 || !this.ctx.id.name) return missing;
+    const gone = new Set(await this.partsMissing(this.ctx.id.name, missing.subarray(0, n * 32)));
+    const out = [];
+    for (let k = 0; k < missing.length; k += 32) {
+      const id = missing.subarray(k, k + 32);
+      if (k >= n * 32 || gone.has(hex(id))) out.push(id);
+    }
+    const r = new Uint8Array(out.length * 32);
+    out.forEach((id, i) => r.set(id, i * 32));
+    return r;
+  }
+
+  /** Keeps the id of the part object `key` (`ns/<ns>/parts/xx/<hex id>`). */
+  #addPartKey(key) {
+    const id = key.split('/').pop();
+    if (/^[0-9a-f]{64}$/.test(id)) this.sql.exec('INSERT OR IGNORE INTO parts (id) VALUES (?)', unhex(id));
+  }
+
+  /** The ids of `ids` (32 bytes each) the index (`table`: chunks or parts) lacks, in order, each once (one statement). */
+  #missing(ids, table = 'chunks') {
     const out = [];
     const seen = new Set();
     const missing = this.sql.exec(`${EACH} SELECT n FROM i
-      WHERE NOT EXISTS (SELECT 1 FROM chunks WHERE id = substr(?2, n * 32 + 1, 32)) ORDER BY n`, ids.length >> 5, ids);
+      WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id = substr(?2, n * 32 + 1, 32)) ORDER BY n`, ids.length >> 5, ids);
     for (const [n] of missing.raw()) {
       const id = ids.subarray(n * 32, n * 32 + 32);
       const h = hex(id);
@@ -331,7 +405,9 @@ export class Namespace extends DurableObject {
    * A pack's index rows (`frames`: 48 bytes a frame: id, offset u64, stored length u32 with bit
    * 31, raw length u32), in one transaction with its pending note `key` removed. In one
    * statement (in frame order: a repeated id keeps its first frame); RETURNING names the rows
-   * written, not those an indexed id ignored.
+   * written, not those an indexed id ignored. A pack none of whose chunks is new keeps its
+   * `packs` row with no chunk rows: it is known (never read again by a refresh) and gc deletes
+   * it past its grace, as `cutpoint serve` over a bucket does (PROTOCOL.md §6).
    */
   #index(key, pack, size, frames, prelude = () => {}) {
     const existed = this.sql.exec('SELECT 1 FROM packs WHERE id = ?', pack).toArray().length > 0;
@@ -358,7 +434,6 @@ export class Namespace extends DurableObject {
         added++;
         addedBytes += len & 0x7fffffff;
       }
-      if (added === 0 && !existed) this.sql.exec('DELETE FROM packs WHERE id = ?', pack);
       this.sql.exec('DELETE FROM pending WHERE key = ?', key);
     });
     return { added, addedBytes, existed };
@@ -530,22 +605,31 @@ export class Namespace extends DurableObject {
     return run;
   }
 
-  async #refreshPacksOnce(ns, bounded) {
+  /**
+   * One refresh (see #refreshPacks); returns `{ more, bad }`: whether packs were left for a later
+   * call (the bound), and the ids of the packs read that do not verify (not indexed).
+   */
+  async #refreshPacksOnce(ns, bounded, skip = new Set()) {
     const began = now();
     const seen = new Set();
     let bytes = 0;
+    let more = false;
+    const bad = [];
     let cursor;
     do {
       const l = await this.env.BUCKET.list({ prefix: `ns/${ns}/packs/`, cursor });
       for (const o of l.objects) {
         const id = o.key.split('/').pop();
         seen.add(id);
-        if (bounded && bytes >= REINDEX_STEP_BYTES) continue;
-        if (this.sql.exec('SELECT 1 FROM packs WHERE id = ?', id).toArray().length) continue;
+        if (skip.has(id) || this.sql.exec('SELECT 1 FROM packs WHERE id = ?', id).toArray().length) continue;
         // An upload of this store's between its put and its rows indexes itself (not read twice).
         if (bounded && this.#pendingKey(o.key)) continue;
+        if (bounded && bytes >= REINDEX_STEP_BYTES) {
+          more = true;
+          continue;
+        }
         bytes += o.size;
-        await this.#reconcilePack(ns, o.key, false);
+        if ((await this.#reconcilePack(ns, o.key, false)) === 'bad') bad.push(id);
       }
       cursor = l.truncated ? l.cursor : undefined;
     } while (cursor);
@@ -557,6 +641,25 @@ export class Namespace extends DurableObject {
         this.sql.exec('DELETE FROM chunks WHERE pack = ?', id);
         this.sql.exec('DELETE FROM packs WHERE id = ?', id);
       });
+    }
+    return { more, bad };
+  }
+
+  /**
+   * `GET check`'s first step (PROTOCOL.md §6, freshness): the index brought up to the bucket
+   * (packs another node stored read, verified and indexed, REINDEX_STEP_BYTES a round until none
+   * is left; rows of packs gone dropped). Returns the ids of stored packs that do not verify
+   * (left unindexed: check names them). Versions are refreshed by `list`.
+   */
+  async refreshForCheck() {
+    await this.#ready();
+    const ns = this.ctx.id.name;
+    if (!ns) return [];
+    const bad = new Set();
+    for (;;) {
+      const r = await this.#refreshPacksOnce(ns, true, bad); // one that does not verify is read once
+      r.bad.forEach((id) => bad.add(id));
+      if (!r.more) return [...bad];
     }
   }
 
@@ -601,7 +704,17 @@ export class Namespace extends DurableObject {
     if (r.length) await this.env.BUCKET.delete(packKey(ns, r[0].pack));
   }
 
-  /** The hex ids of `parts` (32 bytes each) with no part object in R2. */
+  /**
+   * The hex ids of `parts` (32 bytes each) with no part object in R2 (a commit's check, one HEAD
+   * a part, 16 at a time: a commit must name only parts the bucket holds, whichever node wrote
+   * or deleted them). The `parts` table follows what it finds: ids found are kept, ids gone
+   * (another node's gc) are dropped, so that `parts/query` answers them missing from then on.
+   */
+  async partsMissing(ns, parts) {
+    await this.#ready();
+    return this.#missingParts(ns, new Uint8Array(parts));
+  }
+
   async #missingParts(ns, parts) {
     const ids = [];
     for (let k = 0; k + 32 <= parts.length; k += 32) ids.push(hex(parts.subarray(k, k + 32)));
@@ -611,6 +724,7 @@ export class Namespace extends DurableObject {
       const found = await Promise.all(batch.map((id) => this.env.BUCKET.head(partKey(ns, id))));
       batch.forEach((id, k) => {
         if (!found[k]) out.push(id);
+        this.sql.exec(found[k] ? 'INSERT OR IGNORE INTO parts (id) VALUES (?)' : 'DELETE FROM parts WHERE id = ?', unhex(id));
       });
     }
     return out;
@@ -640,6 +754,8 @@ export class Namespace extends DurableObject {
       const pre = await this.#commitPrelude(ns, new Uint8Array(entries), 'part');
       if (pre.refused) return pre;
       await this.env.BUCKET.put(partKey(ns, id), body, { onlyIf: { etagDoesNotMatch: '*' } });
+      // Stored (now, or already: a create-only put writes nothing over a part): its id is kept.
+      this.sql.exec('INSERT OR IGNORE INTO parts (id) VALUES (?)', unhex(id));
       return { part: id };
     });
   }
@@ -897,15 +1013,19 @@ export class Namespace extends DurableObject {
    */
   async #gcParts(ns, named, cutoff, rep) {
     let cursor;
+    const kept = new Set();
     do {
       const l = await this.env.BUCKET.list({ prefix: `ns/${ns}/parts/`, cursor });
       for (const o of l.objects) {
         const id = o.key.split('/').pop();
         if (!named.has(id) && o.uploaded.getTime() / 1000 <= cutoff) {
           await this.env.BUCKET.delete(o.key);
+          this.sql.exec('DELETE FROM parts WHERE id = ?', unhex(id));
           rep.parts_deleted++;
           continue;
         }
+        kept.add(id);
+        this.#addPartKey(o.key);
         const b = await this.env.BUCKET.get(o.key);
         let p;
         try {
@@ -922,6 +1042,10 @@ export class Namespace extends DurableObject {
       }
       cursor = l.truncated ? l.cursor : undefined;
     } while (cursor);
+    // The table now follows the bucket: ids of parts no longer there (another node's gc) dropped.
+    for (const [id] of Array.from(this.sql.exec('SELECT id FROM parts').raw())) {
+      if (!kept.has(hex(new Uint8Array(id)))) this.sql.exec('DELETE FROM parts WHERE id = ?', id);
+    }
     return true;
   }
 

@@ -5,7 +5,7 @@
 // (re-hashing every chunk, bounded decompression), id lists, recipes, deltas, names, ranges.
 import wasmModule from '../pkg/cutpoint_edge_wasm_bg.wasm';
 import * as core from '../pkg/cutpoint_edge_wasm.js';
-import { packKey, partKey, recipePrefix, versionKey } from './namespace.js';
+import { countingEnv, packKey, partKey, recipePrefix, versionKey } from './namespace.js';
 
 export { Namespace } from './namespace.js';
 export { Uploads } from './uploads.js';
@@ -26,7 +26,7 @@ const LIMITS = {
   max_batch_files: core.maxBatchFiles(),
   max_commit_entries: 33554432,
 };
-const FEATURES = ['zstd', 'parts', 'batch'];
+const FEATURES = ['zstd', 'parts', 'batch', 'part-delta'];
 
 /** A positive integer variable (a test's small limit), or the default. */
 function intVar(v, dflt) {
@@ -281,11 +281,10 @@ async function uploadPack(req, env, ns) {
       await env.BUCKET.put(key, spooled.body);
     }
     const r = unwrap(await ns1.addPack(ns, id, len, ingest.alg(), ingest.frames()));
-    if (r.added === 0 && !r.existed) {
-      await env.BUCKET.delete(key); // every chunk was there already: the pack holds nothing indexed
-    }
-    return json(200, { ...report, pack: r.added > 0 || r.existed ? id : null, stored: r.added,
-      duplicates: chunks - r.added, stored_bytes: r.addedBytes });
+    // A pack whose chunks were all indexed already stays, indexed with no chunk rows, until a gc
+    // past its grace deletes it (PROTOCOL.md §6: another node of the bucket may be indexing the
+    // same pack, as `cutpoint serve --data s3://` leaves it).
+    return json(200, { ...report, pack: id, stored: r.added, duplicates: chunks - r.added, stored_bytes: r.addedBytes });
   } finally {
     ingest.free();
     if (inMemory) memoryHeld -= len;
@@ -483,10 +482,10 @@ async function commitBody(env, ns, name, body, budget) {
       }
       budget.left -= c.count;
       unwrap(await stub(env, ns).checkChunks(ns, c.alg, c.entries()));
-      const missing = await missingParts(env, ns, parts);
+      const missing = await stub(env, ns).partsMissing(ns, parts);
       if (missing.length) {
         throw new Refusal(409, 'missing_parts', `${missing.length} of the recipe's parts are not in namespace '${ns}'; `
-          + 'nothing was committed', { missing_parts: missing.map(hexOf) });
+          + 'nothing was committed', { missing_parts: missing });
       }
       await walkDigest(env, ns, c);
     }
@@ -515,41 +514,43 @@ async function walkDigest(env, ns, c) {
   }
 }
 
-/** The ids of `ids` (32 bytes each) that have no part object in the namespace, in order. */
-async function missingParts(env, ns, ids) {
-  const out = [];
-  const AT_ONCE = 16;
-  for (let at = 0; at < ids.length; at += 32 * AT_ONCE) {
-    const batch = [];
-    for (let k = at; k < Math.min(ids.length, at + 32 * AT_ONCE); k += 32) batch.push(ids.subarray(k, k + 32));
-    const found = await Promise.all(batch.map((id) => env.BUCKET.head(partKey(ns, hexOf(id)))));
-    batch.forEach((id, k) => {
-      if (!found[k]) out.push(id);
-    });
-  }
-  return out;
-}
-
-/** `POST parts` (PROTOCOL.md 4.11): parsed by the core, stored by the namespace's Durable Object. */
+/**
+ * `POST parts` (PROTOCOL.md 4.11): parsed by the core, stored by the namespace's Durable Object.
+ * A part delta (3.8, feature `part-delta`): its base part read from the namespace (409
+ * `missing_parts` naming it when the namespace lacks it), expanded by the core (every bound
+ * checked before the part is built: 400, 413), then stored exactly as an uploaded part.
+ */
 async function putPart(req, env, ns) {
   const body = await readBody(req, LIMITS.max_recipe_bytes, 'part');
-  const p = core1(() => core.parsePart(body));
+  let text = body;
+  let p;
+  if (core.isPartDelta(body)) {
+    const base = core1(() => core.partDeltaBase(body));
+    const o = await env.BUCKET.get(partKey(ns, base));
+    if (!o) {
+      throw new Refusal(409, 'missing_parts', `the part delta's base part is not in namespace '${ns}'; nothing was stored`,
+        { missing_parts: [base] });
+    }
+    const baseText = new Uint8Array(await o.arrayBuffer());
+    p = core1(() => core.expandPartDelta(body, baseText, base, LIMITS.max_recipe_bytes));
+    text = p.text();
+  } else {
+    p = core1(() => core.parsePart(body));
+  }
   try {
-    unwrap(await stub(env, ns).putPart(ns, p.id, p.alg, body, p.entries()));
+    unwrap(await stub(env, ns).putPart(ns, p.id, p.alg, text, p.entries()));
     return json(200, { part: p.id, chunks: p.count, bytes: p.bytes });
   } finally {
     p.free();
   }
 }
 
-/** `POST parts/query` (4.12): the ids the namespace has no part of. */
+/** `POST parts/query` (4.12): the ids the namespace has no part of (its Durable Object's table). */
 async function queryParts(req, env, ns) {
   const body = await readBody(req, LIMITS.max_query_ids * 32, 'query');
   core1(() => core.checkIds(body, LIMITS.max_query_ids));
-  const missing = await missingParts(env, ns, body);
-  const out = new Uint8Array(missing.length * 32);
-  missing.forEach((id, i) => out.set(id, i * 32));
-  return new Response(out, { headers: { 'content-type': 'application/octet-stream' } });
+  const missing = await stub(env, ns).queryParts(body);
+  return new Response(missing, { headers: { 'content-type': 'application/octet-stream' } });
 }
 
 /** `GET parts/{id}` (4.13): the part's text. */
@@ -782,13 +783,18 @@ async function gc(env, ns, url) {
 const hexOf = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 
 /**
- * GET check: every indexed pack re-read from R2 and verified by the core (every chunk re-hashed),
+ * GET check: the index refreshed from the bucket (packs other nodes stored indexed, packs gone
+ * dropped; the versions by `list`), then every indexed pack re-read from R2 and verified by the
+ * core (every chunk re-hashed),
  * each index row matched with a frame of its pack; every version's recipe read and parsed by the
  * core, each of its chunks indexed. Problems name objects, never paths.
  */
 async function check(env, ns) {
   const s = stub(env, ns);
   const rep = { packs: 0, chunks: 0, versions: 0, parts: 0, problems: [] };
+  // First the index brought up to the bucket (what other nodes stored); a stored pack that does
+  // not verify is not indexed, and named here.
+  for (const id of await s.refreshForCheck()) rep.problems.push(`pack ${id} is stored but does not verify (not indexed)`);
   for (const p of await s.packs()) {
     rep.packs++;
     const o = await env.BUCKET.get(packKey(ns, p.id));
@@ -1012,8 +1018,16 @@ async function restoreHead(req, env, ns, name, url) {
 }
 
 export default {
-  async fetch(req, env) {
+  async fetch(req, env0) {
     const url = new URL(req.url);
+    const env = countingEnv(env0);
+    if (env !== env0 && url.pathname === '/v1/test/r2-ops') {
+      // Tests only (see countingEnv): this isolate's R2 calls by method since the last reset.
+      // Durable Objects run in the Worker's isolate here (one script): their calls are counted too.
+      const ops = { ...(globalThis.cutpointR2Ops ?? {}) };
+      if (req.method === 'POST') globalThis.cutpointR2Ops = {};
+      return json(200, ops);
+    }
     let cfg;
     try {
       cfg = await config(env);

@@ -977,3 +977,287 @@ describe('edge store: a commit that a gc on another node overtook', () => {
     }
   }, 120_000)
 })
+
+// `POST parts/query` is answered from the namespace's Durable Object (its table of part ids),
+// not by one R2 HEAD per id (PROTOCOL.md 4.12; the Worker counts its R2 calls for tests with
+// --test-count-r2): a full query of present ids costs no R2 operation; misses cost at most 64
+// HEADs; the table is rebuilt with the index from the bucket, follows gc, and learns of a part
+// another node put into the bucket.
+describe('edge store: parts/query from the namespace\'s Durable Object', () => {
+  it('costs no R2 read for present ids and a bounded number for misses; rebuilt from the bucket; follows gc', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'cutpoint-edge-partsq-'))
+    const args = ['--test-count-r2', '--max-recipe', '16k', '--gc-settle', '0']
+    let s: Store | undefined
+    const ops = async () => (await (await fetch1(`${s!.url}/v1/test/r2-ops`, { method: 'POST' })).json()) as Record<string, number>
+    const query = async (body: Buffer) => {
+      await ops() // reset
+      const r = await fetch1(`${s!.url}/v1/ns/default/parts/query`, { method: 'POST', body })
+      expect(r.status).toBe(200)
+      return { missing: Buffer.from(await r.arrayBuffer()), ops: await ops() }
+    }
+    try {
+      s = await startEdge({ data, args })
+      const bytes = randomBytes(3 << 20)
+      expect(nativePush(s, file('partsq.bin', bytes), 'pq', ['--no-cache']).version).toBe(1)
+      const lines = (await (await fetch1(`${s.url}/v1/ns/default/recipes/pq?parts=1`)).text()).split('\n').filter((l) => l.startsWith('part '))
+      expect(lines.length).toBeGreaterThanOrEqual(3)
+      const ids = lines.map((l) => Buffer.from(l.split(' ')[1], 'hex'))
+      const text0 = Buffer.from(await (await fetch1(`${s.url}/v1/ns/default/parts/${ids[0].toString('hex')}`)).arrayBuffer())
+      // 16,384 present ids (the limit): answered from the table, no R2 call at all.
+      const full = Buffer.concat(Array.from({ length: 16384 }, (_, k) => ids[k % ids.length]))
+      const present = await query(full)
+      expect(present.missing.length).toBe(0)
+      expect(present.ops).toEqual({})
+      // 1,000 unknown ids: every one answered missing, at most 64 of them looked for in R2.
+      const unknown = randomBytes(1000 * 32)
+      const miss = await query(Buffer.concat([ids[1], unknown]))
+      expect(miss.missing.equals(unknown)).toBe(true)
+      expect(miss.ops.head ?? 0).toBeGreaterThan(0)
+      expect(miss.ops.head).toBeLessThanOrEqual(64)
+      expect((miss.ops.get ?? 0) + (miss.ops.list ?? 0)).toBe(0)
+      // The Durable Objects lost: the index, and the part ids with it, rebuilt from the bucket.
+      await s.stop(true)
+      rmSync(join(data, 'do'), { recursive: true, force: true })
+      s = await startEdge({ data, args })
+      let rebuilt: Response
+      for (let t = 0; ; t++) {
+        rebuilt = await fetch1(`${s.url}/v1/ns/default/parts/query`, { method: 'POST', body: Buffer.concat(ids) })
+        if (rebuilt.status !== 503 || t > 20) break
+        await new Promise((r) => setTimeout(r, 500))
+      }
+      expect(rebuilt.status).toBe(200)
+      expect((await rebuilt.arrayBuffer()).byteLength).toBe(0)
+      expect((await query(Buffer.concat(ids))).ops).toEqual({})
+      // gc deletes the parts no version names: they are answered missing at once.
+      expect((await fetch1(`${s.url}/v1/ns/default/files/pq`, { method: 'DELETE' })).status).toBe(200)
+      const gc = await (await fetch1(`${s.url}/v1/ns/default/gc?grace=0`, { method: 'POST' })).json()
+      expect(gc.parts_deleted).toBe(ids.length)
+      const gone = await query(Buffer.concat(ids))
+      expect(gone.missing.equals(Buffer.concat(ids))).toBe(true)
+      // A part another node put into the bucket since: a miss found there, and known from then on.
+      await s.stop(true)
+      const { bucket, dispose } = await openBucket(data)
+      try {
+        const id = ids[0].toString('hex')
+        await bucket.put(`ns/default/parts/${id.slice(0, 2)}/${id}`, new Uint8Array(text0))
+      } finally {
+        await dispose()
+      }
+      s = await startEdge({ data, args })
+      const found = await query(Buffer.concat(ids))
+      expect(found.missing.equals(Buffer.concat(ids.slice(1)))).toBe(true)
+      expect(found.ops.head).toBe(ids.length)
+      const known = await query(ids[0])
+      expect([known.missing.length, known.ops.head ?? 0]).toEqual([0, 0])
+    } finally {
+      await s?.stop(true)
+      rmSync(data, { recursive: true, force: true })
+    }
+  }, 180_000)
+})
+
+/** The objects under `prefixes` of one stopped edge's R2 put into another's, key for key. */
+async function r2ToR2(fromDir: string, toDir: string, prefixes: string[]): Promise<string[]> {
+  const objects: [string, Uint8Array][] = []
+  const from = await openBucket(fromDir)
+  try {
+    for (const prefix of prefixes) {
+      const l = await from.bucket.list({ prefix })
+      for (const o of l.objects) objects.push([o.key, new Uint8Array(await (await from.bucket.get(o.key)).arrayBuffer())])
+    }
+  } finally {
+    await from.dispose()
+  }
+  const to = await openBucket(toDir)
+  try {
+    for (const [k, v] of objects) await to.bucket.put(k, v)
+  } finally {
+    await to.dispose()
+  }
+  return objects.map(([k]) => k)
+}
+
+// GET check refreshes from the bucket first (PROTOCOL.md §6, 4.10): a pack and a recipe another
+// node stored after the edge built its namespace's index are checked (verified, counted, the
+// version's chunks found), and a stored pack that does not verify is named, with nothing else
+// asked of the edge before the check.
+describe('edge store: check sees what another node of its bucket stored', () => {
+  it('counts and verifies the other node\'s pack and version, and names a stored pack that does not verify', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'cutpoint-edge-check-'))
+    const [mineDir, theirDir] = [join(root, 'mine'), join(root, 'theirs')]
+    let s: Store | undefined
+    try {
+      s = await startEdge({ data: mineDir })
+      expect(nativePush(s, file('check-mine.bin', randomBytes(400_000)), 'mine', ['--no-cache']).version).toBe(1)
+      await s.stop(true)
+      s = await startEdge({ data: theirDir })
+      const theirs = randomBytes(500_000)
+      expect(nativePush(s, file('check-theirs.bin', theirs), 'theirs', ['--no-cache']).version).toBe(1)
+      await s.stop(true)
+      const copied = await r2ToR2(theirDir, mineDir, ['ns/default/packs/', 'ns/default/recipes/'])
+      const theirPacks = copied.filter((k) => k.startsWith('ns/default/packs/')).length
+      expect(theirPacks).toBeGreaterThan(0)
+      const junk = 'ee'.repeat(32)
+      const { bucket, dispose } = await openBucket(mineDir)
+      let minePacks = 0
+      try {
+        minePacks = (await bucket.list({ prefix: 'ns/default/packs/' })).objects.length - theirPacks
+        await bucket.put(`ns/default/packs/ee/${junk}`, new Uint8Array(randomBytes(1000)))
+      } finally {
+        await dispose()
+      }
+      s = await startEdge({ data: mineDir })
+      const rep = await (await fetch1(`${s.url}/v1/ns/default/check`)).json()
+      expect(rep).toMatchObject({ packs: minePacks + theirPacks, versions: 2 })
+      expect(rep.problems).toEqual([`pack ${junk} is stored but does not verify (not indexed)`])
+      const out = join(dir, 'check-theirs-out.bin')
+      expect(cutpoint(['pull', 'theirs', '-o', out], s).status).toBe(0)
+      expect(readFileSync(out).equals(theirs)).toBe(true)
+    } finally {
+      await s?.stop(true)
+      rmSync(root, { recursive: true, force: true })
+    }
+  }, 180_000)
+})
+
+// The gc lock is a lease (PROTOCOL.md §6): a gc running longer than the lease (here a settle of
+// 8 s against a lease of 3 s, `--gc-settle`/`--gc-lease` of edge/dev.mjs) rewrites its lock every
+// third of the lease, so that other nodes never take it for a dead node's. The runtime is
+// SIGKILLed in the middle of such a gc: the lock it left was rewritten more than a lease after
+// the gc began; the next gc, past the lease, takes it over and removes it.
+describe('edge store: a gc longer than its lease', () => {
+  it('renews its lock while it runs; a lock left by a killed gc is taken over past the lease', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'cutpoint-edge-lease-'))
+    let s: Store | undefined
+    const lock = async () => {
+      const { bucket, dispose } = await openBucket(data)
+      try {
+        const o = await bucket.get('ns/default/gc-lock')
+        return o && { uploaded: o.uploaded.getTime(), text: await o.text() }
+      } finally {
+        await dispose()
+      }
+    }
+    try {
+      s = await startEdge({ data, args: ['--gc-lease', '3', '--gc-settle', '8'] })
+      expect(nativePush(s, file('lease.bin', randomBytes(200_000)), 'l', ['--no-cache']).version).toBe(1)
+      const began = Date.now()
+      const gc = fetch1(`${s.url}/v1/ns/default/gc?grace=0`, { method: 'POST' }).catch(() => null)
+      await new Promise((r) => setTimeout(r, 6500))
+      await s.stop(true) // in the settle: the lock is neither deleted nor renewed again
+      expect(await gc).toBeNull()
+      const left = await lock()
+      expect(left).not.toBeNull()
+      expect(left!.text).toMatch(/^gc running, renewed at \d+/)
+      expect(left!.uploaded - began).toBeGreaterThan(3000)
+      // Past the lease: a gc takes the lock over (a dead node's), runs, and removes it.
+      await new Promise((r) => setTimeout(r, Math.max(0, left!.uploaded + 3500 - Date.now())))
+      s = await startEdge({ data, args: ['--gc-lease', '3', '--gc-settle', '0'] })
+      const again = await fetch1(`${s.url}/v1/ns/default/gc?grace=0`, { method: 'POST' })
+      expect(again.status, await again.clone().text()).toBe(200)
+      await s.stop(true)
+      expect(await lock()).toBeNull()
+    } finally {
+      await s?.stop(true)
+      rmSync(data, { recursive: true, force: true })
+    }
+  }, 120_000)
+})
+
+// An upload none of whose chunks is new (PROTOCOL.md §6, "Duplicates from races"): the edge,
+// a node of a bucket others may share, leaves the pack in place (another node may be indexing
+// the same pack) for gc, as `cutpoint serve --data s3://` does: it is answered by its id with
+// nothing stored, counted by check, and deleted by a gc past its grace.
+describe('edge store: a pack whose chunks were all there', () => {
+  it('is left in place for gc, not deleted at once', async () => {
+    let s: Store | undefined
+    try {
+      s = await startEdge()
+      const u = (p: string) => `${s!.url}/v1/ns/dup/${p}`
+      const [a, b] = [randomBytes(5000), randomBytes(7000)]
+      const first = await chunkPack([a, b])
+      const r1 = await (await fetch1(u('packs'), { method: 'POST', body: first.body })).json()
+      expect(r1).toMatchObject({ chunks: 2, stored: 2, duplicates: 0 })
+      const again = await chunkPack([b, a]) // the same chunks in another order: another pack
+      const r2 = await (await fetch1(u('packs'), { method: 'POST', body: again.body })).json()
+      expect(r2).toMatchObject({ chunks: 2, stored: 0, duplicates: 2, stored_bytes: 0 })
+      expect(r2.pack).toMatch(/^[0-9a-f]{64}$/)
+      expect(r2.pack).not.toBe(r1.pack)
+      expect(await (await fetch1(u('check'))).json()).toMatchObject({ packs: 2, chunks: 2, problems: [] })
+      // Within the grace both stay; past it (no recipe names them) both go.
+      expect(await (await fetch1(u('gc'), { method: 'POST' })).json()).toMatchObject({ packs_deleted: 0, packs_in_grace: 2 })
+      const gc = await (await fetch1(u('gc?grace=0'), { method: 'POST' })).json()
+      expect(gc).toMatchObject({ packs_deleted: 2, bytes_freed: first.body.length + again.body.length })
+      expect(await (await fetch1(u('check'))).json()).toMatchObject({ packs: 0, chunks: 0, problems: [] })
+    } finally {
+      await s?.stop()
+    }
+  }, 120_000)
+})
+
+// Part deltas (PROTOCOL.md 3.8, feature `part-delta`): the same checks and answers as `cutpoint
+// serve`'s POST parts. The targets: the edge store; `cutpoint serve` joins this list once its
+// POST parts takes part deltas (engineer pdelta's store change, merged separately).
+const partDeltaTargets: [string, typeof startStore][] = [['edge store (workerd)', startEdge]]
+describe.each(partDeltaTargets)('%s', (_label, start) => {
+  let small: Store
+  const ns = (s: Store, n: string) => `${s.url}/v1/ns/${n}`
+  beforeAll(async () => {
+    small = await start({ args: ['--max-recipe', '16k'] })
+  })
+  afterAll(async () => {
+    await small?.stop()
+  })
+
+  it('part deltas (feature part-delta): a part sent as runs of a stored part is stored as that part; bad deltas refused, nothing stored', async () => {
+    const v = await (await fetch1(`${small.url}/v1`)).json()
+    expect(v.features).toContain('part-delta')
+    const u = (p: string) => `${ns(small, 'pdelta')}/${p}`
+    const data = randomBytes(3 << 20)
+    const f = file('pdelta.bin', data)
+    expect(nativePush(small, f, 'base', ['--ns', 'pdelta', '--no-cache']).version).toBe(1)
+    const ids = (await (await fetch1(u('recipes/base?parts=1'))).text()).split('\n').filter((l) => l.startsWith('part ')).map((l) => l.split(' ')[1])
+    expect(ids.length).toBeGreaterThanOrEqual(2)
+    const chunkLines = async (id: string) => (await (await fetch1(u(`parts/${id}`))).text()).split('\n').filter((l) => /^[0-9a-f]{64} /.test(l))
+    const [e0, e1] = [await chunkLines(ids[0]), await chunkLines(ids[1])]
+    // Part 0 without its first entry, then part 1's first entry: one run and one chunk line.
+    const want = [...e0.slice(1), e1[0]]
+    const bytes = want.reduce((n, l) => n + Number(l.split(' ')[1]), 0)
+    const text = `cutpoint-part 1\nhash blake3\n${want.join('\n')}\nend ${want.length} ${bytes}\n`
+    const delta = (base: string, ops: string[], end = `end ${want.length} ${bytes}`) =>
+      `cutpoint-part-delta 1\nhash blake3\nbase ${base}\n${ops.join('\n')}\n${end}\n`
+    const good = delta(ids[0], [`= 1 ${e0.length - 1}`, e1[0]])
+    expect(good.length * 10).toBeLessThan(text.length)
+    const r = await fetch1(u('parts'), { method: 'POST', body: good })
+    expect(r.status, await r.clone().text()).toBe(200)
+    const id = await blake3(text)
+    expect(await r.json()).toEqual({ part: id, chunks: want.length, bytes })
+    expect(await (await fetch1(u(`parts/${id}`))).text()).toBe(text)
+    // Refused, each with the store's answer, nothing stored.
+    const refused = async (body: string, status: number, code: string) => {
+      const a = await fetch1(u('parts'), { method: 'POST', body })
+      expect(a.status, await a.clone().text()).toBe(status)
+      const j = await a.json()
+      expect(j.code).toBe(code)
+      expect(j.error).not.toMatch(/\/tmp|\/work|\/home/)
+      return j
+    }
+    const unknown = randomBytes(32).toString('hex')
+    expect((await refused(delta(unknown, [`= 1 ${e0.length - 1}`, e1[0]]), 409, 'missing_parts')).missing_parts).toEqual([unknown])
+    await refused(delta(ids[0], [`= 1 ${e0.length}`, e1[0]]), 400, 'bad_request') // a run past the base's end
+    await refused(delta(ids[0], [`= 1 ${e0.length - 1}`, e1[0]], `end ${want.length + 1} ${bytes}`), 400, 'bad_request') // a lying end
+    await refused(delta(ids[0], ['= 0 0']), 400, 'bad_request')
+    await refused(`cutpoint-part-delta 1\nhash blake3\nbase XYZ\n= 0 1\nend 1 1\n`, 400, 'bad_request')
+    // Expanded past max_recipe_bytes (16 KiB here): 413 before it is built.
+    const b0 = e0.reduce((n, l) => n + Number(l.split(' ')[1]), 0)
+    const runs = Array.from({ length: 8 }, () => `= 0 ${e0.length}`)
+    await refused(delta(ids[0], runs, `end ${e0.length * 8} ${b0 * 8}`), 413, 'too_large')
+    // A chunk line the namespace lacks: 409 missing_chunks, as a part; the part is not stored.
+    const ghost = `${randomBytes(32).toString('hex')} 1000 - r`
+    expect((await refused(delta(ids[0], [`= 1 ${e0.length - 1}`, ghost], `end ${want.length} ${bytes - Number(e1[0].split(' ')[1]) + 1000}`), 409, 'missing_chunks')).missing)
+      .toEqual([ghost.slice(0, 64)])
+    const ghostText = `cutpoint-part 1\nhash blake3\n${[...e0.slice(1), ghost].join('\n')}\nend ${want.length} ${bytes - Number(e1[0].split(' ')[1]) + 1000}\n`
+    const q = await fetch1(u('parts/query'), { method: 'POST', body: Buffer.from(await blake3(ghostText), 'hex') })
+    expect((await q.arrayBuffer()).byteLength).toBe(32)
+  }, 180_000)
+})

@@ -14,6 +14,9 @@ describe('IdTable', () => {
     const raw = new Uint8Array(40_000 * 32)
     raw.set(randomBytes(20_000 * 32))
     const prefix = randomBytes(32)
+    // Byte 30 out of the first kind's range (k >> 8 ≤ 117): else one id of each kind could be the
+    // same (about 2% of runs), and the count below one short.
+    prefix[30] = 0xff
     for (let k = 20_000; k < 30_000; k++) {
       raw.set(prefix, k * 32)
       raw[k * 32 + 31] = k & 0xff
@@ -71,5 +74,29 @@ describe('IdTable', () => {
     t.place(i, 200, 9)
     expect([t.off(i), t.len(i), t.flags[i]]).toEqual([100, 7, KNOWN | BASE | NOVEL])
     expect(() => t.add(base.subarray(0, 31), 0)).toThrow(/32 bytes/)
+  })
+
+  it('reserve: room made once (ids already in kept), no growth while the reserved ids are added', () => {
+    const t = new IdTable()
+    const raw = randomBytes(20_000 * 32)
+    for (let k = 0; k < 100; k++) t.place(t.add(raw, k * 32), k, k + 1)
+    t.reserve(20_000)
+    // A growth replaces the arrays: the same one after every add means none happened.
+    const ids = t.ids
+    for (let k = 0; k < 20_000; k++) t.place(t.add(raw, k * 32), k, k + 1)
+    expect(t.ids).toBe(ids)
+    expect(t.count).toBe(20_000)
+    for (let k = 0; k < 20_000; k += 997) {
+      const i = t.find(raw, k * 32)
+      expect([i, t.off(i), t.len(i)]).toEqual([k, k, k + 1])
+    }
+    // Less than it holds: nothing changes; and it still grows past the reserved room.
+    t.reserve(10)
+    expect(t.ids).toBe(ids)
+    const more = randomBytes(20_000 * 32)
+    for (let k = 0; k < 20_000; k++) t.add(more, k * 32)
+    expect(t.count).toBe(40_000)
+    expect(t.find(raw, 5 * 32)).toBe(5)
+    expect(t.find(more, 5 * 32)).toBe(20_005)
   })
 })

@@ -63,6 +63,17 @@ describe('Buffers', () => {
     expect(b.made).toBe(made + 1)
     b.clear()
   })
+
+  it('with min (a worker reading a Blob: its largest slice), a buffer made for a short read fits every later one', () => {
+    const b = new Buffers()
+    b.min = 1000
+    const a = b.take(900)
+    expect(a.byteLength).toBe(1000)
+    b.give(new Uint8Array(a, 0, 900))
+    expect(b.take(1000)).toBe(a)
+    expect(b.made).toBe(1)
+    b.clear()
+  })
 })
 
 describe('readBlob', () => {

@@ -45,7 +45,46 @@ async function inOrder<T, R>(items: T[], f: (t: T) => Promise<R>, slicer: Slicer
   return out
 }
 
-const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+/** Names sorted at once, in one task; longer lists are merged in slices. */
+const SORT_RUN = 256
+
+/**
+ * `list` sorted by name (stable), in slices. Each name is read once: an entry's or handle's
+ * `name` is a getter into the browser, and a sort calling it twice per comparison took 30-90 ms
+ * on a folder of 5,000. Sorted in one task, 5,000 names still held the page's thread for
+ * 135 ms (a CDP profile of a 10,000-file drop, loaded machine): runs of SORT_RUN are sorted,
+ * then merged, the thread given back between slices.
+ */
+export async function sortByName<T extends { name: string }>(list: T[], slicer: { maybe(): Promise<void> }): Promise<T[]> {
+  let a: { k: string; x: T }[] = new Array(list.length)
+  for (let i = 0; i < list.length; i++) {
+    a[i] = { k: list[i].name, x: list[i] }
+    if ((i & 63) === 63) await slicer.maybe()
+  }
+  const cmp = (p: { k: string }, q: { k: string }) => (p.k < q.k ? -1 : p.k > q.k ? 1 : 0)
+  for (let i = 0; i < a.length; i += SORT_RUN) {
+    const run = a.slice(i, i + SORT_RUN).sort(cmp)
+    for (let j = 0; j < run.length; j++) a[i + j] = run[j]
+    await slicer.maybe()
+  }
+  let b: { k: string; x: T }[] = new Array(a.length)
+  for (let w = SORT_RUN; w < a.length; w *= 2) {
+    for (let lo = 0; lo < a.length; lo += 2 * w) {
+      const mid = Math.min(lo + w, a.length)
+      const hi = Math.min(lo + 2 * w, a.length)
+      let i = lo
+      let j = mid
+      for (let o = lo; o < hi; o++) {
+        b[o] = j >= hi || (i < mid && cmp(a[i], a[j]) <= 0) ? a[i++] : a[j++]
+        if ((o & 255) === 255) await slicer.maybe()
+      }
+    }
+    ;[a, b] = [b, a]
+  }
+  const out: T[] = new Array(a.length)
+  for (let i = 0; i < a.length; i++) out[i] = a[i].x
+  return out
+}
 
 /** The File System Access handles this walk uses (not in every TypeScript DOM library yet). */
 interface DirHandle {
@@ -87,12 +126,16 @@ export async function filesOfHandle(dir: DirHandle, onCount?: (n: number) => voi
       kids.push(h)
       await slicer.maybe()
     }
-    kids.sort(byName)
-    const files = kids.filter((h): h is FileHandle => h.kind === 'file')
+    const sorted = await sortByName(kids, slicer)
+    await slicer.maybe()
+    const files = sorted.filter((h): h is FileHandle => h.kind === 'file')
     const got = await inOrder(files, (h) => h.getFile(), slicer)
-    files.forEach((h, i) => out.push({ file: got[i], name: `${prefix}/${h.name}` }))
+    for (let i = 0; i < files.length; i++) {
+      out.push({ file: got[i], name: `${prefix}/${files[i].name}` })
+      await slicer.maybe()
+    }
     onCount?.(out.length)
-    for (const h of kids) if (h.kind === 'directory') await walk(h, `${prefix}/${h.name}`)
+    for (const h of sorted) if (h.kind === 'directory') await walk(h, `${prefix}/${h.name}`)
   }
   await walk(dir, dir.name)
   return out
@@ -121,7 +164,10 @@ export async function filesOfDrop(dt: DataTransfer, onCount?: (n: number) => voi
   const walk = async (list: FileSystemEntry[]): Promise<void> => {
     const files = list.filter((e): e is FileSystemFileEntry => e.isFile)
     const got = await inOrder(files, fileOf, slicer)
-    files.forEach((e, i) => out.push({ file: got[i], name: e.fullPath.replace(/^\/+/, '') || got[i].name }))
+    for (let i = 0; i < files.length; i++) {
+      out.push({ file: got[i], name: files[i].fullPath.replace(/^\/+/, '') || got[i].name })
+      await slicer.maybe()
+    }
     onCount?.(out.length)
     for (const e of list) {
       if (!e.isDirectory) continue
@@ -133,7 +179,9 @@ export async function filesOfDrop(dt: DataTransfer, onCount?: (n: number) => voi
         children.push(...batch)
         await slicer.maybe()
       }
-      await walk(children.sort(byName))
+      const sorted = await sortByName(children, slicer)
+      await slicer.maybe()
+      await walk(sorted)
     }
   }
   await walk(entries)

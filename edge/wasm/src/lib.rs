@@ -14,6 +14,7 @@
 use cutpoint_core::protocol::ingest::{open_frame, IngestError, PackIngest};
 use cutpoint_core::protocol::pack::{Frame, MAX_CHUNK};
 use cutpoint_core::protocol::part::{has_part_lines, part_id, Line, Part, PartRecipe};
+use cutpoint_core::protocol::part_delta::{expand_part_delta, is_part_delta, part_delta_head};
 use cutpoint_core::protocol::{delta, name, query, range, FileDigest};
 use cutpoint_core::rapid::{Recipe, RecipeEntry};
 use cutpoint_core::{Digest, HashAlg};
@@ -298,10 +299,16 @@ pub struct PartInfo {
     count: u64,
     bytes: u64,
     entries: Vec<u8>,
+    /// The canonical text of an expanded part delta (empty otherwise: the body is the text).
+    text: Vec<u8>,
 }
 
 #[wasm_bindgen]
 impl PartInfo {
+    /// An expanded part delta's canonical text, to store (empty for a part parsed as sent).
+    pub fn text(&self) -> Vec<u8> {
+        self.text.clone()
+    }
     #[wasm_bindgen(getter)]
     pub fn id(&self) -> String {
         self.id.clone()
@@ -331,6 +338,7 @@ fn part_info(p: &Part, body: &[u8]) -> PartInfo {
         count: p.entries.len() as u64,
         bytes: p.bytes(),
         entries: entries_bytes(p.entries.iter()),
+        text: Vec::new(),
     }
 }
 
@@ -342,6 +350,45 @@ pub fn parse_part(body: &[u8]) -> Result<PartInfo, JsError> {
         return Err(fail(400, format!("part: a chunk of {} bytes is over the store's limit of {MAX_CHUNK}", e.size)));
     }
     Ok(part_info(&p, body))
+}
+
+/// Whether a `POST parts` body is a part delta (PROTOCOL.md 3.8) rather than a part.
+#[wasm_bindgen(js_name = isPartDelta)]
+pub fn is_part_delta_js(body: &[u8]) -> bool {
+    is_part_delta(body)
+}
+
+/// A part delta's base part id (hex), from its head (400 `part delta: ...`): the Worker reads
+/// that part from the namespace before it calls [`expand_part_delta_js`].
+#[wasm_bindgen(js_name = partDeltaBase)]
+pub fn part_delta_base(body: &[u8]) -> Result<String, JsError> {
+    let head = part_delta_head(body).map_err(|e| fail(400, format!("part delta: {e}")))?;
+    Ok(cutpoint_core::hex(&head.base))
+}
+
+/// `POST parts` with a part delta: expanded by the core against the stored base part (`base`,
+/// its text, read back: it must hash to `base_id`, else 500 damaged), every bound checked
+/// before the part is built (400; 413 when the expanded text would pass `limit`, the store's
+/// `max_recipe_bytes`). The result is then stored exactly as an uploaded part: its canonical
+/// text (`text()`), its id the hash of that text, its chunks checked by the Durable Object.
+#[wasm_bindgen(js_name = expandPartDelta)]
+pub fn expand_part_delta_js(body: &[u8], base: &[u8], base_id: &str, limit: f64) -> Result<PartInfo, JsError> {
+    let b = Part::parse(base).map_err(|e| fail(500, format!("the stored part {base_id} is damaged: {e}")))?;
+    let stored = cutpoint_core::hex(&part_id(b.hash, base).unwrap_or_default());
+    if stored != base_id {
+        return Err(fail(500, format!("the stored part {base_id} is damaged: its text hashes to {stored}")));
+    }
+    let p = expand_part_delta(body, &b, limit as u64).map_err(|e| match e {
+        delta::ExpandError::TooLarge(m) => fail(413, format!("part delta: {m}")),
+        delta::ExpandError::Malformed(e) => fail(400, format!("part delta: {e}")),
+    })?;
+    if let Some(e) = p.entries.iter().find(|e| e.size as usize > MAX_CHUNK) {
+        return Err(fail(400, format!("part delta: a chunk of {} bytes is over the store's limit of {MAX_CHUNK}", e.size)));
+    }
+    let text = p.text().into_bytes();
+    let mut info = part_info(&p, &text);
+    info.text = text;
+    Ok(info)
 }
 
 /// A stored part, read back (restore, gc, check): it must parse and hash to `id` (hex); else

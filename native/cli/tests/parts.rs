@@ -8,6 +8,7 @@
 mod common;
 use common::*;
 use cutpoint_core::protocol::part::{Line, Part, PartCutter, PartRecipe};
+use cutpoint_core::protocol::part_delta::encode_part_delta;
 use cutpoint_core::protocol::query::{decode_ids, encode_ids};
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::rapid::RecipeEntry;
@@ -24,6 +25,7 @@ crate::both_backends!(
     a_part_repeated_within_max_commit_entries_commits_and_beyond_it_is_refused,
     a_stream_from_stdin_is_pushed_whole_or_in_parts_and_pulls_byte_identical,
     a_pull_reads_the_stored_recipe_and_its_parts_one_at_a_time,
+    a_part_delta_is_stored_as_its_expansion_and_a_bad_one_stores_nothing,
 );
 
 const MAX_RECIPE: &str = "16k";
@@ -272,6 +274,133 @@ fn the_client_pushes_a_big_file_in_parts_and_a_re_push_sends_only_changed_parts(
     let r2 = srv.push(&f2, "f", &["--ns", "t"]);
     let sent = r2["parts_sent"].as_u64().unwrap();
     assert!(sent >= 1 && sent * 2 < r2["parts"].as_u64().unwrap(), "only the changed parts are sent: {r2}");
+    assert_eq!(srv.pull("f", None, &["--ns", "t"]), file2);
+    srv.check(&["--ns", "t"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn post_body(srv: &Server, ns: &str, body: &[u8]) -> (u16, Value) {
+    let (st, _, b) = http("POST", &format!("{}/v1/ns/{ns}/parts", srv.url), None, &[], Some(body));
+    (st, json(&b))
+}
+
+fn parts_missing(srv: &Server, ns: &str, ids: &[Digest]) -> Vec<Digest> {
+    let (st, _, b) = http("POST", &format!("{}/v1/ns/{ns}/parts/query", srv.url), None, &[], Some(&encode_ids(ids)));
+    assert_eq!(st, 200);
+    decode_ids(&b, ids.len()).unwrap()
+}
+
+/// Part deltas (PROTOCOL.md 3.8, feature `part-delta`): `POST parts` with a delta body stores
+/// the expanded part under the id of its canonical text; a delta running past its base, naming
+/// a base the namespace lacks (or another namespace's), expanding past `max_recipe_bytes`, with
+/// a lying `end` line or naming a chunk the namespace lacks is refused (400, 409, 413) and
+/// stores nothing.
+fn a_part_delta_is_stored_as_its_expansion_and_a_bad_one_stores_nothing(b: Backend) {
+    let dir = tmpdir(&format!("parts-delta-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let srv = Server::start(&store, &["--max-recipe", MAX_RECIPE], &[]);
+    let (_, _, v1) = http("GET", &format!("{}/v1", srv.url), None, &[], None);
+    assert!(json(&v1)["features"].as_array().unwrap().iter().any(|f| f == "part-delta"), "GET /v1 lists 'part-delta'");
+    let chunks = upload(&srv, "t", &data(2 << 20, 95));
+    let parts = cut(&entries(&chunks));
+    assert!(parts.len() >= 4 && parts[0].entries.len() >= 8, "{} parts", parts.len());
+    let base = &parts[0];
+    assert_eq!(post_part(&srv, "t", base).0, 200);
+    // The base with two entries replaced by chunks of another part: runs and two lines.
+    let mut new = base.clone();
+    new.entries[3] = parts[1].entries[0].clone();
+    new.entries[6] = parts[1].entries[1].clone();
+    let good = String::from_utf8(encode_part_delta(&new, base)).unwrap();
+    assert!(good.len() * 3 < new.text().len(), "{good}");
+    // Another edit, for the bad deltas (so that nothing stored is seen by its id).
+    let mut other = base.clone();
+    other.entries[1] = parts[2].entries[0].clone();
+    let d = String::from_utf8(encode_part_delta(&other, base)).unwrap();
+    let n = other.entries.len();
+    let runs: Vec<&str> = d.lines().filter(|l| l.starts_with("= ")).collect();
+    let end_line = format!("end {n} {}", other.bytes());
+    // Run past the base's end: 400.
+    let past = d.replacen(runs[0], &format!("= {} 2", base.entries.len() - 1), 1);
+    let (st, v) = post_body(&srv, "t", past.as_bytes());
+    assert_eq!(st, 400, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("past the end"), "{v}");
+    // A lying end line: 400.
+    let (st, v) = post_body(&srv, "t", d.replace(&end_line, &format!("end {} {}", n + 1, other.bytes())).as_bytes());
+    assert_eq!(st, 400, "{v}");
+    // A base part the namespace lacks: 409 missing_parts naming it.
+    let d3 = String::from_utf8(encode_part_delta(&other, &parts[3])).unwrap();
+    let (st, v) = post_body(&srv, "t", d3.as_bytes());
+    assert_eq!((st, v["code"].as_str()), (409, Some("missing_parts")), "{v}");
+    assert_eq!(v["missing_parts"], serde_json::json!([hex(&parts[3].id())]));
+    // Another namespace's part is no base: 409 there too (tenants apart).
+    upload(&srv, "u", &data(8000, 96));
+    let (st, v) = post_body(&srv, "u", d.as_bytes());
+    assert_eq!((st, v["code"].as_str()), (409, Some("missing_parts")), "{v}");
+    // An expansion over --max-recipe (16 KiB) from a ~1 KB body: 413 before it is built.
+    let mut bomb = format!("cutpoint-part-delta 1\nhash blake3\nbase {}\n", hex(&base.id()));
+    let times = 100;
+    for _ in 0..times {
+        bomb += &format!("= 0 {}\n", base.entries.len());
+    }
+    bomb += &format!("end {} {}\n", base.entries.len() * times, base.bytes() * times as u64);
+    let (st, v) = post_body(&srv, "t", bomb.as_bytes());
+    assert_eq!(st, 413, "{v}");
+    // A chunk the namespace lacks: 409 missing_chunks, as for a part.
+    let mut stray = other.clone();
+    stray.entries[1].fp = [7; 32];
+    let (st, v) = post_body(&srv, "t", &encode_part_delta(&stray, base));
+    assert_eq!((st, v["code"].as_str()), (409, Some("missing_chunks")), "{v}");
+    // Nothing of these was stored.
+    let ids = [other.id(), stray.id(), new.id()];
+    assert_eq!(parts_missing(&srv, "t", &ids), ids.to_vec(), "a refused delta stores nothing");
+    assert_eq!(parts_missing(&srv, "u", &[other.id()]), vec![other.id()]);
+    // The good ones: stored as their expansion, under the id of its text.
+    for (p, body) in [(&new, good.as_bytes().to_vec()), (&other, d.into_bytes())] {
+        let (st, v) = post_body(&srv, "t", &body);
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["part"].as_str().unwrap(), hex(&p.id()));
+        assert_eq!(v["chunks"].as_u64().unwrap(), p.entries.len() as u64);
+        let (st, _, t) = get(&srv, &format!("t/parts/{}", hex(&p.id())));
+        assert_eq!(st, 200);
+        assert_eq!(String::from_utf8(t).unwrap(), p.text());
+    }
+    assert!(parts_missing(&srv, "t", &[new.id(), other.id()]).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A re-push of a file in parts with edits spread over it (PROTOCOL.md 5.1 step 5): the ids of
+/// the base version's parts are known present (not queried) and each changed part goes as a
+/// part delta against its base part, so the push sends about its novel bytes; the pull is
+/// byte-identical. (Before: every id queried again and every changed part sent whole.)
+#[test]
+fn a_re_push_in_parts_sends_part_deltas_and_queries_no_known_id() {
+    let dir = tmpdir("parts-repush-delta");
+    let store = Loc::new(Backend::Local, &dir, None);
+    let srv = Server::start(&store, &["--max-recipe", MAX_RECIPE], &[]);
+    let file = data(6 << 20, 97);
+    let f = write(&dir, "f", &file);
+    let r = srv.push(&f, "f", &["--ns", "t"]);
+    assert!(r["parts"].as_u64().unwrap() > 10, "{r}");
+    // Ten edits of 100 bytes, spread over the file.
+    let mut file2 = file.clone();
+    for k in 0..10 {
+        let at = k * (file.len() / 10) + 12_345;
+        file2[at..at + 100].fill(k as u8);
+    }
+    let f2 = write(&dir, "f2", &file2);
+    let r2 = srv.push(&f2, "f", &["--ns", "t"]);
+    let n = |k: &str| r2[k].as_u64().unwrap_or_else(|| panic!("{k}: {r2}"));
+    let (chunks, novel_chunks, novel) = (n("chunks"), n("novel_chunks"), n("novel_bytes"));
+    assert!(novel_chunks >= 10 && n("parts_sent") >= 5, "{r2}");
+    assert_eq!(n("parts_delta"), n("parts_sent"), "every changed part went as a delta: {r2}");
+    assert!(n("known_from_base") + novel_chunks >= chunks, "every unchanged id known from the base's parts: {r2}");
+    assert!(n("base_part_bytes") > 0, "{r2}");
+    // Beyond the packs and the recipe of part lines: the novel ids' queries, parts/query and
+    // the deltas. Re-querying every id alone would be 32 bytes a chunk; whole parts ~4 KB each.
+    let other = n("sent_bytes") - n("pack_bytes") - n("recipe_bytes");
+    assert!(other * 4 < chunks * 32, "queries and parts: {other} bytes for {chunks} chunks: {r2}");
+    assert!(n("sent_bytes") as f64 <= novel as f64 * 1.05 + n("recipe_bytes") as f64 + 4096.0, "{r2}");
     assert_eq!(srv.pull("f", None, &["--ns", "t"]), file2);
     srv.check(&["--ns", "t"]);
     let _ = std::fs::remove_dir_all(&dir);

@@ -40,7 +40,7 @@ pub struct Objects {
     /// copied (one write of its bytes, not two).
     local_root: Option<std::path::PathBuf>,
     /// A local store's recipe rows (`recipe_rows`): batch commits' recipes.
-    rows: Option<crate::recipe_rows::RecipeRows>,
+    rows: Option<Arc<crate::recipe_rows::RecipeRows>>,
     /// Held by a create-only put of a recipe key and by a put of recipe rows in a local
     /// store, so that a file and a row never both take one version.
     recipe_put: std::sync::Mutex<()>,
@@ -103,7 +103,7 @@ impl Objects {
             rt,
             desc: format!("directory {}", dir.display()),
             local_root: Some(dir.to_path_buf()),
-            rows: Some(crate::recipe_rows::RecipeRows::open(&dir.join("recipes.sqlite"))?),
+            rows: Some(Arc::new(crate::recipe_rows::RecipeRows::open(&dir.join("recipes.sqlite"))?)),
             recipe_put: std::sync::Mutex::new(()),
         })
     }
@@ -356,7 +356,11 @@ impl Objects {
         Ok(out)
     }
 
-    /// The recipe rows that may hold `key` (a local store's, for a recipe or tombstone key).
+    /// A local store's recipe rows (`None`: a bucket), for the index to answer their versions.
+    pub fn recipe_rows(&self) -> Option<Arc<crate::recipe_rows::RecipeRows>> {
+        self.rows.clone()
+    }
+
     /// At a clean stop: the recipe rows' database compacted (`RecipeRows::compact`).
     pub fn compact(&self) -> Result<()> {
         match &self.rows {
@@ -365,8 +369,9 @@ impl Objects {
         }
     }
 
+    /// The recipe rows that may hold `key` (a local store's, for a recipe or tombstone key).
     fn rows_for(&self, key: &str) -> Option<&crate::recipe_rows::RecipeRows> {
-        self.rows.as_ref().filter(|_| crate::recipe_rows::is_row_key(key))
+        self.rows.as_deref().filter(|_| crate::recipe_rows::is_row_key(key))
     }
 
     /// The size and last write of the row under `key`, if a row holds it.

@@ -14,6 +14,7 @@
 //! with backoff; a pull resumes where its verified chunks end (a `Range` request), a commit whose
 //! answer was lost is read back before it is sent again.
 
+use crate::base_parts::{base_lines, BaseLine, BaseWindow, WINDOW_BYTES};
 use crate::index::Version;
 use crate::spool::{tee, StreamSpool};
 use crate::store::{CheckReport, GcReport, PackReport};
@@ -619,6 +620,10 @@ pub struct PushReport {
     /// The recipe's parts (0: committed whole) and those the store lacked and were sent.
     pub parts: u64,
     pub parts_sent: u64,
+    /// Of the parts sent, those sent as part deltas against a part of the base version
+    /// (PROTOCOL.md 3.8), and the bytes of base parts read for that and for known ids.
+    pub parts_delta: u64,
+    pub base_part_bytes: u64,
     /// The most chunk ids the push held in memory at once (the ids asked about, where each lies
     /// in the input, the recipe's entries before it went to parts): a bound, not a size. A push
     /// in parts holds at most ~3 × 65,536 at any input size (issue #32).
@@ -676,6 +681,11 @@ struct Plan {
     max_entries: u64,
     /// The store lists `parts` and the push may use them.
     parts: bool,
+    /// The base version's part lines, where it was committed in parts with this profile and
+    /// fingerprint (its parts are read in a window: [`BaseWindow`]); and whether the store
+    /// takes part deltas (feature `part-delta`).
+    part_base: Vec<BaseLine>,
+    part_delta: bool,
     /// The store's `max_batch_files` when it lists the feature "batch".
     batch_files: Option<usize>,
     /// The zstd level novel chunks are compressed at (`None`: off, or the store lacks `zstd`).
@@ -697,6 +707,9 @@ struct Flow<'a> {
     compressed: AtomicU64,
     /// The most chunk ids the query stage held at once ([`PushReport::ids_held`]).
     ids_held: AtomicU64,
+    /// Parts sent as deltas; bytes of base parts read ([`PushReport::parts_delta`]).
+    parts_delta: AtomicU64,
+    base_read: AtomicU64,
     /// The same two per input (the input of the chunk's first occurrence), once the pack stage
     /// is done.
     per_input: Mutex<Vec<(u64, u64)>>,
@@ -714,6 +727,8 @@ impl<'a> Flow<'a> {
             stored: AtomicU64::new(0),
             compressed: AtomicU64::new(0),
             ids_held: AtomicU64::new(0),
+            parts_delta: AtomicU64::new(0),
+            base_read: AtomicU64::new(0),
             per_input: Mutex::new(Vec::new()),
             progress,
         }
@@ -753,6 +768,9 @@ struct Queried {
     novel_bytes: u64,
     known_hits: u64,
     hinted: u64,
+    /// The window on the base version's parts (a push of one input whose base is in parts):
+    /// the last part's delta is made against it when the recipe is sealed.
+    window: Option<BaseWindow>,
 }
 
 /// Where each id first occurs in the push's inputs: (input, offset, length).
@@ -870,9 +888,10 @@ fn conclude(client: &Client, name: &str, path: &Path, plan: &Plan, q: Queried, o
         novel_bytes,
         known_hits,
         hinted,
+        window,
     } = q;
     let (bytes, chunks) = (sink.bytes, sink.count);
-    let (digest, c, parts, parts_sent) = match sink.finish()? {
+    let (digest, c, parts, parts_sent) = match sink.finish(window.as_ref())? {
         Sealed::Whole(recipe) => {
             let digest = recipe.digest.ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
             (digest, stage_commit(client, name, &[path], plan, &recipe, offsets, flow)?, 0, 0)
@@ -900,6 +919,8 @@ fn conclude(client: &Client, name: &str, path: &Path, plan: &Plan, q: Queried, o
         hinted_chunks: hinted,
         parts,
         parts_sent,
+        parts_delta: flow.parts_delta.load(Ordering::Relaxed),
+        base_part_bytes: flow.base_read.load(Ordering::Relaxed),
         ids_held: flow.ids_held.load(Ordering::Relaxed),
         version: c.version.version,
         digest: hex(&digest),
@@ -971,16 +992,18 @@ struct RecipeSink {
     bytes: u64,
     digest: FileDigest,
     cutter: PartCutter,
-    closed: Vec<Part>,
+    /// Parts closed before the recipe went to parts, each with its delta against a base part.
+    closed: Vec<(Part, Option<Vec<u8>>)>,
     spool: Option<PartSpool>,
 }
 
 /// The parts of a push on disk (an unlinked temporary file) and their (id, count, bytes,
-/// offset, length) in it.
+/// offset, length, delta length) in it: a part's delta against a base part, if it has one,
+/// follows its text.
 struct PartSpool {
     file: std::fs::File,
     len: u64,
-    refs: Vec<(Digest, u64, u64, u64, u32)>,
+    refs: Vec<(Digest, u64, u64, u64, u32, u32)>,
 }
 
 impl PartSpool {
@@ -996,18 +1019,21 @@ impl PartSpool {
         Ok(PartSpool { file, len: 0, refs: Vec::new() })
     }
 
-    fn add(&mut self, p: &Part) -> R<()> {
+    fn add(&mut self, p: &Part, delta: Option<&[u8]>) -> R<()> {
         let text = p.text();
-        self.file
-            .write_all_at(text.as_bytes(), self.len)
-            .map_err(|e| ClientError::Io(format!("writing the recipe's parts to a temporary file: {e}")))?;
-        self.refs.push((p.id(), p.entries.len() as u64, p.bytes(), self.len, text.len() as u32));
-        self.len += text.len() as u64;
+        let delta = delta.unwrap_or_default();
+        let io = |e: io::Error| ClientError::Io(format!("writing the recipe's parts to a temporary file: {e}"));
+        self.file.write_all_at(text.as_bytes(), self.len).map_err(io)?;
+        self.file.write_all_at(delta, self.len + text.len() as u64).map_err(io)?;
+        self.refs.push((p.id(), p.entries.len() as u64, p.bytes(), self.len, text.len() as u32, delta.len() as u32));
+        self.len += (text.len() + delta.len()) as u64;
         Ok(())
     }
 
-    fn text(&self, i: usize) -> R<Vec<u8>> {
-        let (_, _, _, off, len) = self.refs[i];
+    /// Part `i`'s text, or (`delta`) its delta (empty where it has none).
+    fn text(&self, i: usize, delta: bool) -> R<Vec<u8>> {
+        let (_, _, _, off, len, dlen) = self.refs[i];
+        let (off, len) = if delta { (off + len as u64, dlen) } else { (off, len) };
         let mut b = vec![0; len as usize];
         self.file
             .read_exact_at(&mut b, off)
@@ -1041,7 +1067,9 @@ impl RecipeSink {
         }
     }
 
-    fn push(&mut self, e: RecipeEntry) -> R<()> {
+    /// Adds the next entry; a part it closes gets its delta against the base parts in
+    /// `window`, if any.
+    fn push(&mut self, e: RecipeEntry, window: Option<&BaseWindow>) -> R<()> {
         self.count += 1;
         if self.count > self.max_entries {
             return Err(too_many_entries(self.max_entries, "has"));
@@ -1050,9 +1078,10 @@ impl RecipeSink {
         self.digest.add(&e.fp, e.size);
         if self.parts_ok {
             if let Some(p) = self.cutter.push(e.clone()) {
+                let delta = window.and_then(|w| w.delta_for(&p, &p.id(), p.text().len() as u64));
                 match &mut self.spool {
-                    Some(s) => s.add(&p)?,
-                    None => self.closed.push(p),
+                    Some(s) => s.add(&p, delta.as_deref())?,
+                    None => self.closed.push((p, delta)),
                 }
             }
         }
@@ -1064,8 +1093,8 @@ impl RecipeSink {
         // The header and end lines are under 300 bytes.
         if self.parts_ok && needs_parts(self.count, self.text_len + 300, self.max_recipe) {
             let mut s = PartSpool::new()?;
-            for p in std::mem::take(&mut self.closed) {
-                s.add(&p)?;
+            for (p, d) in std::mem::take(&mut self.closed) {
+                s.add(&p, d.as_deref())?;
             }
             self.spool = Some(s);
             self.entries = Vec::new();
@@ -1073,7 +1102,13 @@ impl RecipeSink {
         Ok(())
     }
 
-    fn finish(mut self) -> R<Sealed> {
+    /// The file offset where the open part starts.
+    fn part_start(&self) -> u64 {
+        self.bytes - self.cutter.pending_bytes()
+    }
+
+    /// Seals the recipe; the last part gets its delta against the base parts in `window`.
+    fn finish(mut self, window: Option<&BaseWindow>) -> R<Sealed> {
         let digest = std::mem::replace(&mut self.digest, FileDigest::new(self.alg)).finish();
         match self.spool.take() {
             None => Ok(Sealed::Whole(Recipe {
@@ -1084,7 +1119,8 @@ impl RecipeSink {
             })),
             Some(mut s) => {
                 if let Some(p) = self.cutter.finish() {
-                    s.add(&p)?;
+                    let delta = window.and_then(|w| w.delta_for(&p, &p.id(), p.text().len() as u64));
+                    s.add(&p, delta.as_deref())?;
                 }
                 let lines = s.refs.iter().map(|r| Line::Part { id: r.0, count: r.1, bytes: r.2 }).collect();
                 let r = PartRecipe {
@@ -1151,10 +1187,16 @@ fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, flow
         if !missing.contains(&r.0) {
             continue;
         }
-        let text = spool.text(i)?;
+        // Its delta against a base part where it has one and the store takes them
+        // (PROTOCOL.md 3.8), else its text; a delta refused (its base gone meanwhile, or
+        // any 4xx): the text.
+        let mut delta = plan.part_delta && r.5 > 0;
         let mut rounds = 0;
         loop {
-            match client.put_part(&text) {
+            let body = spool.text(i, delta)?;
+            flow.sent.fetch_add(body.len() as u64, Ordering::Relaxed);
+            flow.progress.sent_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+            match client.put_part(&body) {
                 Ok(_) => break,
                 // Chunks of the part collected since they were found present: sent again.
                 Err(ClientError::Missing(lost)) if rounds < 3 => {
@@ -1162,11 +1204,13 @@ fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, flow
                     let offsets = locate(path, plan, &lost)?;
                     resend_missing(client, &[path], plan, &offsets, &lost, flow)?;
                 }
+                Err(ClientError::Http { status: 400..=499, .. }) if delta => delta = false,
                 Err(e) => return Err(e),
             }
         }
-        flow.sent.fetch_add(text.len() as u64, Ordering::Relaxed);
-        flow.progress.sent_bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
+        if delta {
+            flow.parts_delta.fetch_add(1, Ordering::Relaxed);
+        }
         n += 1;
     }
     Ok(n)
@@ -1221,6 +1265,11 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
         .and_then(|f| f.as_array())
         .is_some_and(|f| f.iter().any(|x| x == "zstd"));
     let level = opts.compression.level().filter(|_| zstd);
+    let part_delta = parts
+        && info
+            .get("features")
+            .and_then(|f| f.as_array())
+            .is_some_and(|f| f.iter().any(|x| x == "part-delta"));
     let Some(name) = name else {
         return Ok(Plan {
             level,
@@ -1235,19 +1284,27 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
             max_recipe,
             max_entries,
             parts,
+            part_base: Vec::new(),
+            part_delta,
             stream: None,
         });
     };
     // The base recipe (the latest version of the same name, same profile and fingerprint):
     // chunks known present without asking, the base of a delta commit, and RapidCDC hints.
     // A damaged latest recipe is no base: the push commits its whole recipe.
-    // A version committed in parts is no base (its stored text is read, `?parts=1`, not its
-    // expansion): its unchanged parts are found present by `parts/query` instead.
+    // A version committed in parts is no such base (its stored text is read, `?parts=1`, not
+    // its expansion): its part lines are kept, and its parts read in a window as the file is
+    // chunked ([`BaseWindow`]: known ids, part deltas); unchanged parts are found present by
+    // `parts/query`.
     let latest = match client.head(name, None) {
         Err(ClientError::Verify(_) | ClientError::Protocol(_)) => None,
         r => r?,
     };
     let before = latest.as_ref().map(|(v, _)| *v);
+    let part_base = match &latest {
+        Some((_, r)) if parts && r.has_parts() && r.profile == engine.profile().to_string() && r.hash == alg => base_lines(&r.lines),
+        _ => Vec::new(),
+    };
     let base: Option<(u64, Recipe)> = latest
         .and_then(|(v, r)| r.into_recipe().map(|r| (v, r)))
         .filter(|(_, b)| b.profile == engine.profile().to_string() && b.hash == alg);
@@ -1271,6 +1328,8 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
         max_recipe,
         max_entries,
         parts,
+        part_base,
+        part_delta,
         batch_files,
         stream: None,
     })
@@ -1428,8 +1487,12 @@ fn stage_query(
             novel_bytes: 0,
             known_hits: 0,
             hinted: 0,
+            window: None,
         })
         .collect();
+    // The base version's parts near the offset being queried (one input: a push of a file or
+    // a stream whose base is in parts).
+    let mut window = (inputs == 1 && !plan.part_base.is_empty()).then(|| BaseWindow::new(plan.alg, plan.part_base.clone(), plan.part_delta));
     let mut offsets = Offsets::new();
     // Recipe entries held in memory by the inputs' sinks (before their recipes go to parts).
     let mut entries_held = 0usize;
@@ -1447,15 +1510,23 @@ fn stage_query(
             known.clear();
         }
         let end = batch.last().map_or(0, |it| it.off + it.len as u64);
+        if let Some(w) = &mut window {
+            // From before the open part (its delta's base) to past this batch.
+            let lo = qs[0].recipe.part_start().saturating_sub(WINDOW_BYTES);
+            w.advance(client, lo, end + WINDOW_BYTES);
+        }
         for it in &batch {
             let q = &mut qs[it.file as usize];
             let before = q.recipe.entries.len();
-            if let Err(e) = q.recipe.push(RecipeEntry {
-                fp: it.id,
-                size: it.len,
-                last: it.last,
-                regular: it.regular,
-            }) {
+            if let Err(e) = q.recipe.push(
+                RecipeEntry {
+                    fp: it.id,
+                    size: it.len,
+                    last: it.last,
+                    regular: it.regular,
+                },
+                window.as_ref(),
+            ) {
                 flow.fail(e);
                 break;
             }
@@ -1467,15 +1538,17 @@ fn stage_query(
             } else if !offsets.is_empty() {
                 offsets = HashMap::new();
             }
-            if known_base.contains(&it.id) {
+            // In the base recipe, or in a base part in the window: present, not asked.
+            let in_base = known_base.contains(&it.id) || window.as_ref().is_some_and(|w| w.contains(&it.id));
+            if in_base {
                 q.known_hits += 1;
             }
-            if known.insert(it.id) {
+            if !in_base && known.insert(it.id) {
                 ask.push(it.id);
             }
             flow.progress.processed.fetch_add(it.len as u64, Ordering::Relaxed);
         }
-        let held = known.len() + known_base.len() + offsets.len() + here.len() + entries_held;
+        let held = known.len() + known_base.len() + offsets.len() + here.len() + entries_held + window.as_ref().map_or(0, |w| w.len());
         flow.ids_held.fetch_max(held as u64, Ordering::Relaxed);
         if ask.is_empty() {
             if let Some(s) = &plan.stream {
@@ -1512,6 +1585,10 @@ fn stage_query(
     drop(novel_tx);
     // Drain so that the chunker never blocks on a full channel after an error.
     for _ in chunk_rx.iter() {}
+    if let Some(w) = window {
+        flow.base_read.fetch_add(w.read_bytes, Ordering::Relaxed);
+        qs[0].window = Some(w);
+    }
     (qs, offsets)
 }
 
@@ -1884,6 +1961,8 @@ fn unchanged_report(e: &crate::pushcache::Entry, v: Version, body: u64, delta_ba
         hinted_chunks: 0,
         parts: 0,
         parts_sent: 0,
+        parts_delta: 0,
+        base_part_bytes: 0,
         ids_held: 0,
         version: v.version,
         digest: v.digest,
@@ -2071,6 +2150,8 @@ fn push_read(
                 hinted_chunks: 0,
                 parts: 0,
                 parts_sent: 0,
+                parts_delta: 0,
+                base_part_bytes: 0,
                 // The whole push's (the files share the query stage).
                 ids_held,
                 version: version.version,
@@ -2131,7 +2212,7 @@ fn seal_recipe(_plan: &Plan, q: Queried, meta: &std::fs::Metadata, path: &Path) 
         novel_chunks: q.novel_chunks,
         novel_bytes: q.novel_bytes,
     };
-    Ok((q.recipe.finish()?, counts))
+    Ok((q.recipe.finish(None)?, counts))
 }
 
 /// Commits the recipes of a push of many files: in batches within the store's

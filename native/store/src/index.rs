@@ -1,5 +1,8 @@
 //! The index: chunk id → (pack, offset, length), the packs, and the committed versions, per
-//! namespace, in an embedded SQLite database (`rusqlite`, bundled: nothing to install).
+//! namespace, in an embedded SQLite database (`rusqlite`, bundled: nothing to install). In a
+//! local store the versions whose recipe is a recipe row (`recipe_rows`: a batch commit's) are
+//! not copied here: the version methods read them from the rows, so each file's name is
+//! stored once.
 //!
 //! The index is a cache of what the objects say: every row can be rebuilt from the packs and
 //! recipes (`Store::reconcile`, at every start), so a lost or stale index loses nothing. That is
@@ -21,6 +24,7 @@ use crate::error::{Result, StoreError};
 use cutpoint_core::protocol::pack::Frame;
 use cutpoint_core::{Digest, HashAlg};
 use crate::idset::{row32, Entry, IdSet, RowFile, Val};
+use crate::recipe_rows::RecipeRows;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::Path;
@@ -41,6 +45,9 @@ pub struct Index {
     rows: Arc<RowFile>,
     /// Ids whose length was looked up ([`Index::lengths`]): a count for tests and stats.
     length_reads: AtomicU64,
+    /// A local store's recipe rows ([`Index::set_recipe_rows`]): the versions they hold are
+    /// answered from them, not copied into the versions table.
+    recipes: Option<Arc<RecipeRows>>,
 }
 
 /// Where a chunk rests.
@@ -86,8 +93,10 @@ PRAGMA wal_autocheckpoint = 16384;
 /// rebuilt from the objects (it is a cache): version 3 added the raw length of compressed chunks;
 /// version 4 keys the chunks table by row number (pack order) instead of (namespace, id);
 /// version 5 keeps a version's digest as 32 bytes (was 64 hex characters) and finds a pack's
-/// rows by the range of row numbers its `packs` row holds (was an index on the chunks' pack).
-const SCHEMA_VERSION: i64 = 5;
+/// rows by the range of row numbers its `packs` row holds (was an index on the chunks' pack);
+/// version 6 no longer copies a version whose recipe is a recipe row into `versions` (the rows
+/// answer it: [`Index::set_recipe_rows`]), so a version 5 index, which holds those, is rebuilt.
+const SCHEMA_VERSION: i64 = 6;
 
 /// Namespaces and packs are small integers in the big table, so that a chunk row is ~55 bytes
 /// (row number, id, pack number, offset, stored length, raw length where compressed). Rows are
@@ -192,7 +201,16 @@ impl Index {
             ids: RwLock::new(ids),
             rows,
             length_reads: AtomicU64::new(0),
+            recipes: None,
         })
+    }
+
+    /// A local store's recipe rows (batch commits' recipes, objects in `recipes.sqlite`): from
+    /// now on [`Index::version`], [`Index::versions`] and [`Index::max_version`] answer the
+    /// versions they hold from them, besides the versions table, which then holds only the
+    /// versions whose recipe is a file. Each file's name is stored once: issue #33's store size.
+    pub fn set_recipe_rows(&mut self, rows: Arc<RecipeRows>) {
+        self.recipes = Some(rows);
     }
 
     /// At a clean stop: the write-ahead log folded into the database and emptied, and a
@@ -614,29 +632,33 @@ impl Index {
     /// The highest version number `name` ever had: its latest version, or a deleted one above
     /// it (a version number is never given twice).
     pub fn max_version(&self, ns: &str, name: &str) -> Result<u64> {
-        let c = self.c();
-        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(0) };
-        let v: Option<i64> = c.query_row(
-            "SELECT MAX(v) FROM (SELECT MAX(version) AS v FROM versions WHERE nsid = ?1 AND name = ?2
-             UNION ALL SELECT version FROM deleted WHERE nsid = ?1 AND name = ?2)",
-            params![nsid, name],
-            |r| r.get(0),
-        )?;
-        Ok(v.unwrap_or(0) as u64)
+        Ok(self.max_versions(ns, &[name])?[0])
     }
 
     /// [`Index::max_version`] of each of `names`, in one pass (a batch commit's names).
     pub fn max_versions(&self, ns: &str, names: &[&str]) -> Result<Vec<u64>> {
-        let c = self.c();
-        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(vec![0; names.len()]) };
-        let mut s = c.prepare_cached(
-            "SELECT MAX(v) FROM (SELECT MAX(version) AS v FROM versions WHERE nsid = ?1 AND name = ?2
-             UNION ALL SELECT version FROM deleted WHERE nsid = ?1 AND name = ?2)",
-        )?;
-        names
-            .iter()
-            .map(|n| Ok(s.query_row(params![nsid, n], |r| r.get::<_, Option<i64>>(0))?.unwrap_or(0) as u64))
-            .collect()
+        let mut out = {
+            let c = self.c();
+            match Self::nsid(&c, ns)? {
+                None => vec![0; names.len()],
+                Some(nsid) => {
+                    let mut s = c.prepare_cached(
+                        "SELECT MAX(v) FROM (SELECT MAX(version) AS v FROM versions WHERE nsid = ?1 AND name = ?2
+                         UNION ALL SELECT version FROM deleted WHERE nsid = ?1 AND name = ?2)",
+                    )?;
+                    names
+                        .iter()
+                        .map(|n| Ok(s.query_row(params![nsid, n], |r| r.get::<_, Option<i64>>(0))?.unwrap_or(0) as u64))
+                        .collect::<Result<Vec<u64>>>()?
+                }
+            }
+        };
+        if let Some(rows) = &self.recipes {
+            for (o, n) in out.iter_mut().zip(names) {
+                *o = (*o).max(rows.max_version(ns, n)?);
+            }
+        }
+        Ok(out)
     }
 
     /// Records that version `version` of `name` was deleted (its tombstone object exists): the
@@ -662,6 +684,8 @@ impl Index {
         Ok(v.unwrap_or(0) as u64)
     }
 
+    /// A version whose recipe is a file (or any version, in a bucket). A version whose recipe
+    /// is a recipe row is not added: the rows answer it (see [`Index::set_recipe_rows`]).
     pub fn add_version(&self, ns: &str, v: &Version) -> Result<()> {
         let c = self.c();
         let nsid = Self::nsid_mut(&c, ns)?;
@@ -669,23 +693,6 @@ impl Index {
             "INSERT OR REPLACE INTO versions(nsid, name, version, bytes, chunks, digest, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![nsid, v.name, v.version as i64, v.bytes as i64, v.chunks as i64, digest_value(&v.digest), v.created],
         )?;
-        Ok(())
-    }
-
-    /// Several versions in one transaction (a batch commit).
-    pub fn add_versions(&self, ns: &str, vs: &[Version]) -> Result<()> {
-        let mut c = self.c();
-        let nsid = Self::nsid_mut(&c, ns)?;
-        let tx = c.transaction()?;
-        {
-            let mut s = tx.prepare_cached(
-                "INSERT OR REPLACE INTO versions(nsid, name, version, bytes, chunks, digest, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            for v in vs {
-                s.execute(params![nsid, v.name, v.version as i64, v.bytes as i64, v.chunks as i64, digest_value(&v.digest), v.created])?;
-            }
-        }
-        tx.commit()?;
         Ok(())
     }
 
@@ -703,38 +710,68 @@ impl Index {
         })
     }
 
-    /// A version (`None`: the latest).
+    /// A version (`None`: the latest), from the versions table or the recipe rows.
     pub fn version(&self, ns: &str, name: &str, version: Option<u64>) -> Result<Option<Version>> {
-        let c = self.c();
-        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(None) };
-        let q = "SELECT name, version, bytes, chunks, digest, created FROM versions WHERE nsid = ?1 AND name = ?2";
-        Ok(match version {
-            Some(v) => c
-                .query_row(&format!("{q} AND version = ?3"), params![nsid, name, v as i64], Self::row)
-                .optional()?,
-            None => c
-                .query_row(&format!("{q} ORDER BY version DESC LIMIT 1"), params![nsid, name], Self::row)
-                .optional()?,
+        let table = {
+            let c = self.c();
+            match Self::nsid(&c, ns)? {
+                None => None,
+                Some(nsid) => {
+                    let q = "SELECT name, version, bytes, chunks, digest, created FROM versions WHERE nsid = ?1 AND name = ?2";
+                    match version {
+                        Some(v) => c
+                            .query_row(&format!("{q} AND version = ?3"), params![nsid, name, v as i64], Self::row)
+                            .optional()?,
+                        None => c
+                            .query_row(&format!("{q} ORDER BY version DESC LIMIT 1"), params![nsid, name], Self::row)
+                            .optional()?,
+                    }
+                }
+            }
+        };
+        let row = match &self.recipes {
+            Some(rows) => rows.version(ns, name, version)?,
+            None => None,
+        };
+        // A version number is a file's or a row's, never both; the latest is the higher.
+        Ok(match (table, row) {
+            (Some(t), Some(r)) => Some(if r.version > t.version { r } else { t }),
+            (t, r) => t.or(r),
         })
     }
 
-    /// Every version of a namespace (of one name, with `name`), by name then version.
+    /// Every version of a namespace (of one name, with `name`), by name then version: the
+    /// versions table's and the recipe rows'.
     pub fn versions(&self, ns: &str, name: Option<&str>) -> Result<Vec<Version>> {
-        let c = self.c();
-        let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(Vec::new()) };
-        let q = "SELECT name, version, bytes, chunks, digest, created FROM versions WHERE nsid = ?1";
-        let v = match name {
-            Some(n) => {
-                let mut s = c.prepare(&format!("{q} AND name = ?2 ORDER BY version"))?;
-                let r = s.query_map(params![nsid, n], Self::row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-                r
-            }
-            None => {
-                let mut s = c.prepare(&format!("{q} ORDER BY name, version"))?;
-                let r = s.query_map(params![nsid], Self::row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-                r
+        let mut v = {
+            let c = self.c();
+            match Self::nsid(&c, ns)? {
+                None => Vec::new(),
+                Some(nsid) => {
+                    let q = "SELECT name, version, bytes, chunks, digest, created FROM versions WHERE nsid = ?1";
+                    match name {
+                        Some(n) => {
+                            let mut s = c.prepare(&format!("{q} AND name = ?2 ORDER BY version"))?;
+                            let r = s.query_map(params![nsid, n], Self::row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+                            r
+                        }
+                        None => {
+                            let mut s = c.prepare(&format!("{q} ORDER BY name, version"))?;
+                            let r = s.query_map(params![nsid], Self::row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+                            r
+                        }
+                    }
+                }
             }
         };
+        if let Some(rows) = &self.recipes {
+            let more = rows.versions(ns, name)?;
+            if !more.is_empty() {
+                v.extend(more);
+                // Both are in (name, version) order, names compared as bytes (SQLite's BINARY).
+                v.sort_by(|a, b| (a.name.as_bytes(), a.version).cmp(&(b.name.as_bytes(), b.version)));
+            }
+        }
         Ok(v)
     }
 

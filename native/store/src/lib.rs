@@ -7,7 +7,8 @@
 //!   and `Host` names by [`access`]), call the
 //!   store on a blocking thread, and map the result to a status;
 //! * [`client`] — the HTTP client and the push / pull pipelines used by `cutpoint push` / `pull`
-//!   ([`spool`]: the window of a pushed stream, `cutpoint push -`).
+//!   ([`spool`]: the window of a pushed stream, `cutpoint push -`; [`base_parts`]: the window
+//!   on a base version's parts, for known ids and part deltas).
 //!
 //! The wire format itself (pack frames, query bodies, names, recipes) lives in
 //! `cutpoint_core::protocol`, shared with the wasm build. `PROTOCOL.md` documents each request.
@@ -15,6 +16,7 @@
 pub mod access;
 pub mod auth;
 pub mod backend;
+pub mod base_parts;
 pub mod client;
 pub mod error;
 pub mod idset;

@@ -17,6 +17,8 @@
 //! store is written in the same compact form, its head inline ([`encode_file`]).
 
 use crate::error::{Result, StoreError};
+use crate::index::Version;
+use crate::store::Stored;
 use bytes::Bytes;
 use cutpoint_core::protocol::name::{name_from_key, name_key};
 use cutpoint_core::protocol::FileDigest;
@@ -214,6 +216,74 @@ impl RecipeRows {
         Ok(out)
     }
 
+    /// The committed versions the rows hold in namespace `ns` (of one name, with `name`), by
+    /// name then version, each read from its body ([`RecipeRows::row_version`]). Created: the
+    /// row's write.
+    pub fn versions(&self, ns: &str, name: Option<&str>) -> Result<Vec<Version>> {
+        let c = self.c();
+        let mut s = c
+            .prepare_cached(
+                "SELECT name, version, modified, body FROM recipes
+                 WHERE ns = ?1 AND (?2 IS NULL OR name = ?2) AND deleted = 0 ORDER BY name, version",
+            )
+            .map_err(sql)?;
+        let mut q = s.query(params![ns, name]).map_err(sql)?;
+        let mut out = Vec::new();
+        while let Some(r) = q.next().map_err(sql)? {
+            out.push(Self::row_version(&c, r)?);
+        }
+        Ok(out)
+    }
+
+    /// Version `version` of `name` (`None`: its highest), if a row holds it.
+    pub fn version(&self, ns: &str, name: &str, version: Option<u64>) -> Result<Option<Version>> {
+        let c = self.c();
+        let mut s = c
+            .prepare_cached(
+                "SELECT name, version, modified, body FROM recipes
+                 WHERE ns = ?1 AND name = ?2 AND (?3 IS NULL OR version = ?3) AND deleted = 0 ORDER BY version DESC",
+            )
+            .map_err(sql)?;
+        let mut q = s.query(params![ns, name, version.map(|v| v as i64)]).map_err(sql)?;
+        match q.next().map_err(sql)? {
+            Some(r) => Ok(Some(Self::row_version(&c, r)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The highest version number a row of `name` holds (0: none), whether it reads or not.
+    pub fn max_version(&self, ns: &str, name: &str) -> Result<u64> {
+        let v: Option<i64> = self
+            .c()
+            .prepare_cached("SELECT MAX(version) FROM recipes WHERE ns = ?1 AND name = ?2")
+            .map_err(sql)?
+            .query_row(params![ns, name], |r| r.get(0))
+            .map_err(sql)?;
+        Ok(v.unwrap_or(0) as u64)
+    }
+
+    /// A row (name, version, modified, body) as a version: its sizes and digest from its
+    /// recipe, compact or text. A body that does not read as a recipe (damaged at rest) is
+    /// still a version, with sizes 0 and no digest, as the index kept a version damaged after
+    /// it was indexed: a restore of it answers `damaged`, `check` names it, it can be deleted.
+    fn row_version(c: &Connection, r: &rusqlite::Row) -> Result<Version> {
+        let name: String = r.get(0).map_err(sql)?;
+        let version = r.get::<_, i64>(1).map_err(sql)? as u64;
+        let created: i64 = r.get(2).map_err(sql)?;
+        let stored = match r.get_ref(3).map_err(sql)? {
+            rusqlite::types::ValueRef::Blob(b) | rusqlite::types::ValueRef::Text(b) => match decode_recipe(Some(c), b) {
+                Ok(Some(recipe)) => Some(Stored::Plain(recipe)),
+                Ok(None) => Stored::read(b).ok(),
+                Err(_) => None,
+            },
+            _ => None,
+        };
+        Ok(match stored {
+            Some(s) => Version { created, ..crate::store::version_row(&name, version, &s) },
+            None => Version { name, version, bytes: 0, chunks: 0, digest: String::new(), created },
+        })
+    }
+
     fn insert(c: &Connection, k: &RowKey, text: &[u8], taken: &impl Fn(&str) -> Result<bool>) -> Result<bool> {
         if taken(&k.key())? {
             return Ok(false);
@@ -326,6 +396,14 @@ fn compact(c: Option<&Connection>, text: &[u8]) -> Result<Option<Vec<u8>>> {
 
 /// The text of a row's body.
 fn decode(c: Option<&Connection>, body: &[u8]) -> Result<Vec<u8>> {
+    let Some(r) = decode_recipe(c, body)? else { return Ok(body.to_vec()) };
+    let mut text = Vec::new();
+    r.write(&mut text).map_err(|_| StoreError::Damaged("a compact recipe does not read".into()))?;
+    Ok(text)
+}
+
+/// The recipe of a compact body (`None`: the body is not compact, it is the text itself).
+fn decode_recipe(c: Option<&Connection>, body: &[u8]) -> Result<Option<Recipe>> {
     let bad = || StoreError::Damaged("a compact recipe does not read".into());
     let mut at = 0;
     let (b, head): (&[u8], String) = match (c, body.strip_prefix(MAGIC), body.strip_prefix(MAGIC_FILE)) {
@@ -346,7 +424,7 @@ fn decode(c: Option<&Connection>, body: &[u8]) -> Result<Vec<u8>> {
             at += n;
             (b, String::from_utf8(head.to_vec()).map_err(|_| bad())?)
         }
-        _ => return Ok(body.to_vec()),
+        _ => return Ok(None),
     };
     let (alg, profile) = head.split_once('\n').ok_or_else(bad)?;
     let hash = HashAlg::parse(alg).map_err(|_| bad())?;
@@ -382,9 +460,7 @@ fn decode(c: Option<&Connection>, body: &[u8]) -> Result<Vec<u8>> {
         2 => stored,
         _ => return Err(bad()),
     };
-    let mut text = Vec::new();
-    r.write(&mut text).map_err(|_| bad())?;
-    Ok(text)
+    Ok(Some(r))
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use cutpoint_core::protocol::name::{name_from_key, name_key, validate_name, vali
 use cutpoint_core::protocol::codec::{Codec, Decompressor};
 use cutpoint_core::protocol::pack::{encode_frame_head, encode_pack_header, Frame, FrameHead, Layout, PackReader, PackWriter, FRAME_HEAD_LEN, HEADER_LEN, MAX_CHUNK};
 use cutpoint_core::protocol::part::{has_part_lines, Line, Part, PartRecipe};
+use cutpoint_core::protocol::part_delta::{expand_part_delta, is_part_delta, part_delta_head};
 use cutpoint_core::protocol::WireError;
 use cutpoint_core::rapid::{Recipe, RecipeEntry};
 use cutpoint_core::{hex, Digest, HashAlg};
@@ -252,7 +253,10 @@ impl Store {
         if let Some(d) = index_path.parent() {
             std::fs::create_dir_all(d)?;
         }
-        let index = Index::open(index_path, reindex)?;
+        let mut index = Index::open(index_path, reindex)?;
+        if let Some(rows) = objects.recipe_rows() {
+            index.set_recipe_rows(rows);
+        }
         let _ = std::fs::remove_dir_all(tmp);
         std::fs::create_dir_all(tmp)?;
         let shared = !objects.is_local();
@@ -697,10 +701,48 @@ impl Store {
 
     /// `POST parts`: stores a recipe part (PROTOCOL.md 3.7) once its chunks are all present
     /// with the part's lengths; create-only (a part already there: nothing written).
+    /// A part delta (PROTOCOL.md 3.8, feature `part-delta`) is expanded against its base part
+    /// first ([`Store::expand_part_delta`]) and the result stored as if it had been uploaded.
     pub fn put_part(&self, ns: &str, body: &[u8]) -> Result<PartStored> {
         check_ns(ns)?;
+        if is_part_delta(body) {
+            let part = self.expand_part_delta(ns, body)?;
+            return self.store_part(ns, part, None);
+        }
         let part = Part::parse(body).map_err(|e| StoreError::BadRequest(format!("part: {e}")))?;
+        self.store_part(ns, part, Some(body))
+    }
+
+    /// A part delta's expansion: its base part read from the namespace (409 `missing_parts`
+    /// naming it where the namespace lacks it), every bound checked before the part is built
+    /// (400; 413 where the expanded text would pass `max_recipe_bytes`, the largest part body).
+    fn expand_part_delta(&self, ns: &str, body: &[u8]) -> Result<Part> {
+        let head = part_delta_head(body).map_err(|e| StoreError::BadRequest(format!("part delta: {e}")))?;
+        self.check_alg(ns, head.hash, "part delta")?;
+        let Some(base) = self.load_part(ns, &head.base)? else {
+            return Err(StoreError::MissingParts {
+                message: format!("the part delta's base part is not in namespace '{ns}'; nothing was stored"),
+                missing: vec![head.base],
+            });
+        };
+        expand_part_delta(body, &base, self.limits.max_recipe).map_err(|e| match e {
+            delta::ExpandError::TooLarge(m) => StoreError::TooLarge(format!("part delta: {m}")),
+            delta::ExpandError::Malformed(e) => StoreError::BadRequest(format!("part delta: {e}")),
+        })
+    }
+
+    /// Stores a parsed part (`text`: its canonical text where the caller has it) once its
+    /// chunks are all present with its lengths; create-only.
+    fn store_part(&self, ns: &str, part: Part, text: Option<&[u8]>) -> Result<PartStored> {
         self.check_alg(ns, part.hash, "part")?;
+        let owned;
+        let body = match text {
+            Some(t) => t,
+            None => {
+                owned = part.text().into_bytes();
+                &owned
+            }
+        };
         let id = cutpoint_core::protocol::part::part_id(part.hash, body).unwrap_or_default();
         let rep = PartStored {
             part: hex(&id),
@@ -1060,10 +1102,8 @@ impl Store {
                 }
             }
         }
-        // Published in one transaction of recipe rows, then indexed.
+        // Published in one transaction of recipe rows, which the index reads its versions from.
         let versions = self.publish_group(ns, files, &res)?;
-        let rows: Vec<Version> = versions.iter().filter_map(|v| v.clone()).collect();
-        self.index.add_versions(ns, &rows)?;
         Ok(res
             .into_iter()
             .zip(versions)
@@ -1891,7 +1931,7 @@ fn join(mut pieces: Vec<Bytes>) -> Bytes {
     Bytes::from(v)
 }
 
-fn version_row(name: &str, version: u64, r: &Stored) -> Version {
+pub(crate) fn version_row(name: &str, version: u64, r: &Stored) -> Version {
     let (bytes, chunks, digest) = match r {
         Stored::Plain(r) => (r.total_bytes(), r.entries.len() as u64, r.digest),
         Stored::Parts(r) => (r.bytes, r.count, r.digest),

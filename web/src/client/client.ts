@@ -11,6 +11,7 @@ import { Http, type RetryEvent } from './http.js'
 import type { PushInput } from './input.js'
 import { pull, type PullInfo, type PullOptions } from './pull.js'
 import { push, COMPRESSIONS, type Compression, type PushOptions, type PushResult } from './push.js'
+import { parseFiles } from './list.js'
 import { pushMany, type ManyInput, type PushManyOptions, type PushManyResult } from './many.js'
 import { startCompressionPool } from '../workers.js'
 import type { Pool } from '../pool.js'
@@ -236,16 +237,17 @@ export function createClient(opts: ClientOptions): Client {
     async list() {
       live()
       const h = await ready()
-      const v: any = await h.requestRead('GET', h.url('files'), { retry: true }, async (res) => {
+      const files: unknown = await h.requestRead('GET', h.url('files'), { retry: true }, async (res) => {
+        const text = await res.text() // a stalled or failed answer throws its StoreError here
         try {
-          return await res.json()
+          // In slices where the answer is large (list.ts): a page's thread is not held by one parse.
+          return await parseFiles(text)
         } catch (e: any) {
-          if (e instanceof StoreError) throw e // the answer stalled or failed
           throw new StoreError(`cutpoint: the store's list is not JSON: ${e?.message ?? e}`, { code: 'protocol' })
         }
       })
-      if (!Array.isArray(v?.files)) throw new StoreError("cutpoint: the store's list has no files array", { code: 'protocol' })
-      return v.files as FileVersion[]
+      if (!Array.isArray(files)) throw new StoreError("cutpoint: the store's list has no files array", { code: 'protocol' })
+      return files as FileVersion[]
     },
     async fileUrl(name, version) {
       const h = await ready()

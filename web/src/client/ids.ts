@@ -110,8 +110,19 @@ export class IdTable {
     return true
   }
 
-  private grow(): void {
-    const cap = this.offs.length * 2
+  /**
+   * Room for `n` ids without growing: a grow rehashes every id in one go (8,192 ids: 65 ms of a
+   * page's thread in a CDP profile of a 10,000-file push, loaded machine); reserved while the
+   * table is nearly empty it costs next to nothing.
+   */
+  reserve(n: number): void {
+    let cap = this.offs.length
+    while (cap < n) cap *= 2
+    if (cap > this.offs.length) this.grow(cap)
+  }
+
+  private grow(to = this.offs.length * 2): void {
+    const cap = to
     const ids = new Uint8Array(cap * 32)
     ids.set(this.ids)
     // A Novel list may still hold the old array: ids never change, so it stays right.
@@ -125,8 +136,10 @@ export class IdTable {
     const flags = new Uint8Array(cap)
     flags.set(this.flags)
     this.flags = flags
-    this.slots = new Int32Array(this.slots.length * 2)
-    this.mask = this.slots.length - 1
+    let n = this.slots.length
+    while (n < 2 * cap) n *= 2
+    this.slots = new Int32Array(n)
+    this.mask = n - 1
     for (let i = 0; i < this.count; i++) {
       let s = this.slot(this.ids, i * 32)
       while (this.slots[s] !== 0) s = (s + 1) & this.mask

@@ -9,6 +9,11 @@ import { StoreError } from './errors.js'
 export interface RangeReader {
   /** The bytes [off, off + len). */
   read(off: number, len: number): Promise<Uint8Array>
+  /**
+   * Optional: where the part of the input holding `off` ends (pushMany's inputs end to end):
+   * a read within it needs no copy, so novel chunks are read back in runs that stop there.
+   */
+  extent?(off: number): number
   /** Throws when the input changed since it was opened (a path: its size or mtime). */
   unchanged(): Promise<void>
   close(): Promise<void>

@@ -91,6 +91,22 @@ const AHEAD = 8
 const AHEAD_BYTES = 256 << 10
 /** In a browser with workers: inputs opened and read ahead (their chunking is batched in the workers). */
 const AHEAD_BROWSER = 64
+/**
+ * In a browser: ids a query asks about (push's default is 2,048, two queries ahead). A query's
+ * answer is framed, compressed and packed while the chunking waits; at 2,048 ids the first one
+ * (2,048 novel chunks of a first push, about 4,100 small files) came only as the third query was
+ * sent, and its packs were built in one stretch of 67-167 ms frames on a loaded machine. A
+ * multiple of the core's compression group (256 chunks): the groups of an answer whose chunks
+ * are all novel are the same.
+ */
+const QUERY_BATCH_BROWSER = 512
+/**
+ * In a browser: the push's id table sized for this many ids per input (up to MAX_RESERVED_IDS)
+ * before the first chunk, so that it does not grow (a rehash of every id in one task) while a
+ * folder of small files is pushed: 10,000 such files came to about 15,000 chunks.
+ */
+const IDS_PER_INPUT = 2
+const MAX_RESERVED_IDS = 1 << 18
 /** A worker message of small inputs: at most this many, or about this many bytes. */
 const BATCH_FILES = 16
 /**
@@ -200,6 +216,12 @@ class ManyReader implements RangeReader {
       old.reader = undefined
       void r?.close()
     }
+  }
+
+  /** The end of the input holding `off` (a read within it is a view of its cached bytes, no copy). */
+  extent(off: number): number {
+    const f = this.find(off)
+    return f ? f.base + f.size! : off
   }
 
   async read(off: number, len: number): Promise<Uint8Array> {
@@ -424,7 +446,13 @@ class ManyRun {
     const chunkOpts = await run.chunkOptions()
     const live = this.files.filter((f) => !f.error)
     const depth = await this.startSmall(chunkOpts, live) ? AHEAD_BROWSER : AHEAD
-    const ahead: Promise<Chunk[][] | undefined>[] = []
+    if (!isNode && !isDeno) {
+      run.setQueryBatch(QUERY_BATCH_BROWSER)
+      run.table.reserve(Math.min(MAX_RESERVED_IDS, live.length * IDS_PER_INPUT))
+    }
+    // Each entry let go once taken: kept to the end, every input's chunk list (an object per
+    // chunk, its id a view of the worker's answer) stayed live for the garbage collector to trace.
+    const ahead: (Promise<Chunk[][] | undefined> | undefined)[] = []
     const next = () => {
       const f = live[ahead.length]
       if (!f) return
@@ -437,6 +465,7 @@ class ManyRun {
       const f = live[i]
       checkAbort(run.signal)
       const early = await ahead[i]
+      ahead[i] = undefined
       next()
       // The workers' answers come 16 inputs at a time: taking them in one go held the page's
       // thread (and its frames) for 70-120 ms on a loaded machine.
@@ -572,6 +601,8 @@ class ManyRun {
           f.check!.unchanged().catch((e: any) => this.fail(f, e instanceof StoreError ? e : new StoreError(String(e?.message ?? e), { code: 'io' }))),
         ),
       )
+      // A Blob's check answers at once: without this the loop over 10,000 was one task.
+      await pause()
     }
     for (let i = 0; i < live.length; i++) {
       const f = live[i]
@@ -818,13 +849,19 @@ class ManyRun {
     this.closed = true
     this.small?.close()
     this.small = undefined
-    for (const f of this.files) this.free(f)
+    // In slices (`pause`), awaiting only the readers still open: an `await` per input of
+    // 10,000 was one task of 20-50 ms as the push ended.
+    for (const f of this.files) {
+      this.free(f)
+      await pause()
+    }
     await this.reader.close()
     // Inputs opened ahead of a turn that never came (the push failed).
     for (const f of this.files) {
       const r = f.reader
       f.reader = undefined
-      await r?.close()
+      if (r) await r.close()
+      await pause()
     }
   }
 }

@@ -18,6 +18,7 @@ pub mod ingest;
 pub mod name;
 pub mod pack;
 pub mod part;
+pub mod part_delta;
 pub mod query;
 pub mod range;
 

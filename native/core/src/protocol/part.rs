@@ -65,6 +65,10 @@ fn end_len(count: u64, bytes: u64) -> u64 {
 }
 
 /// The length of a part's text: its header, chunk lines of `lines` bytes in all, its `end`.
+pub(crate) fn part_text_len(hash: HashAlg, count: u64, bytes: u64, lines: u64) -> u64 {
+    text_len(hash, count, bytes, lines)
+}
+
 fn text_len(hash: HashAlg, count: u64, bytes: u64, lines: u64) -> u64 {
     header_len(hash) + lines + end_len(count, bytes)
 }
@@ -209,6 +213,11 @@ impl PartCutter {
     /// Entries in the open part.
     pub fn pending(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Bytes of the open part's entries.
+    pub fn pending_bytes(&self) -> u64 {
+        self.bytes
     }
 }
 
