@@ -21,7 +21,7 @@ use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{name_from_key, name_key, validate_name, validate_namespace};
 use cutpoint_core::protocol::codec::{Codec, Decompressor};
-use cutpoint_core::protocol::pack::{Frame, PackReader, PackWriter, FRAME_HEAD_LEN, MAX_CHUNK};
+use cutpoint_core::protocol::pack::{encode_frame_head, encode_pack_header, Frame, FrameHead, Layout, PackReader, PackWriter, FRAME_HEAD_LEN, HEADER_LEN, MAX_CHUNK};
 use cutpoint_core::protocol::part::{has_part_lines, Line, Part, PartRecipe};
 use cutpoint_core::protocol::part_delta::{expand_part_delta, is_part_delta, part_delta_head};
 use cutpoint_core::protocol::WireError;
@@ -522,9 +522,11 @@ impl Store {
             }
         }
         // O_DIRECT where the file system takes it: no copy of the pack into the page cache.
-        let hw = Spool::create(spool)?;
-        // Frames are kept as they arrived: a compressed frame stays compressed at rest.
-        let mut pw = PackWriter::with_codec(hw, alg, rd.codec()).map_err(StoreError::internal)?;
+        let mut hw = Spool::create(spool)?;
+        // Frames are kept as they arrived: a compressed frame stays compressed at rest. Each is
+        // read (and checked) straight into the spool's buffer, its head put before it if kept.
+        hw.write_all(&encode_pack_header(alg, Layout::Framed, rd.codec()).map_err(StoreError::internal)?)?;
+        let mut pos = HEADER_LEN as u64;
         let mut rep = PackReport {
             pack: None,
             chunks: 0,
@@ -534,9 +536,8 @@ impl Store {
         };
         let mut kept = Vec::new();
         let mut seen = HashSet::new();
-        let mut data = Vec::new();
         loop {
-            let f = match rd.next_into(&mut data) {
+            let f = match rd.next_in(&mut hw) {
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(e) => {
@@ -559,7 +560,14 @@ impl Store {
                 rep.duplicates += 1;
                 continue;
             }
-            let off = pw.add_frame(&f.id, &data, f.compressed).map_err(StoreError::internal)?;
+            let head = FrameHead::Chunk {
+                len: f.len,
+                id: f.id,
+                compressed: f.compressed,
+            };
+            hw.keep_frame(&encode_frame_head(head), f.len as usize)?;
+            let off = pos + FRAME_HEAD_LEN as u64;
+            pos = off + f.len as u64;
             kept.push(Frame { offset: off, ..f });
         }
         drop(rd);
@@ -571,7 +579,7 @@ impl Store {
         if kept.is_empty() {
             return Ok(rep);
         }
-        let hw = pw.finish().map_err(StoreError::internal)?;
+        hw.write_all(&encode_frame_head(FrameHead::End { count: kept.len() as u64 }))?;
         let id = pack_id(alg, &kept);
         let size = hw.len();
         let file = hw.finish()?;

@@ -5,11 +5,14 @@
 //! the caller still calls `sync_all` on the file [`Spool::finish`] returns (the file's size and
 //! the device's cache), before the pack is stored and indexed.
 //!
-//! Writes are gathered in a [`BUF`]-byte buffer aligned to [`ALIGN`] and written whole; the
-//! tail is written padded to [`ALIGN`] and the file then cut to its true length. A file system
+//! Writes are gathered in a [`BUF`]-byte buffer aligned to [`ALIGN`] and written in whole
+//! blocks; an upload's frames are read straight into that buffer ([`Spool::frame_slot`]: the
+//! frame's bytes are copied once, from the request body, not into a buffer and then again into
+//! this one). The tail is written padded to [`ALIGN`] and the file then cut to its true length. A file system
 //! that refuses `O_DIRECT` (tmpfs, some overlays) at open or at the first write gets plain
 //! buffered writes of the same buffer.
 
+use cutpoint_core::protocol::pack::{FrameSink, FRAME_HEAD_LEN};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::fs::File;
 use std::io::{self, Write};
@@ -66,6 +69,10 @@ pub struct Spool {
     /// Bytes written to the file so far (a multiple of [`ALIGN`] while `direct`).
     written: u64,
     direct: bool,
+    /// The data of a frame too large for `buf` ([`Spool::frame_slot`]), and whether the last
+    /// slot given was there.
+    big: Vec<u8>,
+    in_big: bool,
 }
 
 impl Spool {
@@ -84,6 +91,8 @@ impl Spool {
             fill: 0,
             written: 0,
             direct,
+            big: Vec::new(),
+            in_big: false,
         })
     }
 
@@ -128,6 +137,55 @@ impl Spool {
         Ok(())
     }
 
+    /// Writes the buffer's whole blocks (all of it when not direct) and moves the rest (less
+    /// than a block) to its start.
+    fn drain(&mut self) -> io::Result<()> {
+        let k = if self.direct { self.fill / ALIGN * ALIGN } else { self.fill };
+        if k == 0 {
+            return Ok(());
+        }
+        self.write_buf(k)?;
+        let fill = self.fill;
+        self.buf.slice().copy_within(k..fill, 0);
+        self.fill = fill - k;
+        Ok(())
+    }
+
+    /// A place for the next frame of the pack: `len` bytes of data after room for its head,
+    /// in the buffer itself (a frame too large for it: in a side buffer). The reader fills it;
+    /// [`Spool::keep_frame`] keeps it, and the next slot overwrites a frame not kept.
+    pub fn frame_slot(&mut self, len: usize) -> io::Result<&mut [u8]> {
+        let n = FRAME_HEAD_LEN + len;
+        self.in_big = n > BUF - ALIGN;
+        if self.in_big {
+            self.big.resize(len, 0);
+            return Ok(&mut self.big[..]);
+        }
+        if BUF - self.fill < n {
+            self.drain()?;
+        }
+        let at = self.fill + FRAME_HEAD_LEN;
+        Ok(&mut self.buf.slice()[at..at + len])
+    }
+
+    /// Keeps the frame of the last [`Spool::frame_slot`] (of `len` bytes) with its `head`.
+    pub fn keep_frame(&mut self, head: &[u8; FRAME_HEAD_LEN], len: usize) -> io::Result<()> {
+        if self.in_big {
+            let big = std::mem::take(&mut self.big);
+            let r = self.write_all(head).and_then(|_| self.write_all(&big[..len]));
+            self.big = big;
+            return r;
+        }
+        let at = self.fill;
+        self.buf.slice()[at..at + FRAME_HEAD_LEN].copy_from_slice(head);
+        self.fill += FRAME_HEAD_LEN + len;
+        if self.fill == BUF {
+            self.write_buf(BUF)?;
+            self.fill = 0;
+        }
+        Ok(())
+    }
+
     /// Drops `O_DIRECT` from the file's flags (the rest goes through the page cache).
     fn buffered(&mut self) -> io::Result<()> {
         let fd = self.file.as_raw_fd();
@@ -158,6 +216,12 @@ impl Spool {
             self.fill = 0;
         }
         Ok(self.file)
+    }
+}
+
+impl FrameSink for Spool {
+    fn frame_buf(&mut self, len: usize) -> io::Result<&mut [u8]> {
+        self.frame_slot(len)
     }
 }
 
@@ -235,6 +299,46 @@ mod tests {
             std::fs::remove_file(dir.path().join("s.spool")).unwrap();
         }
         eprintln!("/dev/shm: O_DIRECT {}", if direct { "taken" } else { "refused: buffered" });
+    }
+
+    /// Frames read into slots (some dropped, one larger than the buffer) between plain writes:
+    /// the file holds the plain bytes and the kept frames with their heads, in order.
+    fn check_frames_in(dir: &tempfile::TempDir, frames: &[(usize, bool)]) {
+        let p = dir.path().join("f.spool");
+        let mut s = Spool::create(&p).unwrap();
+        let mut want = b"header".to_vec();
+        s.write_all(&want).unwrap();
+        for (i, &(n, keep)) in frames.iter().enumerate() {
+            let data: Vec<u8> = (0..n).map(|k| (k * 7 + i) as u8).collect();
+            s.frame_slot(n).unwrap().copy_from_slice(&data);
+            if keep {
+                let head = [i as u8; FRAME_HEAD_LEN];
+                s.keep_frame(&head, n).unwrap();
+                want.extend_from_slice(&head);
+                want.extend_from_slice(&data);
+            }
+        }
+        s.write_all(b"end").unwrap();
+        want.extend_from_slice(b"end");
+        assert_eq!(s.len(), want.len() as u64);
+        let f = s.finish().unwrap();
+        f.sync_all().unwrap();
+        drop(f);
+        assert_eq!(std::fs::read(&p).unwrap(), want, "frames {frames:?}");
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn frames_read_into_slots_arrive_with_their_heads() {
+        let frames: Vec<(usize, bool)> = (0..700).map(|i| (1 + (i * 7919) % 20_000, i % 5 != 3)).collect();
+        let mut dirs = vec![tempfile::tempdir().unwrap()];
+        // Buffered writes too, where tmpfs refuses O_DIRECT.
+        dirs.extend(tempfile::tempdir_in("/dev/shm").ok());
+        for dir in &dirs {
+            check_frames_in(dir, &frames);
+            check_frames_in(dir, &[(BUF - FRAME_HEAD_LEN - 100, true), (BUF, false), (10, true), (BUF + 5, true), (3, true)]);
+            check_frames_in(dir, &[(BUF - ALIGN - FRAME_HEAD_LEN, true), (BUF - ALIGN - FRAME_HEAD_LEN + 1, true), (1, false)]);
+        }
     }
 
     #[test]

@@ -220,6 +220,20 @@ impl Frame {
     }
 }
 
+/// Where [`PackReader::next_in`] puts a frame's stored data.
+pub trait FrameSink {
+    /// A buffer of exactly `len` bytes for the next frame's data (overwritten whole by the read).
+    fn frame_buf(&mut self, len: usize) -> io::Result<&mut [u8]>;
+}
+
+impl FrameSink for Vec<u8> {
+    fn frame_buf(&mut self, len: usize) -> io::Result<&mut [u8]> {
+        // Overwritten whole by the read: only a longer buffer's new part is zeroed.
+        self.resize(len, 0);
+        Ok(&mut self[..])
+    }
+}
+
 /// Reads a pack frame by frame, checking the structure and, with `verify`, every fingerprint.
 pub struct PackReader<R: Read> {
     r: R,
@@ -341,6 +355,12 @@ impl<R: Read> PackReader<R> {
     /// [`PackReader::raw_data`], decompressed and bounded whether or not `verify` is set);
     /// `None` after a valid end frame with nothing after it.
     pub fn next_into(&mut self, data: &mut Vec<u8>) -> Result<Option<Frame>, WireError> {
+        self.next_in(data)
+    }
+
+    /// [`PackReader::next_into`], the frame's stored data read straight into the buffer `data`
+    /// gives for it (a store reads an upload's frames into its spool's buffer: no copy between).
+    pub fn next_in(&mut self, data: &mut impl FrameSink) -> Result<Option<Frame>, WireError> {
         if self.done {
             return Ok(None);
         }
@@ -383,8 +403,7 @@ impl<R: Read> PackReader<R> {
                 Ok(None)
             }
             FrameHead::Chunk { len, id, compressed } => {
-                // Overwritten whole by the read: only a longer buffer's new part is zeroed.
-                data.resize(len as usize, 0);
+                let data = data.frame_buf(len as usize).map_err(WireError::Io)?;
                 read_exact_or(&mut self.r, data, || {
                     format!("frame {n} at byte {at}: the pack ends inside its {len} bytes of data")
                 })?;
