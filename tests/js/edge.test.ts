@@ -1195,10 +1195,9 @@ describe('edge store: a pack whose chunks were all there', () => {
   }, 120_000)
 })
 
-// Part deltas (PROTOCOL.md 3.8, feature `part-delta`): the same checks and answers as `cutpoint
-// serve`'s POST parts. The targets: the edge store; `cutpoint serve` joins this list once its
-// POST parts takes part deltas (engineer pdelta's store change, merged separately).
-const partDeltaTargets: [string, typeof startStore][] = [['edge store (workerd)', startEdge]]
+// Part deltas (PROTOCOL.md 3.8, feature `part-delta`): the same checks and answers from
+// `cutpoint serve` and the edge store.
+const partDeltaTargets: [string, typeof startStore][] = [['cutpoint serve', startStore], ['edge store (workerd)', startEdge]]
 describe.each(partDeltaTargets)('%s', (_label, start) => {
   let small: Store
   const ns = (s: Store, n: string) => `${s.url}/v1/ns/${n}`
