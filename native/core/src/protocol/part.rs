@@ -371,11 +371,12 @@ impl PartRecipe {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn entry(i: u64) -> RecipeEntry {
+    /// A made-up entry (also used by part_delta's tests).
+    pub(crate) fn entry(i: u64) -> RecipeEntry {
         RecipeEntry {
             fp: *blake3::hash(&i.to_le_bytes()).as_bytes(),
             size: 1000 + (i % 7000) as u32,

@@ -263,14 +263,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn entry(i: u64) -> RecipeEntry {
-        RecipeEntry {
-            fp: *blake3::hash(&i.to_le_bytes()).as_bytes(),
-            size: 1000 + (i % 7000) as u32,
-            last: if i % 5 == 0 { None } else { Some(i as u8) },
-            regular: i % 3 != 0,
-        }
-    }
+    use crate::protocol::part::tests::entry;
 
     fn part(ids: impl IntoIterator<Item = u64>) -> Part {
         Part {
