@@ -311,36 +311,39 @@ fn same(new: &RecipeEntry, base: &RecipeEntry) -> bool {
     new.fp == base.fp && new.size == base.size && new.regular == base.regular && (new.last.is_none() || new.last == base.last)
 }
 
-/// The delta of `recipe` (which must carry its digest) against `base`, stored as version
-/// `base_version`. Runs of entries found in the same order in the base become `= start count`.
-pub fn encode(recipe: &Recipe, base: &Recipe, base_version: u64) -> Result<Vec<u8>, WireError> {
-    let digest = recipe.digest.ok_or_else(|| WireError::malformed("a delta needs the file's digest"))?;
-    let mut pos: HashMap<&crate::Digest, usize> = HashMap::with_capacity(base.entries.len());
-    for (i, e) in base.entries.iter().enumerate() {
+/// The op lines of a delta (a recipe's, 3.4, or a part's, 3.8): `new`'s entries as runs
+/// `= start count` of `base`'s entries found in the same order (each entry pair accepted by
+/// `same`), the others as chunk lines.
+pub(crate) fn write_ops(s: &mut String, new: &[RecipeEntry], base: &[RecipeEntry], same: impl Fn(&RecipeEntry, &RecipeEntry) -> bool) {
+    let mut pos: HashMap<&crate::Digest, usize> = HashMap::with_capacity(base.len());
+    for (i, e) in base.iter().enumerate() {
         pos.entry(&e.fp).or_insert(i);
     }
-    let mut s = String::new();
-    let _ = writeln!(s, "cutpoint-delta {DELTA_VERSION}\nbase {base_version}\nprofile {}", recipe.profile);
-    let _ = writeln!(s, "hash {}\ndigest {}", recipe.hash.name(), hex(&digest));
     let mut i = 0;
-    let n = recipe.entries.len();
-    while i < n {
-        let e = &recipe.entries[i];
+    while i < new.len() {
+        let e = &new[i];
         if let Some(&j) = pos.get(&e.fp) {
-            let mut k = 0;
-            while i + k < n && j + k < base.entries.len() && same(&recipe.entries[i + k], &base.entries[j + k]) {
-                k += 1;
-            }
+            let k = new[i..].iter().zip(&base[j..]).take_while(|(x, y)| same(x, y)).count();
             if k > 0 {
                 let _ = writeln!(s, "= {j} {k}");
                 i += k;
                 continue;
             }
         }
-        let last = e.last.map(|b| format!("{b:02x}")).unwrap_or_else(|| "-".into());
-        let _ = writeln!(s, "{} {} {last} {}", hex(&e.fp), e.size, if e.regular { 'r' } else { 'h' });
+        e.write_line(s);
         i += 1;
     }
+}
+
+/// The delta of `recipe` (which must carry its digest) against `base`, stored as version
+/// `base_version`. Runs of entries found in the same order in the base become `= start count`.
+pub fn encode(recipe: &Recipe, base: &Recipe, base_version: u64) -> Result<Vec<u8>, WireError> {
+    let digest = recipe.digest.ok_or_else(|| WireError::malformed("a delta needs the file's digest"))?;
+    let mut s = String::new();
+    let _ = writeln!(s, "cutpoint-delta {DELTA_VERSION}\nbase {base_version}\nprofile {}", recipe.profile);
+    let _ = writeln!(s, "hash {}\ndigest {}", recipe.hash.name(), hex(&digest));
+    write_ops(&mut s, &recipe.entries, &base.entries, same);
+    let n = recipe.entries.len();
     let _ = writeln!(s, "end {n} {}", recipe.total_bytes());
     Ok(s.into_bytes())
 }

@@ -17,13 +17,12 @@
 //! treated exactly as an uploaded part (its id is the hash of its canonical text). One
 //! implementation: the native store, and the edge through its wasm build, call these.
 
-use super::delta::ExpandError;
+use super::delta::{write_ops, ExpandError};
 use super::part::{part_text_len, Part};
 use super::WireError;
 use crate::fingerprint::{hex, Digest, HashAlg};
 use crate::rapid::recipe::{parse_hex, MIN_ENTRY_LINE};
 use crate::rapid::RecipeEntry;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// The first line of a part delta.
@@ -233,27 +232,10 @@ pub fn expand_part_delta(body: &[u8], base: &Part, limit: u64) -> Result<Part, E
 /// out. [`expand_part_delta`] of it against `base` is `new`. A client sends it in place of
 /// `new`'s text where it is shorter.
 pub fn encode_part_delta(new: &Part, base: &Part) -> Vec<u8> {
-    let mut pos: HashMap<&Digest, usize> = HashMap::with_capacity(base.entries.len());
-    for (i, e) in base.entries.iter().enumerate() {
-        pos.entry(&e.fp).or_insert(i);
-    }
     let mut s = String::new();
     let _ = writeln!(s, "{PART_DELTA_MAGIC}\nhash {}\nbase {}", new.hash.name(), hex(&base.id()));
-    let (n, b) = (new.entries.len(), &base.entries);
-    let mut i = 0;
-    while i < n {
-        let e = &new.entries[i];
-        if let Some(&j) = pos.get(&e.fp) {
-            let k = new.entries[i..].iter().zip(&b[j..]).take_while(|(x, y)| x == y).count();
-            if k > 0 {
-                let _ = writeln!(s, "= {j} {k}");
-                i += k;
-                continue;
-            }
-        }
-        e.write_line(&mut s);
-        i += 1;
-    }
+    write_ops(&mut s, &new.entries, &base.entries, |x, y| x == y);
+    let n = new.entries.len();
     let _ = writeln!(s, "end {n} {}", new.bytes());
     s.into_bytes()
 }
