@@ -85,6 +85,37 @@ export class Buffers {
   }
 }
 
+/**
+ * A compression job's chunks read from a Blob (`offsets[i]`, `lengths[i]`), one after another:
+ * consecutive chunks in one read (a push's novel chunks mostly are).
+ */
+export async function readChunks(blob: Blob, offsets: Float64Array, lengths: Uint32Array): Promise<Uint8Array> {
+  let total = 0
+  for (const l of lengths) total += l
+  const ends: number[] = []
+  for (let i = 0; i < lengths.length; i++) if (i + 1 === lengths.length || offsets[i] + lengths[i] !== offsets[i + 1]) ends.push(i)
+  const out = ends.length === 1 ? undefined : new Uint8Array(total)
+  let at = 0
+  let i = 0
+  for (const j of ends) {
+    const a = offsets[i]
+    const b = offsets[j] + lengths[j]
+    const cannot = (why: string) => new Error(`cannot read bytes ${a}..${b} of the file (was it changed or removed?): ${why}`)
+    let got: Uint8Array
+    try {
+      got = new Uint8Array(await blob.slice(a, b).arrayBuffer())
+    } catch (e: any) {
+      throw cannot(e?.message ?? String(e))
+    }
+    if (got.length !== b - a) throw cannot(`got ${got.length} bytes`)
+    if (!out) return got
+    out.set(got, at)
+    at += got.length
+    i = j + 1
+  }
+  return out ?? new Uint8Array(0)
+}
+
 export class Handler implements RequestHandler {
   private wasm?: Wasm
   private profile = ''
@@ -204,7 +235,18 @@ export class Handler implements RequestHandler {
         this.retained.delete(msg.slice)
         return { res: { type: 'cutpoint:release', id: msg.id }, transfer: [] }
       case 'cutpoint:compress': {
-        const out = this.need(this.wasm).mod.compressGroup(msg.bytes, msg.lengths, msg.level)
+        const mod = this.need(this.wasm).mod
+        if (!msg.bytes) {
+          let bytes: Uint8Array
+          try {
+            bytes = await readChunks(msg.blob!, msg.offsets!, msg.lengths)
+          } catch (e: any) {
+            return { res: { type: 'cutpoint:compress', id: msg.id, out: new Uint8Array(0), error: String(e?.message ?? e) }, transfer: [] }
+          }
+          const out = mod.compressGroup(bytes, msg.lengths, msg.level)
+          return { res: { type: 'cutpoint:compress', id: msg.id, out }, transfer: [out.buffer as ArrayBuffer] }
+        }
+        const out = mod.compressGroup(msg.bytes, msg.lengths, msg.level)
         const back = msg.bytes.buffer !== out.buffer ? [msg.bytes.buffer as ArrayBuffer] : []
         return { res: { type: 'cutpoint:compress', id: msg.id, out, bytes: msg.bytes }, transfer: [out.buffer as ArrayBuffer, ...back] }
       }
