@@ -133,6 +133,8 @@ export class Handler implements RequestHandler {
   private ahead = new Map<number, Promise<Uint8Array>>()
   private closeSource?: () => Promise<void>
   private subtle?: SubtleCrypto
+  /** Compression jobs' chunks read ahead (see `prefetch`), by job id. */
+  private compressAhead = new Map<number, Promise<Uint8Array>>()
   /** Slices kept after stage 1 for their hash job: key -> bytes [start, start + length). */
   private retained = new Map<number, { start: number; bytes: Uint8Array }>()
 
@@ -142,6 +144,15 @@ export class Handler implements RequestHandler {
    * source themselves; at most the pool's depth - 1 slices are held at once.
    */
   prefetch(msg: Request) {
+    // A compression job's chunks (read from its Blob): while the job before it runs, so that
+    // the read does not hold up the chunking jobs behind it. At most a group's sample or one
+    // group (COMPRESS_GROUP chunks), which the page held before these jobs read for themselves.
+    if (msg.type === 'cutpoint:compress' && msg.blob && !this.compressAhead.has(msg.id)) {
+      const p = readChunks(msg.blob, msg.offsets!, msg.lengths)
+      p.catch(() => {})
+      this.compressAhead.set(msg.id, p)
+      return
+    }
     // Not while this worker keeps MAX_KEPT slices for their hash jobs: it is ahead of the
     // coordinator, and a slice read ahead now would be one more span of memory held.
     if (!this.fetch || this.ahead.has(msg.id) || this.retained.size >= MAX_KEPT) return
@@ -238,8 +249,10 @@ export class Handler implements RequestHandler {
         const mod = this.need(this.wasm).mod
         if (!msg.bytes) {
           let bytes: Uint8Array
+          const ahead = this.compressAhead.get(msg.id)
+          this.compressAhead.delete(msg.id)
           try {
-            bytes = await readChunks(msg.blob!, msg.offsets!, msg.lengths)
+            bytes = await (ahead ?? readChunks(msg.blob!, msg.offsets!, msg.lengths))
           } catch (e: any) {
             return { res: { type: 'cutpoint:compress', id: msg.id, out: new Uint8Array(0), error: String(e?.message ?? e) }, transfer: [] }
           }
@@ -266,8 +279,9 @@ export class Handler implements RequestHandler {
     this.st1 = this.hasher = undefined
     this.retained.clear()
     // Reads still under way finish against the open source before it closes.
-    await Promise.allSettled(this.ahead.values())
+    await Promise.allSettled([...this.ahead.values(), ...this.compressAhead.values()])
     this.ahead.clear()
+    this.compressAhead.clear()
     this.buffers.clear()
     await this.closeSource?.()
     this.closeSource = undefined

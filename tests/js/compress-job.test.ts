@@ -37,6 +37,11 @@ describe('a compression job that reads the file itself', () => {
       expect(read.error).toBeUndefined()
       expect(read.bytes).toBeUndefined()
       expect(Buffer.from(read.out).equals(Buffer.from(carried.out))).toBe(true)
+      // Read ahead while the job before it runs (the worker's `prefetch`): the same answer.
+      const next = structuredClone({ type: 'cutpoint:compress', id: id++, level: 4, lengths, blob, offsets } as Request)
+      h.prefetch(next)
+      const early = (await h.handle(next)).res as CompressRes
+      expect(Buffer.from(early.out).equals(Buffer.from(carried.out))).toBe(true)
       const heads = new DataView(read.out.buffer, read.out.byteOffset, 4 * c.length)
       const kinds = c.map((_, i) => heads.getUint32(4 * i, true) >>> 31)
       expect(kinds).toContain(1)
@@ -46,6 +51,9 @@ describe('a compression job that reads the file itself', () => {
     const bad = (await h.handle({ type: 'cutpoint:compress', id: id++, level: 4, lengths: Uint32Array.of(1000, 1000), blob, offsets: Float64Array.of(0, data.length - 10) })).res as CompressRes
     expect(bad.error).toMatch(/cannot read bytes 334990..335990 of the file/)
     expect(bad.out.length).toBe(0)
+    const badAhead: Request = { type: 'cutpoint:compress', id: id++, level: 4, lengths: Uint32Array.of(1000), blob, offsets: Float64Array.of(data.length - 10) }
+    h.prefetch(badAhead)
+    expect(((await h.handle(badAhead)).res as CompressRes).error).toMatch(/cannot read bytes/)
     await h.close()
   })
 })
