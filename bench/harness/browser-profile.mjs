@@ -16,7 +16,7 @@
 //   chunk[-S]|chunknone[-S]  chunk() with BLAKE3 | no fingerprint, 2 workers, span S MiB (default: the library's)
 //   push | pushNAME  createClient().push of the File (a new name | NAME), with its stage times
 //   push-S[-K]       a first push of the File to a fresh namespace, S MiB packs, K uploads in flight
-//                    (PCONC=N uploads in flight, PPACK=MiB per pack: the client's options)
+//                    (PCONC=N uploads in flight, PPACK=MiB per pack, PCOMP=auto|off|max: the client's options)
 //   file:PATH        pick another file
 // PS=1: CPU seconds each process name used during each step (/proc: Chromium's, the store's, node's);
 // PS=threads: Chromium's split by process type and thread (see cpuByName); PS=procs: by process
