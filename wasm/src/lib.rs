@@ -1100,6 +1100,7 @@ impl StoreRecipe {
 
 use cutpoint_core::protocol::batch::BatchWriter;
 use cutpoint_core::protocol::part::{self as wire_part, Line as PartLine, Part, PartCutter, PartRecipe};
+use cutpoint_core::protocol::part_delta::{base_lines, PartWindow, PART_WINDOW_BYTES};
 use std::collections::VecDeque;
 
 /// A file's recipe entries as they are chunked, cut into parts (`PartCutter`) as they go, with
@@ -1131,6 +1132,7 @@ pub struct PartOut {
     id: String,
     count: u64,
     bytes: u64,
+    delta: Option<Vec<u8>>,
 }
 
 #[wasm_bindgen]
@@ -1150,6 +1152,12 @@ impl PartOut {
     #[wasm_bindgen(getter)]
     pub fn bytes(&self) -> f64 {
         self.bytes as f64
+    }
+    /// Its part delta against a base part (PROTOCOL.md 3.8), where `takePart` was given a
+    /// window holding one it is shorter against; else `undefined` (send `text`).
+    #[wasm_bindgen(getter)]
+    pub fn delta(&self) -> Option<Vec<u8>> {
+        self.delta.clone()
     }
 }
 
@@ -1241,12 +1249,25 @@ impl PartSink {
     /// The oldest closed part (recorded for the commit's part lines), or `undefined`.
     #[wasm_bindgen(js_name = takePart)]
     pub fn take_part(&mut self) -> Option<PartOut> {
+        self.take(None)
+    }
+
+    /// As `takePart`, with its part delta against the base part in `base` (the push's window
+    /// on its base version's parts) holding most of its entries, where that is shorter
+    /// (`PartWindow::delta_for`, checked by expanding it).
+    #[wasm_bindgen(js_name = takePartWith)]
+    pub fn take_part_with(&mut self, base: &BaseParts) -> Option<PartOut> {
+        self.take(Some(&base.w))
+    }
+
+    fn take(&mut self, base: Option<&PartWindow>) -> Option<PartOut> {
         if !self.in_parts {
             return None;
         }
         let p = self.closed.pop_front()?;
         let text = p.text().into_bytes();
         let id = wire_part::part_id(self.alg, &text).unwrap_or_default();
+        let delta = base.and_then(|w| w.delta_for(&p, &id, text.len() as u64));
         let (count, bytes) = (p.entries.len() as u64, p.bytes());
         self.refs.push((id, count, bytes));
         Some(PartOut {
@@ -1254,7 +1275,14 @@ impl PartSink {
             id: cutpoint_core::hex(&id),
             count,
             bytes,
+            delta,
         })
+    }
+
+    /// The file offset where the open part starts (the entries before it are in closed parts).
+    #[wasm_bindgen(getter, js_name = partStart)]
+    pub fn part_start(&self) -> f64 {
+        (self.bytes - self.cutter.pending_bytes()) as f64
     }
 
     /// Ends the recipe: its file digest (hex). A recipe in parts has its last, open part closed
@@ -1292,6 +1320,89 @@ impl PartSink {
     #[wasm_bindgen(getter)]
     pub fn parts(&self) -> usize {
         self.refs.len()
+    }
+}
+
+/// A push's window on its base version's parts (PROTOCOL.md 5.1 step 5; the core's
+/// `PartWindow`): the library reads the parts `advance` names (`GET parts/{id}`) and gives each
+/// to `load`, which keeps it only if it hashes to its id; the ids of the parts kept are known
+/// present (`known`) and `PartSink::takePartWith` writes part deltas against them.
+#[wasm_bindgen]
+pub struct BaseParts {
+    w: PartWindow,
+}
+
+#[wasm_bindgen]
+impl BaseParts {
+    /// The window of a base version's stored text (`GET recipes/{name}?parts=1`), or
+    /// `undefined` where it names no parts or has another profile or fingerprint than the
+    /// push (`profile` canonical); `deltas`: the store lists `part-delta`.
+    pub fn of(recipe: &[u8], profile: &str, hash: &str, deltas: bool) -> Result<Option<BaseParts>, JsError> {
+        if !wire_part::has_part_lines(recipe) {
+            return Ok(None);
+        }
+        let r = PartRecipe::parse(recipe).map_err(err)?;
+        let alg = rapid_alg(hash)?;
+        if !r.has_parts() || r.profile != profile || r.hash != alg {
+            return Ok(None);
+        }
+        Ok(Some(BaseParts {
+            w: PartWindow::new(alg, base_lines(&r.lines), deltas),
+        }))
+    }
+
+    /// Bytes around the offset being chunked whose base parts are kept (before the open
+    /// part's start and after the chunks being queried).
+    #[wasm_bindgen(js_name = windowBytes)]
+    pub fn window_bytes() -> f64 {
+        PART_WINDOW_BYTES as f64
+    }
+
+    /// Drops the parts ending at or before `lo`; returns the line numbers of the parts to read
+    /// now (starting before `hi`), in order: `load` or `skip` each, in this order.
+    pub fn advance(&mut self, lo: f64, hi: f64) -> Vec<u32> {
+        let n = |x: f64| if x.is_finite() && x > 0.0 { x as u64 } else { 0 };
+        self.w.advance(n(lo), if hi.is_finite() { n(hi) } else { u64::MAX }).into_iter().map(|i| i as u32).collect()
+    }
+
+    /// Part line `i`'s id (hex).
+    #[wasm_bindgen(js_name = lineId)]
+    pub fn line_id(&self, i: u32) -> Result<String, JsError> {
+        self.w.lines().get(i as usize).map(|l| cutpoint_core::hex(&l.id)).ok_or_else(|| err(format!("no base part line {i}")))
+    }
+
+    /// Line `i`'s part as the store sent it; throws (and keeps nothing) where it is not that part.
+    pub fn load(&mut self, i: u32, text: &[u8]) -> Result<(), JsError> {
+        self.w.load(i as usize, text).map_err(err)
+    }
+
+    /// A part that could not be read: its chunks are queried as usual.
+    pub fn skip(&mut self) {
+        self.w.skip()
+    }
+
+    /// One byte per id of `ids` (back to back): 1 where a loaded base part holds it.
+    pub fn known(&self, ids: &[u8]) -> Result<Vec<u8>, JsError> {
+        if ids.len() % 32 != 0 {
+            return Err(err(format!("{} ids bytes is not a multiple of 32", ids.len())));
+        }
+        ids.chunks_exact(32).map(|id| Ok(self.w.contains(&digest32(id)?) as u8)).collect()
+    }
+
+    /// Ids held now.
+    #[wasm_bindgen(getter)]
+    pub fn size(&self) -> usize {
+        self.w.len()
+    }
+    /// Bytes of base parts loaded so far.
+    #[wasm_bindgen(getter, js_name = readBytes)]
+    pub fn read_bytes(&self) -> f64 {
+        self.w.read_bytes as f64
+    }
+    /// Parts that could not be read or did not match their id.
+    #[wasm_bindgen(getter)]
+    pub fn unreadable(&self) -> f64 {
+        self.w.unreadable as f64
     }
 }
 
