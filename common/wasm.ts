@@ -78,10 +78,12 @@ export interface WasmPartSink {
   readonly partStart: number
   /** Returns whether the recipe is (now) in parts. */
   add(ids: Uint8Array, sizes: Uint32Array): boolean
+  /** As add; each part closed gets its part delta against `base` where one is shorter (PROTOCOL.md 3.8). */
+  addWith(ids: Uint8Array, sizes: Uint32Array, base: WasmBaseParts): boolean
   takePart(): WasmPartOut | undefined
-  /** As takePart, with its part delta against `base` where one is shorter (PROTOCOL.md 3.8). */
-  takePartWith(base: WasmBaseParts): WasmPartOut | undefined
   seal(): string
+  /** As seal; the last part gets its part delta against `base`. */
+  sealWith(base: WasmBaseParts): string
   recipeText(): Uint8Array
   free(): void
 }
@@ -91,7 +93,7 @@ export interface WasmPartOut {
   readonly id: string
   readonly count: number
   readonly bytes: number
-  /** Its part delta against a base part, where `takePartWith` found a shorter one. */
+  /** Its part delta against a base part, where `addWith`/`sealWith` found a shorter one. */
   readonly delta: Uint8Array | undefined
   free(): void
 }

@@ -1120,9 +1120,17 @@ pub struct PartSink {
     digest: Option<FileDigest>,
     sealed: Option<cutpoint_core::Digest>,
     cutter: PartCutter,
-    closed: VecDeque<Part>,
+    /// Closed parts, each with its part delta where it was closed with a base window.
+    closed: VecDeque<(Part, Option<Vec<u8>>)>,
     in_parts: bool,
     refs: Vec<(cutpoint_core::Digest, u64, u64)>,
+}
+
+/// A closed part's delta against the base window, where it has one.
+fn part_delta(alg: HashAlg, p: &Part, base: Option<&PartWindow>) -> Option<Vec<u8>> {
+    let w = base?;
+    let text = p.text();
+    w.delta_for(p, &wire_part::part_id(alg, text.as_bytes())?, text.len() as u64)
 }
 
 /// One part, as `PartSink::takePart` hands it out: its canonical text, id (hex), entries, bytes.
@@ -1153,8 +1161,8 @@ impl PartOut {
     pub fn bytes(&self) -> f64 {
         self.bytes as f64
     }
-    /// Its part delta against a base part (PROTOCOL.md 3.8), where `takePart` was given a
-    /// window holding one it is shorter against; else `undefined` (send `text`).
+    /// Its part delta against a base part (PROTOCOL.md 3.8), where it was closed (`addWith`,
+    /// `sealWith`) with a window holding one it is shorter against; else `undefined` (send `text`).
     #[wasm_bindgen(getter)]
     pub fn delta(&self) -> Option<Vec<u8>> {
         self.delta.clone()
@@ -1190,6 +1198,19 @@ impl PartSink {
     /// Appends regular chunks (SS-CDC, no recorded last byte): `ids` back to back. Returns
     /// whether the recipe is (now) committed in parts.
     pub fn add(&mut self, ids: &[u8], sizes: &[u32]) -> Result<bool, JsError> {
+        self.add_to(ids, sizes, None)
+    }
+
+    /// As `add`; each part these chunks close gets its part delta against the base part in
+    /// `base` (the push's window on its base version's parts, advanced over these chunks first)
+    /// holding most of its entries, where that is shorter (`PartWindow::delta_for`, checked by
+    /// expanding it): made when the part closes, as natively, while its base is in the window.
+    #[wasm_bindgen(js_name = addWith)]
+    pub fn add_with(&mut self, ids: &[u8], sizes: &[u32], base: &BaseParts) -> Result<bool, JsError> {
+        self.add_to(ids, sizes, Some(&base.w))
+    }
+
+    fn add_to(&mut self, ids: &[u8], sizes: &[u32], base: Option<&PartWindow>) -> Result<bool, JsError> {
         if ids.len() != sizes.len() * 32 {
             return Err(err(format!("{} ids bytes for {} chunks", ids.len(), sizes.len())));
         }
@@ -1207,7 +1228,8 @@ impl PartSink {
             }
             if self.parts_ok {
                 if let Some(p) = self.cutter.push(e) {
-                    self.closed.push_back(p);
+                    let d = part_delta(self.alg, &p, base);
+                    self.closed.push_back((p, d));
                 }
                 // The header and end lines are under 300 bytes (as natively).
                 if !self.in_parts && wire_part::needs_parts(self.count, self.text_len + 300, self.max_recipe) {
@@ -1249,25 +1271,12 @@ impl PartSink {
     /// The oldest closed part (recorded for the commit's part lines), or `undefined`.
     #[wasm_bindgen(js_name = takePart)]
     pub fn take_part(&mut self) -> Option<PartOut> {
-        self.take(None)
-    }
-
-    /// As `takePart`, with its part delta against the base part in `base` (the push's window
-    /// on its base version's parts) holding most of its entries, where that is shorter
-    /// (`PartWindow::delta_for`, checked by expanding it).
-    #[wasm_bindgen(js_name = takePartWith)]
-    pub fn take_part_with(&mut self, base: &BaseParts) -> Option<PartOut> {
-        self.take(Some(&base.w))
-    }
-
-    fn take(&mut self, base: Option<&PartWindow>) -> Option<PartOut> {
         if !self.in_parts {
             return None;
         }
-        let p = self.closed.pop_front()?;
+        let (p, delta) = self.closed.pop_front()?;
         let text = p.text().into_bytes();
         let id = wire_part::part_id(self.alg, &text).unwrap_or_default();
-        let delta = base.and_then(|w| w.delta_for(&p, &id, text.len() as u64));
         let (count, bytes) = (p.entries.len() as u64, p.bytes());
         self.refs.push((id, count, bytes));
         Some(PartOut {
@@ -1288,11 +1297,22 @@ impl PartSink {
     /// Ends the recipe: its file digest (hex). A recipe in parts has its last, open part closed
     /// (then `takePart` it).
     pub fn seal(&mut self) -> Result<String, JsError> {
+        self.seal_to(None)
+    }
+
+    /// As `seal`; the last part gets its part delta against `base` (as `addWith`).
+    #[wasm_bindgen(js_name = sealWith)]
+    pub fn seal_with(&mut self, base: &BaseParts) -> Result<String, JsError> {
+        self.seal_to(Some(&base.w))
+    }
+
+    fn seal_to(&mut self, base: Option<&PartWindow>) -> Result<String, JsError> {
         let d = self.digest.take().ok_or_else(|| err("the recipe is sealed"))?.finish().ok_or_else(|| err("a recipe needs fingerprints"))?;
         self.sealed = Some(d);
         if self.in_parts {
             if let Some(p) = self.cutter.finish() {
-                self.closed.push_back(p);
+                let d = part_delta(self.alg, &p, base);
+                self.closed.push_back((p, d));
             }
         }
         Ok(cutpoint_core::hex(&d))
@@ -1326,7 +1346,7 @@ impl PartSink {
 /// A push's window on its base version's parts (PROTOCOL.md 5.1 step 5; the core's
 /// `PartWindow`): the library reads the parts `advance` names (`GET parts/{id}`) and gives each
 /// to `load`, which keeps it only if it hashes to its id; the ids of the parts kept are known
-/// present (`known`) and `PartSink::takePartWith` writes part deltas against them.
+/// present (`known`) and `PartSink::addWith` writes part deltas against them.
 #[wasm_bindgen]
 pub struct BaseParts {
     w: PartWindow,

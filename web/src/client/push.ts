@@ -743,7 +743,9 @@ export class PushRun {
       inBase = this.partBase.known(ids)
     }
     if (this.recipe) this.recipe.add(ids, sizes)
-    const inParts = this.sink?.add(ids, sizes)
+    // A part these chunks close gets its delta now, while its base is in the window (a part
+    // closed before the recipe passes the parts threshold waits in the sink until then).
+    const inParts = this.partBase ? this.sink?.addWith(ids, sizes, this.partBase) : this.sink?.add(ids, sizes)
     const bytesBefore = this.bytes
     for (let i = 0; i < batch.length; i++) {
       const c = batch[i]
@@ -807,8 +809,7 @@ export class PushRun {
       this.recipe.free()
       this.recipe = undefined
     }
-    const base = this.partBase
-    for (let p = base ? sink.takePartWith(base) : sink.takePart(); p; p = base ? sink.takePartWith(base) : sink.takePart()) {
+    for (let p = sink.takePart(); p; p = sink.takePart()) {
       this.pendingParts.push({ part: p, upto: this.chunks })
       this.parts++
     }
@@ -820,7 +821,7 @@ export class PushRun {
    */
   endInput(): string | undefined {
     if (!this.sink?.inParts) return undefined
-    const digest = (this.partsDigest = this.sink.seal())
+    const digest = (this.partsDigest = this.partBase ? this.sink.sealWith(this.partBase) : this.sink.seal())
     this.takeParts()
     if (!this.queries.length && !this.ask) this.assignParts(this.chunks)
     return digest
