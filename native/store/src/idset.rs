@@ -23,8 +23,12 @@
 //!
 //! Memory: 12 bytes per chunk in `base`, ≤ 4 bytes per 16 of directory (at most 4 MiB), and the
 //! changes (≤ 1/32 of `base`, ~20 bytes each in a hash map): 12–13 bytes per chunk, ~12.5 MiB per
-//! 10⁶ chunks. The rows file is on disk (36 bytes a row); its pages are the kernel's page cache,
-//! not the process's memory (it is read, never mapped).
+//! 10⁶ chunks. The rows file is on disk (36 bytes a row); its pages are the kernel's page cache.
+//! Existence queries read it through a read-only mapping ([`IdSet::query_each`]: no system call
+//! per present id), whose touched pages count in the process's RSS (file pages, reclaimable;
+//! at most the file: 36 bytes a chunk); every other reader (a commit's length checks, restores'
+//! locations, a writer's checks) uses positioned reads, so a big file's commit, which reads all
+//! of its rows, leaves none of them mapped.
 
 use cutpoint_core::Digest;
 use std::collections::{HashMap, HashSet};
