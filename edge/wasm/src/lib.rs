@@ -718,6 +718,8 @@ impl PackRewrite {
             len: stored.len() as u32,
             raw,
             compressed,
+            raw_off: 0,
+            member: false,
         });
         Ok(offset as f64)
     }

@@ -560,6 +560,8 @@ impl Index {
                     len,
                     raw: if raw > 0 { raw } else { len },
                     compressed: raw > 0,
+                    raw_off: 0,
+                    member: false,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -928,8 +928,8 @@ export class PushRun {
    * groups are read and compressed ahead (`tryGroup`, the sampler's decision guessed from its
    * state then), and settled in order (`settleGroup`: the sampler's exact decision), so that
    * reads and worker round trips overlap and the frames are still the native client's. Heads
-   * first (a File/Blob in a browser) only the chunks tried are read, and a raw one is a slice
-   * of the input; framed, every chunk is read back.
+   * first (a File/Blob in a browser) only the chunks tried are read, by the workers from the
+   * file, and a raw one is a slice of the input; framed, every chunk is read back.
    */
   private async packCompressed(list: Novel[]): Promise<void> {
     const size = wire().compressGroupSizes()[0]
@@ -983,11 +983,16 @@ export class PushRun {
 
   /**
    * Chunks compressed in the workers (`compressGroup` of the wasm, about equal shares, each job
-   * a copy of its chunks' bytes): each chunk's frame, its compressed data or its raw bytes.
+   * a copy of its chunks' bytes, or heads first their offsets in the file, which the worker
+   * reads): each chunk's frame, its compressed data or its raw bytes (heads first: none).
    */
   private async compressChunks(chunks: Novel[], raws?: Uint8Array[]): Promise<Frame[]> {
     if (!chunks.length) return []
-    const got = raws ?? (await this.readChunks(chunks))
+    // Heads first (a File/Blob in a browser) the workers read the chunks from the file
+    // themselves: the page's thread neither reads them (a Blob slice and a read, each a round
+    // trip to the browser's blob system: 2 s of a 1 GiB push's page thread) nor copies them.
+    const source = !raws && this.pack instanceof HeadsFirstPack ? this.source : undefined
+    const got = source ? undefined : (raws ?? (await this.readChunks(chunks)))
     // The chunker's workers are initialised once chunking starts; should they not be, the
     // client's compression workers.
     const pool = this.zpool?.ready ? this.zpool : await this.ownCompressionPool()
@@ -996,12 +1001,20 @@ export class PushRun {
     for (let a = 0; a < chunks.length; a += per) {
       const b = Math.min(chunks.length, a + per)
       const lengths = new Uint32Array(b - a)
-      let total = 0
-      for (let k = a; k < b; k++) total += lengths[k - a] = got[k].length
-      const bytes = this.jobBuffer(total)
-      for (let k = a, at = 0; k < b; at += got[k].length, k++) bytes.set(got[k], at)
-      const job = pool.run<CompressRes>({ type: 'cutpoint:compress', level: this.level!, lengths, bytes }, [bytes.buffer as ArrayBuffer])
+      let job: Promise<CompressRes>
+      if (source) {
+        const offsets = new Float64Array(b - a)
+        for (let k = a; k < b; k++) (lengths[k - a] = chunks[k].len), (offsets[k - a] = chunks[k].off)
+        job = pool.run<CompressRes>({ type: 'cutpoint:compress', level: this.level!, lengths, blob: source, offsets }, [])
+      } else {
+        let total = 0
+        for (let k = a; k < b; k++) total += lengths[k - a] = got![k].length
+        const bytes = this.jobBuffer(total)
+        for (let k = a, at = 0; k < b; at += got![k].length, k++) bytes.set(got![k], at)
+        job = pool.run<CompressRes>({ type: 'cutpoint:compress', level: this.level!, lengths, bytes }, [bytes.buffer as ArrayBuffer])
+      }
       const done = job.then((r) => {
+        if (r.error) throw new StoreError(`cutpoint: ${r.error}; nothing was committed`, { code: 'io' })
         this.keepJobBuffer(r.bytes)
         return { a, out: r.out }
       })
@@ -1019,10 +1032,10 @@ export class PushRun {
       for (let k = a; k < b; k++) {
         const h = view.getUint32(4 * (k - a), true)
         const len = h & 0x7fffffff
-        if (h >>> 31 && len < got[k].length && at + len <= out.length) {
+        if (h >>> 31 && len < chunks[k].len && at + len <= out.length) {
           frames[k] = { data: out.subarray(at, at + len), compressed: true }
           at += len
-        } else if (h === got[k].length) frames[k] = { data: got[k], compressed: false }
+        } else if (h === chunks[k].len) frames[k] = { data: got?.[k], compressed: false }
         else throw new StoreError('cutpoint: internal error: a compression worker answered out of order', { code: 'protocol' })
       }
       if (at !== out.length) throw new StoreError('cutpoint: internal error: a compression worker answered out of order', { code: 'protocol' })

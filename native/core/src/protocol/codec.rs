@@ -11,6 +11,13 @@
 pub const COMPRESSED: u32 = 1 << 31;
 /// A compressed frame's data starts with the raw length.
 pub const RAW_LEN_BYTES: usize = 4;
+/// Bit 30 of a frame head's length (bit 31 clear), only in a pack of codec 2: a group's member
+/// head (its length the member chunk's raw length, no data follows; [`super::pack`]).
+pub const GROUP_MEMBER: u32 = 1 << 30;
+/// The most raw bytes a group with members decompresses to (its raw total).
+pub const MAX_GROUP_RAW: usize = 1 << 20;
+/// The most chunks in one group (its compressed frame's chunk and 255 member heads).
+pub const MAX_GROUP_CHUNKS: usize = 256;
 /// `--compression auto`: zstd level 4 (on 8 KiB chunks about 5% smaller than level 3, at about
 /// half its speed, still far above what a push's network and store take; docs/performance.md).
 pub const AUTO_LEVEL: i32 = 4;
@@ -24,6 +31,8 @@ pub enum Codec {
     None = 0,
     /// Frames may be zstd-compressed (bit 31 of their head's length).
     Zstd = 1,
+    /// As 1, and a compressed frame may hold a group of chunks (member heads, bit 30).
+    Group = 2,
 }
 
 impl Codec {
@@ -31,6 +40,7 @@ impl Codec {
         match b {
             0 => Some(Codec::None),
             1 => Some(Codec::Zstd),
+            2 => Some(Codec::Group),
             _ => None,
         }
     }

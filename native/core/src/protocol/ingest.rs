@@ -10,8 +10,8 @@
 //! length of an object before writing it (R2) knows it from `Content-Length`. The index names
 //! one copy; gc rewrites such a pack like any other partly referenced one.
 
-use super::codec::Codec;
-use super::pack::{Frame, PackReader, PackWriter, FRAME_HEAD_LEN, HEADER_LEN, MAX_HEADS_FIRST};
+use super::codec::{Codec, COMPRESSED, GROUP_MEMBER, MAX_GROUP_CHUNKS, MAX_GROUP_RAW};
+use super::pack::{Buffered, Frame, FrameHead, PackReader, PackWriter, FRAME_HEAD_LEN, HEADER_LEN, MAX_HEADS_FIRST};
 use super::WireError;
 use crate::{Digest, HashAlg};
 use std::cell::RefCell;
@@ -176,26 +176,7 @@ impl PackIngest {
             return Ok(());
         }
         loop {
-            let need = match self.heads.as_ref() {
-                Some(h) => match h.front() {
-                    Some(&len) => len as usize,
-                    None => return Ok(()), // the end: read by finish
-                },
-                None => {
-                    if self.available() < FRAME_HEAD_LEN {
-                        return Ok(());
-                    }
-                    let len = u32_at(&self.pending.0.borrow().0, 0) & !super::codec::COMPRESSED;
-                    if len == 0 {
-                        return Ok(()); // the end frame: read by finish, which knows nothing follows
-                    }
-                    if len as usize > self.max_chunk {
-                        0 // the reader refuses the head before it reads its data
-                    } else {
-                        FRAME_HEAD_LEN + len as usize
-                    }
-                }
-            };
+            let Some(need) = self.need() else { return Ok(()) };
             if self.available() < need {
                 return Ok(());
             }
@@ -208,9 +189,58 @@ impl PackIngest {
                 return Err(IngestError::TooManyChunks(self.max_chunks));
             }
             let w = self.writer.as_mut().expect("opened");
-            let off = w.add_frame(&f.id, &self.data, f.compressed)?;
+            let off = if f.member { w.add_member(&f.id, f.raw)? } else { w.add_frame(&f.id, &self.data, f.compressed)? };
             self.frames.push(Frame { offset: off, ..f });
         }
+    }
+
+    /// The bytes the reader's next step reads (`None`: the end frame, read by finish, which
+    /// knows whether anything follows it). Heads first: the next chunk's data (a member: none).
+    /// Framed: its head and data; for a compressed frame of codec 2 also every member head
+    /// after it and the head after those, which the reader reads with it.
+    fn need(&self) -> Option<usize> {
+        if let Some(h) = self.heads.as_ref() {
+            return h.front().map(|&len| len as usize);
+        }
+        let rd = self.reader.as_ref().expect("opened");
+        let p = self.pending.0.borrow();
+        let q = &p.0;
+        let (mut need, compressed) = match rd.buffered() {
+            Buffered::Member => return Some(0),
+            Buffered::Head(FrameHead::End { .. }) => return None,
+            Buffered::Head(FrameHead::Member { .. }) => return Some(0), // refused
+            Buffered::Head(FrameHead::Chunk { len, compressed, .. }) => (len as usize, compressed),
+            Buffered::Nothing => {
+                if q.len() < FRAME_HEAD_LEN {
+                    return Some(FRAME_HEAD_LEN);
+                }
+                let head = u32_at(q, 0);
+                let len = head & !COMPRESSED;
+                if len == 0 {
+                    return None;
+                }
+                if len as usize > self.max_chunk + super::codec::RAW_LEN_BYTES || head & GROUP_MEMBER != 0 {
+                    return Some(FRAME_HEAD_LEN); // the reader refuses the head before it reads its data
+                }
+                (FRAME_HEAD_LEN + len as usize, head & COMPRESSED != 0)
+            }
+        };
+        if !compressed || rd.codec() != Codec::Group {
+            return Some(need);
+        }
+        // The member heads (at most MAX_GROUP_CHUNKS - 1; the reader refuses one more) and the
+        // head after them.
+        for _ in 0..MAX_GROUP_CHUNKS {
+            if q.len() < need + FRAME_HEAD_LEN {
+                return Some(need + FRAME_HEAD_LEN); // not there yet
+            }
+            let h = u32_at(q, need);
+            need += FRAME_HEAD_LEN;
+            if h & GROUP_MEMBER == 0 || h & COMPRESSED != 0 {
+                break;
+            }
+        }
+        Some(need)
     }
 
     /// Reads the header (and, heads first, every head) once they are all there.
@@ -236,7 +266,9 @@ impl PackIngest {
                     if raw == 0 {
                         break;
                     }
-                    lens.push_back(raw & !super::codec::COMPRESSED);
+                    // A member head has no data.
+                    let member = raw & GROUP_MEMBER != 0 && raw & COMPRESSED == 0;
+                    lens.push_back(if member { 0 } else { raw & !COMPRESSED });
                     at += FRAME_HEAD_LEN;
                     if lens.len() > MAX_HEADS_FIRST {
                         break;
@@ -267,10 +299,33 @@ pub fn open_frame(alg: HashAlg, id: &Digest, stored: &[u8], compressed: bool, ma
     } else {
         stored.to_vec()
     };
-    if alg.digest(&raw).as_ref() != Some(id) {
+    check_id(alg, id, &raw)?;
+    Ok(raw)
+}
+
+fn check_id(alg: HashAlg, id: &Digest, raw: &[u8]) -> Result<(), String> {
+    if alg.digest(raw).as_ref() != Some(id) {
         return Err(format!("chunk {} does not match its fingerprint", crate::hex(id)));
     }
-    Ok(raw)
+    Ok(())
+}
+
+/// A group's decompressed raw bytes (codec 2): `stored` is its compressed frame's data,
+/// decompressed within [`MAX_GROUP_RAW`] into `out` (a restore decompresses a group once for its
+/// consecutive chunks and slices each with [`group_chunk`]).
+pub fn open_group(stored: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    super::codec::Decompressor::new().decompress(stored, MAX_GROUP_RAW, out)
+}
+
+/// A chunk's bytes in its group's raw bytes (`raw_off`, `raw`: where the index put it), checked
+/// against `id`.
+pub fn group_chunk<'a>(alg: HashAlg, id: &Digest, group: &'a [u8], raw_off: u32, raw: u32) -> Result<&'a [u8], String> {
+    let (a, b) = (raw_off as usize, raw_off as usize + raw as usize);
+    let s = group
+        .get(a..b)
+        .ok_or_else(|| format!("chunk {}: bytes {a}..{b} of a group of {} raw bytes", crate::hex(id), group.len()))?;
+    check_id(alg, id, s)?;
+    Ok(s)
 }
 
 #[cfg(test)]
@@ -322,6 +377,33 @@ mod tests {
                 assert_eq!(g.frames(), &frames[..]);
                 assert!(g.pack_id().is_some());
             }
+        }
+    }
+
+    #[test]
+    fn groups_in_any_pieces_store_the_same_pack() {
+        use crate::protocol::pack::tests::{gpack, grouped_text, to_heads_first};
+        let chunks: Vec<Vec<u8>> = (0..8).map(|i| grouped_text(300 + 500 * i, i as u64)).collect();
+        let (want, _) = gpack(&chunks, &[3, 1, 4]);
+        let (_, frames) = decode_pack(&want, true).unwrap();
+        assert!(frames.iter().filter(|f| f.member).count() == 5);
+        let hf = to_heads_first(&want);
+        for body in [&want, &hf] {
+            for piece in [1, 7, 36, 100, 1000, 1 << 20] {
+                let (out, g) = feed(body, piece).unwrap();
+                assert_eq!(out, want, "piece {piece}");
+                assert_eq!(g.frames(), &frames[..]);
+                assert_eq!(g.pack_id(), Some(crate::protocol::pack::pack_id(HashAlg::Blake3, &frames)));
+            }
+        }
+        // A member's fingerprint wrong, in any pieces: refused.
+        let mut bad = want.clone();
+        let (_, fs) = decode_pack(&want, false).unwrap();
+        let m = fs.iter().position(|f| f.member).unwrap();
+        let head_at = fs[m - 1].offset as usize + fs[m - 1].len as usize; // right after the group's data
+        bad[head_at + 4] ^= 1;
+        for piece in [1, 36, 1 << 20] {
+            assert!(matches!(feed(&bad, piece), Err(IngestError::Bad(e)) if e.contains("group member")), "piece {piece}");
         }
     }
 

@@ -15,6 +15,16 @@
 //! (bit 31 cleared), [`Frame::raw`] the chunk's length; the reader yields the stored bytes and,
 //! for a compressed frame, the decompressed ones ([`PackReader::raw_data`]).
 //!
+//! Codec 2 = zstd groups: as codec 1, and a compressed frame may hold several consecutive
+//! chunks. Its head's id is the first chunk's, its data the group's **raw total** (u32 LE) and
+//! one zstd frame of the chunks' raw bytes back to back; it is followed by one **member head**
+//! per further chunk (bit 30 of the length set, bit 31 clear: the length is the member's raw
+//! length, the id its fingerprint, no data follows). The first chunk's raw length is the raw
+//! total less the members'. A group with members holds at most [`MAX_GROUP_CHUNKS`] chunks and
+//! [`MAX_GROUP_RAW`] raw bytes; the reader checks every bound before zstd runs, decompresses
+//! into a buffer of exactly the raw total and checks each chunk over its slice. A member head
+//! anywhere else is an error. [`Frame::raw_off`] is a chunk's offset in its group's raw bytes.
+//!
 //! Nothing may follow the end frame. A frame's offset in the index is the offset of its data.
 //! [`PackReader`] checks the structure and (optionally) recomputes every fingerprint;
 //! [`PackWriter`] writes the same format. The server stores packs in this format too, so an
@@ -28,7 +38,8 @@
 //! small; [`PackReader::upload`] reads both layouts and yields the same frames, and the server
 //! stores what it reads in the framed layout.
 
-use super::codec::{Codec, Decompressor, COMPRESSED, RAW_LEN_BYTES};
+use super::codec::{Codec, Compressor, Decompressor, COMPRESSED, GROUP_MEMBER, RAW_LEN_BYTES};
+pub use super::codec::{MAX_GROUP_CHUNKS, MAX_GROUP_RAW};
 use super::WireError;
 use crate::fingerprint::{hex, Digest, HashAlg};
 use std::io::{self, Read, Write};
@@ -100,7 +111,7 @@ pub fn decode_pack_header(h: &[u8; HEADER_LEN]) -> Result<(HashAlg, Layout, Code
         return Err(WireError::malformed("not a cutpoint pack (bad magic)"));
     }
     let codec = Codec::from_byte(h[10])
-        .ok_or_else(|| WireError::malformed(format!("pack header: unknown codec {} (0 none, 1 zstd)", h[10])))?;
+        .ok_or_else(|| WireError::malformed(format!("pack header: unknown codec {} (0 none, 1 zstd, 2 zstd groups)", h[10])))?;
     if h[11..].iter().any(|&b| b != 0) {
         return Err(WireError::malformed("pack header: reserved bytes are not zero"));
     }
@@ -117,12 +128,23 @@ pub fn decode_pack_header(h: &[u8; HEADER_LEN]) -> Result<(HashAlg, Layout, Code
     Ok((alg, layout, codec))
 }
 
-/// A frame head: a chunk (`len`: its stored length, without bit 31; `compressed`: bit 31), or
-/// the end of the pack.
+/// A frame head: a chunk (`len`: its stored length, without bit 31; `compressed`: bit 31), a
+/// group's member (codec 2, bit 30: `raw` its raw length, no data), or the end of the pack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrameHead {
     Chunk { len: u32, id: Digest, compressed: bool },
+    Member { raw: u32, id: Digest },
     End { count: u64 },
+}
+
+impl FrameHead {
+    /// The bytes of data that follow this head in the framed layout.
+    pub fn data_len(&self) -> usize {
+        match self {
+            FrameHead::Chunk { len, .. } => *len as usize,
+            _ => 0,
+        }
+    }
 }
 
 pub fn encode_frame_head(head: FrameHead) -> [u8; FRAME_HEAD_LEN] {
@@ -131,6 +153,10 @@ pub fn encode_frame_head(head: FrameHead) -> [u8; FRAME_HEAD_LEN] {
         FrameHead::Chunk { len, id, compressed } => {
             let l = if compressed { len | COMPRESSED } else { len };
             b[..4].copy_from_slice(&l.to_le_bytes());
+            b[4..].copy_from_slice(&id);
+        }
+        FrameHead::Member { raw, id } => {
+            b[..4].copy_from_slice(&(raw | GROUP_MEMBER).to_le_bytes());
             b[4..].copy_from_slice(&id);
         }
         FrameHead::End { count } => {
@@ -144,6 +170,21 @@ pub fn encode_frame_head(head: FrameHead) -> [u8; FRAME_HEAD_LEN] {
 pub fn decode_frame_head(b: &[u8; FRAME_HEAD_LEN], max_chunk: usize, codec: Codec) -> Result<FrameHead, WireError> {
     let head = u32::from_le_bytes(b[..4].try_into().unwrap());
     let compressed = head & COMPRESSED != 0;
+    if head & GROUP_MEMBER != 0 && codec == Codec::Group {
+        if compressed {
+            return Err(WireError::malformed("a frame head with both bit 31 (compressed) and bit 30 (group member) set"));
+        }
+        let raw = head & !GROUP_MEMBER;
+        if raw == 0 || raw as usize > max_chunk {
+            return Err(WireError::malformed(format!(
+                "a group member of {raw} raw bytes (1..={max_chunk})"
+            )));
+        }
+        return Ok(FrameHead::Member {
+            raw,
+            id: b[4..].try_into().unwrap(),
+        });
+    }
     let len = head & !COMPRESSED;
     if compressed {
         if codec == Codec::None {
@@ -174,7 +215,8 @@ pub fn decode_frame_head(b: &[u8; FRAME_HEAD_LEN], max_chunk: usize, codec: Code
     }
     if len as usize > max_chunk {
         return Err(WireError::malformed(format!(
-            "a frame of {len} bytes is larger than the limit of {max_chunk}"
+            "a frame of {len} bytes is larger than the limit of {max_chunk}{}",
+            if head & GROUP_MEMBER != 0 { " (bit 30 marks a group member only in a pack of codec 2)" } else { "" }
         )));
     }
     Ok(FrameHead::Chunk {
@@ -194,8 +236,13 @@ pub struct Frame {
     pub len: u32,
     /// The chunk's (raw) length: `len` for a raw frame.
     pub raw: u32,
-    /// Stored zstd-compressed (bit 31 of its head).
+    /// Stored zstd-compressed (bit 31 of its head), alone or in a group (then `offset` and
+    /// `len` are the group's compressed frame's, for its members too).
     pub compressed: bool,
+    /// The chunk's offset in its compressed frame's raw bytes: 0 but for a group's members.
+    pub raw_off: u32,
+    /// A group's member (a head with bit 30, no data of its own), not its first chunk.
+    pub member: bool,
 }
 
 impl Frame {
@@ -207,12 +254,26 @@ impl Frame {
             len,
             raw: len,
             compressed: false,
+            raw_off: 0,
+            member: false,
         }
     }
 
-    /// The head's length as stored (bit 31 for a compressed frame).
+    /// A compressed frame of one chunk (codec 1, or codec 2 without members).
+    pub fn zstd(id: Digest, offset: u64, len: u32, raw: u32) -> Frame {
+        Frame {
+            compressed: true,
+            raw,
+            ..Frame::plain(id, offset, len)
+        }
+    }
+
+    /// The head's length as stored (bit 31 for a compressed frame, bit 30 and the raw length
+    /// for a group's member).
     pub fn head_len(&self) -> u32 {
-        if self.compressed {
+        if self.member {
+            self.raw | GROUP_MEMBER
+        } else if self.compressed {
             self.len | COMPRESSED
         } else {
             self.len
@@ -245,10 +306,27 @@ pub struct PackReader<R: Read> {
     verify: bool,
     done: bool,
     /// A heads-first upload: the heads not yet matched with their data.
-    heads: Option<std::collections::VecDeque<(u32, Digest, bool)>>,
-    /// The last compressed frame's decompressed bytes, and the decoder (made on first use).
+    heads: Option<std::collections::VecDeque<FrameHead>>,
+    /// The last compressed frame's decompressed bytes (a whole group's), and the decoder.
     raw: Vec<u8>,
     dec: Option<Decompressor>,
+    /// A group's members not yet returned (checked with the group).
+    queued: std::collections::VecDeque<Frame>,
+    /// The head read after a group's last member (framed layout): the next frame's, and where.
+    ahead: Option<(FrameHead, u64)>,
+}
+
+/// What a reader holds that its next step reads without input ([`PackReader::buffered`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Buffered {
+    /// Nothing: the next step reads a head (and its data, and, for a compressed frame of codec
+    /// 2, every member head after it and the head after those).
+    Nothing,
+    /// A group's member: the next step reads no byte.
+    Member,
+    /// A head read ahead: the next step reads its data (and, for a compressed frame of codec 2,
+    /// the heads after it as with [`Buffered::Nothing`]); a member head there is an error.
+    Head(FrameHead),
 }
 
 fn read_exact_or<R: Read>(r: &mut R, buf: &mut [u8], what: impl FnOnce() -> String) -> Result<(), WireError> {
@@ -256,6 +334,13 @@ fn read_exact_or<R: Read>(r: &mut R, buf: &mut [u8], what: impl FnOnce() -> Stri
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(WireError::Truncated(what())),
         Err(e) => Err(WireError::Io(e)),
+    }
+}
+
+fn at_frame(n: u64, at: u64) -> impl Fn(WireError) -> WireError {
+    move |e| match e {
+        WireError::Malformed(m) => WireError::Malformed(format!("frame {n} at byte {at}: {m}")),
+        e => e,
     }
 }
 
@@ -289,6 +374,8 @@ impl<R: Read> PackReader<R> {
             verify,
             done: false,
             heads: None,
+            queued: Default::default(),
+            ahead: None,
         };
         if layout == Layout::HeadsFirst {
             let mut heads = std::collections::VecDeque::new();
@@ -312,13 +399,13 @@ impl<R: Read> PackReader<R> {
                         }
                         break;
                     }
-                    FrameHead::Chunk { len, id, compressed } => {
+                    head => {
                         if n == MAX_HEADS_FIRST {
                             return Err(WireError::malformed(format!(
                                 "a heads-first pack lists at most {MAX_HEADS_FIRST} chunks"
                             )));
                         }
-                        heads.push_back((len, id, compressed));
+                        heads.push_back(head);
                     }
                 }
             }
@@ -336,11 +423,25 @@ impl<R: Read> PackReader<R> {
         self.codec
     }
 
+    /// What the reader holds for its next step ([`Buffered`]): a host feeding bytes as they
+    /// arrive ([`super::ingest`]) gives it exactly what that step reads.
+    pub fn buffered(&self) -> Buffered {
+        if !self.queued.is_empty() {
+            Buffered::Member
+        } else {
+            match self.ahead {
+                Some((h, _)) => Buffered::Head(h),
+                None => Buffered::Nothing,
+            }
+        }
+    }
+
     /// The chunk's raw bytes of the frame [`PackReader::next_into`] just returned: `data` (its
-    /// stored bytes) for a raw frame, the decompressed bytes for a compressed one.
+    /// stored bytes) for a raw frame, the decompressed bytes for a compressed one (a group's
+    /// chunk: its slice of the group's).
     pub fn raw_data<'a>(&'a self, f: &Frame, data: &'a [u8]) -> &'a [u8] {
         if f.compressed {
-            &self.raw
+            &self.raw[f.raw_off as usize..f.raw_off as usize + f.raw as usize]
         } else {
             data
         }
@@ -353,9 +454,28 @@ impl<R: Read> PackReader<R> {
 
     /// The next chunk, its stored data in `data` (and a compressed frame's raw bytes in
     /// [`PackReader::raw_data`], decompressed and bounded whether or not `verify` is set);
-    /// `None` after a valid end frame with nothing after it.
+    /// `None` after a valid end frame with nothing after it. A group's member has no data of
+    /// its own: `data` is left as it was (the group's frame, returned just before).
     pub fn next_into(&mut self, data: &mut Vec<u8>) -> Result<Option<Frame>, WireError> {
         self.next_in(data)
+    }
+
+    /// The next head (from the heads-first list, read ahead, or read now) and where it is.
+    fn next_head(&mut self) -> Result<(FrameHead, u64), WireError> {
+        let n = self.count;
+        if let Some(h) = self.ahead.take() {
+            return Ok(h);
+        }
+        let at = self.pos;
+        if let Some(heads) = &mut self.heads {
+            return Ok((heads.pop_front().unwrap_or(FrameHead::End { count: n }), at));
+        }
+        let mut hb = [0u8; FRAME_HEAD_LEN];
+        read_exact_or(&mut self.r, &mut hb, || {
+            format!("the pack ends at byte {at} where frame {n} (or the end frame) should start")
+        })?;
+        self.pos += FRAME_HEAD_LEN as u64;
+        Ok((decode_frame_head(&hb, self.max_chunk, self.codec).map_err(at_frame(n, at))?, at))
     }
 
     /// [`PackReader::next_into`], the frame's stored data read straight into the buffer `data`
@@ -364,24 +484,12 @@ impl<R: Read> PackReader<R> {
         if self.done {
             return Ok(None);
         }
+        if let Some(f) = self.queued.pop_front() {
+            self.count += 1;
+            return Ok(Some(f));
+        }
         let n = self.count;
-        let at = self.pos;
-        let head = if let Some(heads) = &mut self.heads {
-            match heads.pop_front() {
-                Some((len, id, compressed)) => FrameHead::Chunk { len, id, compressed },
-                None => FrameHead::End { count: n },
-            }
-        } else {
-            let mut hb = [0u8; FRAME_HEAD_LEN];
-            read_exact_or(&mut self.r, &mut hb, || {
-                format!("the pack ends at byte {at} where frame {n} (or the end frame) should start")
-            })?;
-            self.pos += FRAME_HEAD_LEN as u64;
-            decode_frame_head(&hb, self.max_chunk, self.codec).map_err(|e| match e {
-                WireError::Malformed(m) => WireError::Malformed(format!("frame {n} at byte {at}: {m}")),
-                e => e,
-            })?
-        };
+        let (head, at) = self.next_head()?;
         match head {
             FrameHead::End { count } => {
                 if count != self.count {
@@ -402,45 +510,140 @@ impl<R: Read> PackReader<R> {
                 self.done = true;
                 Ok(None)
             }
+            FrameHead::Member { .. } => Err(WireError::malformed(format!(
+                "frame {n} at byte {at}: a group member head (bit 30) may only follow a compressed frame or another member of its group"
+            ))),
             FrameHead::Chunk { len, id, compressed } => {
                 let data = data.frame_buf(len as usize).map_err(WireError::Io)?;
                 read_exact_or(&mut self.r, data, || {
                     format!("frame {n} at byte {at}: the pack ends inside its {len} bytes of data")
                 })?;
-                let raw = if compressed {
+                let offset = self.pos;
+                self.pos += len as u64;
+                if !compressed {
+                    if self.verify {
+                        self.check(n, at, &id, data, "")?;
+                    }
+                    self.count += 1;
+                    return Ok(Some(Frame::plain(id, offset, len)));
+                }
+                let members = if self.codec == Codec::Group { self.read_members(n, at)? } else { Vec::new() };
+                let first = if members.is_empty() {
                     let max_chunk = self.max_chunk;
                     let dec = self.dec.get_or_insert_with(Decompressor::new);
-                    dec.decompress(data, max_chunk, &mut self.raw)
-                        .map_err(|m| WireError::malformed(format!("frame {n} at byte {at}: {m}")))?;
-                    &self.raw[..]
-                } else {
-                    &data[..]
-                };
-                if self.verify {
-                    let got = self.alg.digest(raw).expect("packs always have an algorithm");
-                    if got != id {
-                        return Err(WireError::malformed(format!(
-                            "frame {n} at byte {at}: its {} bytes{} hash to {} with {}, not to the frame's {}",
-                            raw.len(),
-                            if compressed { " (decompressed)" } else { "" },
-                            hex(&got),
-                            self.alg.name(),
-                            hex(&id)
-                        )));
+                    dec.decompress(data, max_chunk, &mut self.raw).map_err(|m| WireError::malformed(format!("frame {n} at byte {at}: {m}")))?;
+                    if self.verify {
+                        let raw = std::mem::take(&mut self.raw);
+                        let r = self.check(n, at, &id, &raw, " (decompressed)");
+                        self.raw = raw;
+                        r?;
                     }
-                }
-                let f = Frame {
-                    id,
-                    offset: self.pos,
-                    len,
-                    raw: raw.len() as u32,
-                    compressed,
+                    Frame::zstd(id, offset, len, self.raw.len() as u32)
+                } else {
+                    self.open_group(n, at, Frame::zstd(id, offset, len, 0), data, &members)?
                 };
-                self.pos += len as u64;
                 self.count += 1;
-                Ok(Some(f))
+                Ok(Some(first))
             }
         }
+    }
+
+    /// The member heads after a compressed frame (`n` at byte `at`) of codec 2, each with its
+    /// position; the head after them is kept for the next step.
+    fn read_members(&mut self, n: u64, at: u64) -> Result<Vec<(Digest, u32, u64)>, WireError> {
+        let mut members = Vec::new();
+        loop {
+            let k = n + 1 + members.len() as u64;
+            let (head, hat) = match self.heads.as_mut() {
+                Some(heads) => match heads.front() {
+                    Some(FrameHead::Member { .. }) => (heads.pop_front().unwrap(), self.pos),
+                    _ => return Ok(members),
+                },
+                None => {
+                    self.count = k; // names the head read next
+                    let h = self.next_head();
+                    self.count = n;
+                    h?
+                }
+            };
+            match head {
+                FrameHead::Member { raw, id } => {
+                    if members.len() + 1 >= MAX_GROUP_CHUNKS {
+                        return Err(WireError::malformed(format!(
+                            "frame {n} at byte {at}: a group of more than {MAX_GROUP_CHUNKS} chunks (member head at byte {hat})"
+                        )));
+                    }
+                    members.push((id, raw, hat));
+                }
+                other => {
+                    self.ahead = Some((other, hat));
+                    return Ok(members);
+                }
+            }
+        }
+    }
+
+    /// A group: its frame `g` (`data` its stored bytes) and its members; checks the bounds,
+    /// decompresses it once, checks every chunk over its slice and queues the members.
+    fn open_group(&mut self, n: u64, at: u64, g: Frame, data: &[u8], members: &[(Digest, u32, u64)]) -> Result<Frame, WireError> {
+        let bad = |m: String| WireError::malformed(format!("frame {n} at byte {at}: {m}"));
+        let total = Decompressor::raw_len(data, MAX_CHUNK).map_err(&bad)? as usize;
+        if total > MAX_GROUP_RAW {
+            return Err(bad(format!(
+                "a group of {} chunks declares {total} raw bytes (at most {MAX_GROUP_RAW})",
+                members.len() + 1
+            )));
+        }
+        let in_members: usize = members.iter().map(|m| m.1 as usize).sum();
+        if in_members >= total {
+            return Err(bad(format!(
+                "a group's members hold {in_members} raw bytes of its declared {total}: its first chunk would have none"
+            )));
+        }
+        let first = total - in_members;
+        if first > self.max_chunk {
+            return Err(bad(format!("a group's first chunk of {first} bytes is larger than the limit of {}", self.max_chunk)));
+        }
+        let dec = self.dec.get_or_insert_with(Decompressor::new);
+        dec.decompress(data, MAX_GROUP_RAW, &mut self.raw).map_err(&bad)?;
+        let raw = std::mem::take(&mut self.raw);
+        let r = self.check_group(n, at, g, first, &raw, members);
+        self.raw = raw;
+        r
+    }
+
+    fn check_group(&mut self, n: u64, at: u64, g: Frame, first: usize, raw: &[u8], members: &[(Digest, u32, u64)]) -> Result<Frame, WireError> {
+        if self.verify {
+            self.check(n, at, &g.id, &raw[..first], " (decompressed)")?;
+        }
+        let mut off = first;
+        for (i, &(id, len, hat)) in members.iter().enumerate() {
+            if self.verify {
+                self.check(n + 1 + i as u64, hat, &id, &raw[off..off + len as usize], " (group member, decompressed)")?;
+            }
+            self.queued.push_back(Frame {
+                raw: len,
+                raw_off: off as u32,
+                member: true,
+                ..Frame::zstd(id, g.offset, g.len, 0)
+            });
+            off += len as usize;
+        }
+        Ok(Frame { raw: first as u32, ..g })
+    }
+
+    fn check(&self, n: u64, at: u64, id: &Digest, raw: &[u8], how: &str) -> Result<(), WireError> {
+        let got = self.alg.digest(raw).expect("packs always have an algorithm");
+        if got != *id {
+            return Err(WireError::malformed(format!(
+                "frame {n} at byte {at}: its {} bytes{how} hash to {} with {}, not to the frame's {}",
+                raw.len(),
+                hex(&got),
+                self.alg.name(),
+                hex(id)
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -531,6 +734,28 @@ pub struct PackWriter<W: Write> {
     pos: u64,
     count: u64,
     codec: Codec,
+    /// The last frame's group, where members may follow it (codec 2, a compressed frame).
+    group: Option<OpenGroup>,
+}
+
+/// A group being written: its frame's data offset, raw total, the members' raw bytes and count.
+#[derive(Clone, Copy, Debug)]
+struct OpenGroup {
+    offset: u64,
+    total: usize,
+    in_members: usize,
+    chunks: usize,
+}
+
+/// What [`PackWriter::add_group`] wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupWritten {
+    /// One compressed frame with member heads (else one frame per chunk).
+    pub grouped: bool,
+    /// Bytes of frame data written (heads not counted).
+    pub data_bytes: u64,
+    /// Chunks stored compressed (alone or in the group).
+    pub compressed: u64,
 }
 
 impl<W: Write> PackWriter<W> {
@@ -548,6 +773,7 @@ impl<W: Write> PackWriter<W> {
             pos: HEADER_LEN as u64,
             count: 0,
             codec,
+            group: None,
         })
     }
 
@@ -576,7 +802,89 @@ impl<W: Write> PackWriter<W> {
         let off = self.pos + FRAME_HEAD_LEN as u64;
         self.pos = off + data.len() as u64;
         self.count += 1;
+        self.group = if compressed && self.codec == Codec::Group {
+            Some(OpenGroup {
+                offset: off,
+                total: u32::from_le_bytes(data[..RAW_LEN_BYTES].try_into().unwrap()) as usize,
+                in_members: 0,
+                chunks: 1,
+            })
+        } else {
+            None
+        };
         Ok(off)
+    }
+
+    /// Appends a member head (codec 2) to the group of the compressed frame just written (or
+    /// of the member just written); returns the group's data offset. The caller vouches for
+    /// `id`; the group's bounds ([`MAX_GROUP_CHUNKS`], [`MAX_GROUP_RAW`], a first chunk of at
+    /// least one byte) are checked.
+    pub fn add_member(&mut self, id: &Digest, raw: u32) -> Result<u64, WireError> {
+        let Some(g) = self.group.as_mut() else {
+            return Err(WireError::malformed(
+                "a group member head may only follow a compressed frame or another member (in a pack of codec 2)",
+            ));
+        };
+        if raw == 0 || raw as usize > MAX_CHUNK || g.chunks >= MAX_GROUP_CHUNKS || g.total > MAX_GROUP_RAW || g.in_members + raw as usize >= g.total {
+            return Err(WireError::malformed(format!(
+                "a group member of {raw} raw bytes does not fit its group (chunk {} of at most {MAX_GROUP_CHUNKS}, {} of {} raw bytes already in members, at most {MAX_GROUP_RAW})",
+                g.chunks + 1,
+                g.in_members,
+                g.total
+            )));
+        }
+        g.in_members += raw as usize;
+        g.chunks += 1;
+        let off = g.offset;
+        self.w.write_all(&encode_frame_head(FrameHead::Member { raw, id: *id })).map_err(WireError::Io)?;
+        self.pos += FRAME_HEAD_LEN as u64;
+        self.count += 1;
+        Ok(off)
+    }
+
+    /// Appends consecutive chunks (ids vouched for by the caller) as one group: their raw bytes
+    /// back to back compressed into one frame and a member head per further chunk, where the
+    /// pack's codec is 2, there are two or more, the raw total is at most [`MAX_GROUP_RAW`] and
+    /// the frame saves at least 1/16 of it. Otherwise each chunk is its own frame, compressed
+    /// where that saves 1/16 (codec 1 or 2) or raw. `buf` and `z` are scratch buffers. Returns
+    /// each chunk's data offset in `offsets` (cleared first) and what was written.
+    pub fn add_group(
+        &mut self,
+        chunks: &[(Digest, &[u8])],
+        cx: &mut Compressor,
+        buf: &mut Vec<u8>,
+        z: &mut Vec<u8>,
+        offsets: &mut Vec<u64>,
+    ) -> Result<GroupWritten, WireError> {
+        offsets.clear();
+        let total: usize = chunks.iter().map(|c| c.1.len()).sum();
+        if self.codec == Codec::Group && chunks.len() >= 2 && chunks.len() <= MAX_GROUP_CHUNKS && total <= MAX_GROUP_RAW {
+            buf.clear();
+            for (_, d) in chunks {
+                buf.extend_from_slice(d);
+            }
+            if chunks.iter().all(|c| !c.1.is_empty()) && cx.compress(buf, z) {
+                let off = self.add_frame(&chunks[0].0, z, true)?;
+                offsets.push(off);
+                for (id, d) in &chunks[1..] {
+                    offsets.push(self.add_member(id, d.len() as u32)?);
+                }
+                return Ok(GroupWritten {
+                    grouped: true,
+                    data_bytes: z.len() as u64,
+                    compressed: chunks.len() as u64,
+                });
+            }
+        }
+        let mut out = GroupWritten::default();
+        for (id, d) in chunks {
+            let comp = self.codec != Codec::None && cx.compress(d, z);
+            let stored: &[u8] = if comp { z } else { d };
+            offsets.push(self.add_frame(id, stored, comp)?);
+            out.data_bytes += stored.len() as u64;
+            out.compressed += comp as u64;
+        }
+        Ok(out)
     }
 
     pub fn count(&self) -> u64 {
@@ -635,7 +943,7 @@ pub fn fit_pack_target(want: usize, max_chunk: usize, max_pack: u64) -> Result<u
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -882,8 +1190,8 @@ mod tests {
         assert!(err(&q).contains("codec is 0"), "{}", err(&q));
         // An unknown codec.
         let mut q = p.clone();
-        q[10] = 2;
-        assert!(err(&q).contains("unknown codec 2"), "{}", err(&q));
+        q[10] = 3;
+        assert!(err(&q).contains("unknown codec 3"), "{}", err(&q));
         // A raw length smaller / larger than the data's.
         for (lie, want) in [(8000u32, "declared 8000"), (8193, "decompresses to 8192"), (0, "raw length of 0"), ((MAX_CHUNK + 1) as u32, "raw length of")] {
             let mut q = p.clone();
@@ -927,6 +1235,253 @@ mod tests {
         assert!(w.add_frame(&[0; 32], &[2, 0, 0, 0, 1, 2], true).is_err());
     }
 
+    // ---- codec 2: groups ----
+
+    pub(crate) fn grouped_text(n: usize, seed: u64) -> Vec<u8> {
+        // Compressible, and different per seed (so that chunks differ).
+        let words = [&b"alpha "[..], b"beta ", b"gamma ", b"delta ", b"epsilon ", b"zeta "];
+        let mut x = seed.wrapping_mul(0x9e3779b97f4a7c15) | 1;
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.extend_from_slice(words[(x % 6) as usize]);
+        }
+        out.truncate(n);
+        out
+    }
+
+    /// A pack of codec 2 whose chunks are written in groups (`sizes` of each group).
+    pub(crate) fn gpack(chunks: &[Vec<u8>], sizes: &[usize]) -> (Vec<u8>, Vec<GroupWritten>) {
+        let alg = HashAlg::Blake3;
+        let mut w = PackWriter::with_codec(Vec::new(), alg, Codec::Group).unwrap();
+        let mut cx = Compressor::new(3);
+        let (mut buf, mut z, mut offs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut at = 0;
+        let mut outs = Vec::new();
+        for &k in sizes {
+            let list: Vec<(Digest, &[u8])> = chunks[at..at + k].iter().map(|c| (alg.digest(c).unwrap(), &c[..])).collect();
+            outs.push(w.add_group(&list, &mut cx, &mut buf, &mut z, &mut offs).unwrap());
+            assert_eq!(offs.len(), k);
+            at += k;
+        }
+        assert_eq!(at, chunks.len());
+        (w.finish().unwrap(), outs)
+    }
+
+    /// The same pack heads first: every head, the end frame, then the data (members have none).
+    pub(crate) fn to_heads_first(framed: &[u8]) -> Vec<u8> {
+        let mut heads = framed[..HEADER_LEN].to_vec();
+        heads[9] = 1;
+        let mut data = Vec::new();
+        let mut at = HEADER_LEN;
+        loop {
+            let h = u32::from_le_bytes(framed[at..at + 4].try_into().unwrap());
+            heads.extend_from_slice(&framed[at..at + FRAME_HEAD_LEN]);
+            at += FRAME_HEAD_LEN;
+            if h == 0 {
+                break;
+            }
+            if h & GROUP_MEMBER == 0 || h & COMPRESSED != 0 {
+                let n = (h & !COMPRESSED) as usize;
+                data.extend_from_slice(&framed[at..at + n]);
+                at += n;
+            }
+        }
+        heads.extend_from_slice(&data);
+        heads
+    }
+
+    #[test]
+    fn groups_round_trip_in_both_layouts() {
+        let chunks: Vec<Vec<u8>> = (0..9).map(|i| grouped_text(500 + 900 * i, i as u64)).collect();
+        // A group of 4, one of 1 (a codec-1 frame), a group of 3, one raw-or-compressed pair.
+        let (p, outs) = gpack(&chunks, &[4, 1, 3, 1]);
+        assert_eq!(p[10], 2, "codec byte");
+        assert!(outs[0].grouped && outs[2].grouped && !outs[1].grouped && !outs[3].grouped);
+        for hf in [false, true] {
+            let body = if hf { to_heads_first(&p) } else { p.clone() };
+            assert_eq!(body.len(), p.len());
+            let got = raw_frames(&body, true).unwrap();
+            assert_eq!(got.len(), 9);
+            for ((f, raw), c) in got.iter().zip(&chunks) {
+                assert_eq!(raw, c);
+                assert_eq!(f.raw as usize, c.len());
+            }
+            let fs: Vec<Frame> = got.iter().map(|g| g.0).collect();
+            // Members share their group's offset and stored length; raw offsets run on.
+            assert!(!fs[0].member && fs[1].member && fs[2].member && fs[3].member && !fs[4].member);
+            assert_eq!((fs[1].offset, fs[1].len), (fs[0].offset, fs[0].len));
+            assert_eq!(fs[1].raw_off, fs[0].raw);
+            assert_eq!(fs[3].raw_off, fs[0].raw + fs[1].raw + fs[2].raw);
+            assert_eq!(fs[4].raw_off, 0);
+            assert_eq!(fs[6].raw_off, fs[5].raw);
+        }
+        // The stored form: each head as `head_len` says, the pack id over them.
+        let (_, fs) = decode_pack(&p, true).unwrap();
+        let mut at = HEADER_LEN;
+        for f in &fs {
+            let h = u32::from_le_bytes(p[at..at + 4].try_into().unwrap());
+            assert_eq!(h, f.head_len(), "{f:?}");
+            at += FRAME_HEAD_LEN + if f.member { 0 } else { f.len as usize };
+        }
+        assert_eq!(&p[at..at + 4], &[0, 0, 0, 0]);
+        assert_eq!(u64::from_le_bytes(p[at + 4..at + 12].try_into().unwrap()), 9, "the end frame counts members");
+        // Smaller than one frame per chunk.
+        let mut w = PackWriter::with_codec(Vec::new(), HashAlg::Blake3, Codec::Zstd).unwrap();
+        let (mut b, mut z, mut o) = (Vec::new(), Vec::new(), Vec::new());
+        let list: Vec<(Digest, &[u8])> = chunks.iter().map(|c| (HashAlg::Blake3.digest(c).unwrap(), &c[..])).collect();
+        let one = w.add_group(&list, &mut Compressor::new(3), &mut b, &mut z, &mut o).unwrap();
+        assert!(!one.grouped && one.compressed == 9, "codec 1: one frame per chunk");
+        assert!(p.len() < w.finish().unwrap().len());
+    }
+
+    #[test]
+    fn a_group_that_does_not_save_is_written_chunk_by_chunk() {
+        let mut x = 7u64;
+        let rnd: Vec<Vec<u8>> = (0..3)
+            .map(|_| {
+                (0..3000)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x as u8
+                    })
+                    .collect()
+            })
+            .collect();
+        let (p, outs) = gpack(&rnd, &[3]);
+        assert_eq!(outs[0], GroupWritten { grouped: false, data_bytes: 9000, compressed: 0 });
+        let got = raw_frames(&p, true).unwrap();
+        assert!(got.iter().all(|(f, _)| !f.compressed && !f.member));
+        // Over MAX_GROUP_RAW: not grouped either.
+        let big: Vec<Vec<u8>> = (0..3).map(|i| grouped_text(400 << 10, i)).collect();
+        let (p, outs) = gpack(&big, &[3]);
+        assert!(!outs[0].grouped && outs[0].compressed == 3);
+        assert_eq!(raw_frames(&p, true).unwrap().len(), 3);
+    }
+
+    /// A codec-2 pack with one group written by hand: the first chunk's id, the declared raw
+    /// total, the zstd bytes of `raw`, then member heads `(raw length, id)`.
+    fn hand_group(first: Digest, total: u32, raw: &[u8], members: &[(u32, Digest)]) -> Vec<u8> {
+        let mut q = encode_pack_header(HashAlg::Blake3, Layout::Framed, Codec::Group).unwrap().to_vec();
+        let mut data = total.to_le_bytes().to_vec();
+        data.extend_from_slice(&zstd::bulk::compress(raw, 3).unwrap());
+        q.extend_from_slice(&encode_frame_head(FrameHead::Chunk { len: data.len() as u32, id: first, compressed: true }));
+        q.extend_from_slice(&data);
+        for &(r, id) in members {
+            q.extend_from_slice(&encode_frame_head(FrameHead::Member { raw: r, id }));
+        }
+        q.extend_from_slice(&encode_frame_head(FrameHead::End { count: 1 + members.len() as u64 }));
+        q
+    }
+
+    #[test]
+    fn bad_groups_are_named() {
+        let alg = HashAlg::Blake3;
+        let d = |b: &[u8]| alg.digest(b).unwrap();
+        let err = |b: &[u8]| {
+            let e1 = decode_upload(b, true).unwrap_err().to_string();
+            // The same refusal heads first (where the framed layout could be parsed for it).
+            if let Ok(hf) = std::panic::catch_unwind(|| to_heads_first(b)) {
+                assert!(decode_upload(&hf, true).is_err(), "heads first accepted what framed refused: {e1}");
+            }
+            e1
+        };
+        let a = grouped_text(3000, 1);
+        let b = grouped_text(2000, 2);
+        let c = grouped_text(1000, 3);
+        let mut all = a.clone();
+        all.extend_from_slice(&b);
+        all.extend_from_slice(&c);
+        let good = hand_group(d(&a), 6000, &all, &[(2000, d(&b)), (1000, d(&c))]);
+        assert_eq!(raw_frames(&good, true).unwrap().len(), 3);
+        // A member fingerprint wrong.
+        let q = hand_group(d(&a), 6000, &all, &[(2000, d(&c)), (1000, d(&c))]);
+        let e = err(&q);
+        assert!(e.contains("frame 1") && e.contains("group member"), "{e}");
+        // A lying raw total: larger, smaller (the group decompresses to 6000).
+        assert!(err(&hand_group(d(&a), 6001, &all, &[(2000, d(&b)), (1000, d(&c))])).contains("decompresses to 6000"));
+        assert!(err(&hand_group(d(&a), 5999, &all, &[(1999, d(&b)), (1000, d(&c))])).contains("declared 5999"));
+        // Members that leave the first chunk nothing (or less than nothing).
+        let e = err(&hand_group(d(&a), 6000, &all, &[(5000, d(&b)), (1000, d(&c))]));
+        assert!(e.contains("first chunk would have none") && e.contains("frame 0 at byte 16"), "{e}");
+        assert!(err(&hand_group(d(&a), 6000, &all, &[(5000, d(&b)), (3000, d(&c))])).contains("would have none"));
+        // Member lengths that shift the slices: the fingerprints say so.
+        assert!(err(&hand_group(d(&a), 6000, &all, &[(2001, d(&b)), (1000, d(&c))])).contains("hash to"));
+        // Raw total over 1 MiB (a group with members), checked before zstd runs.
+        let big = grouped_text(MAX_GROUP_RAW, 4);
+        let mut big2 = big.clone();
+        big2.extend_from_slice(&c);
+        let e = err(&hand_group(d(&big), big2.len() as u32, &big2, &[(1000, d(&c))]));
+        assert!(e.contains("at most 1048576"), "{e}");
+        // More than 256 chunks in a group.
+        let one = [7u8; 10];
+        let many = vec![7u8; 10 * 257];
+        let ms: Vec<(u32, Digest)> = (0..256).map(|_| (10, d(&one))).collect();
+        let e = err(&hand_group(d(&one), many.len() as u32, &many, &ms));
+        assert!(e.contains("more than 256 chunks"), "{e}");
+        let ms: Vec<(u32, Digest)> = (0..255).map(|_| (10, d(&one))).collect();
+        assert_eq!(raw_frames(&hand_group(d(&one), 2560, &many[..2560], &ms), true).unwrap().len(), 256);
+        // A bomb: declared 6000, inflates to 64 MiB.
+        let zeros = vec![0u8; 64 << 20];
+        let e = err(&hand_group(d(&a), 6000, &zeros, &[(2000, d(&b))]));
+        assert!(e.contains("declared 6000"), "{e}");
+        // A member head with no group: first in the pack, after a raw frame, after the end of
+        // a group by another frame.
+        let mut q = encode_pack_header(alg, Layout::Framed, Codec::Group).unwrap().to_vec();
+        q.extend_from_slice(&encode_frame_head(FrameHead::Member { raw: 10, id: d(&one) }));
+        q.extend_from_slice(&encode_frame_head(FrameHead::End { count: 1 }));
+        let e = err(&q);
+        assert!(e.contains("frame 0 at byte 16") && e.contains("may only follow"), "{e}");
+        let mut q = encode_pack_header(alg, Layout::Framed, Codec::Group).unwrap().to_vec();
+        q.extend_from_slice(&encode_frame_head(FrameHead::Chunk { len: 10, id: d(&one), compressed: false }));
+        q.extend_from_slice(&one);
+        q.extend_from_slice(&encode_frame_head(FrameHead::Member { raw: 10, id: d(&one) }));
+        q.extend_from_slice(&encode_frame_head(FrameHead::End { count: 2 }));
+        let e = err(&q);
+        assert!(e.contains("frame 1 at byte 62") && e.contains("may only follow"), "{e}");
+        // Bit 30 in packs of codec 0 and 1 (after a raw frame, which both take), and with bit 31.
+        for codec in [0u8, 1] {
+            let mut q = good.clone();
+            q[10] = codec;
+            assert!(err(&q).contains("frame 0"), "codec {codec}");
+            let mut q = encode_pack_header(alg, Layout::Framed, Codec::from_byte(codec).unwrap()).unwrap().to_vec();
+            q.extend_from_slice(&encode_frame_head(FrameHead::Chunk { len: 10, id: d(&one), compressed: false }));
+            q.extend_from_slice(&one);
+            q.extend_from_slice(&encode_frame_head(FrameHead::Member { raw: 10, id: d(&one) }));
+            q.extend_from_slice(&encode_frame_head(FrameHead::End { count: 2 }));
+            let e = err(&q);
+            assert!(e.contains("frame 1") && e.contains("bit 30 marks a group member only in a pack of codec 2"), "codec {codec}: {e}");
+        }
+        let mut q = good.clone();
+        let m = q.len() - 3 * FRAME_HEAD_LEN;
+        q[m + 3] |= 0x80;
+        assert!(err(&q).contains("both bit 31"), "{}", err(&q));
+        // A writer keeps the same rules.
+        let mut w = PackWriter::with_codec(Vec::new(), alg, Codec::Group).unwrap();
+        assert!(w.add_member(&d(&one), 10).is_err(), "no group");
+        w.add(&d(&one), &one).unwrap();
+        assert!(w.add_member(&d(&one), 10).is_err(), "after a raw frame");
+        let mut w = PackWriter::with_codec(Vec::new(), alg, Codec::Zstd).unwrap();
+        let mut z = Vec::new();
+        assert!(Compressor::new(3).compress(&all, &mut z));
+        w.add_frame(&d(&a), &z, true).unwrap();
+        assert!(w.add_member(&d(&b), 2000).is_err(), "codec 1");
+        let mut w = PackWriter::with_codec(Vec::new(), alg, Codec::Group).unwrap();
+        w.add_frame(&d(&a), &z, true).unwrap();
+        w.add_member(&d(&b), 2000).unwrap();
+        assert!(w.add_member(&d(&c), 4000).is_err(), "leaves the first chunk nothing");
+        w.add_member(&d(&c), 1000).unwrap();
+        assert_eq!(decode_pack(&w.finish().unwrap(), true).unwrap().1.len(), 3);
+        // Every truncation of a group pack is an error.
+        for cut in 0..good.len() {
+            assert!(decode_upload(&good[..cut], true).is_err(), "cut at {cut}");
+        }
+    }
+
     mod props {
         use super::*;
         use proptest::prelude::*;
@@ -942,6 +1497,38 @@ mod tests {
                 let refs: Vec<&[u8]> = chunks.iter().map(|c| &c[..]).collect();
                 let layout = if heads_first { Layout::HeadsFirst } else { Layout::Framed };
                 let p = zpack(&refs, layout);
+                let got = raw_frames(&p, true).unwrap();
+                prop_assert_eq!(got.len(), chunks.len());
+                for ((f, raw), c) in got.iter().zip(&chunks) {
+                    prop_assert_eq!(raw, c);
+                    prop_assert_eq!(f.raw as usize, c.len());
+                }
+                let mut q = p.clone();
+                let i = flip.index(q.len());
+                q[i] ^= 1 << bit;
+                if let Ok(back) = raw_frames(&q, true) {
+                    let raws: Vec<Vec<u8>> = back.into_iter().map(|(_, r)| r).collect();
+                    prop_assert_eq!(raws, chunks);
+                }
+            }
+
+            /// Any chunks written in any groups read back as the same raw bytes in both layouts
+            /// (members at their raw offsets); any single flipped byte is an error or reads
+            /// back the same chunks.
+            #[test]
+            fn group_packs_round_trip(chunks in prop::collection::vec(
+                prop_oneof![prop::collection::vec(any::<u8>(), 1..300), (1usize..3000, any::<u64>()).prop_map(|(n, s)| grouped_text(n, s))], 0..12),
+                cuts in prop::collection::vec(1usize..5, 12), flip in any::<prop::sample::Index>(), bit in 0u8..8, heads_first in any::<bool>()) {
+                let mut sizes = Vec::new();
+                let mut left = chunks.len();
+                for c in cuts {
+                    if left == 0 { break; }
+                    let k = c.min(left);
+                    sizes.push(k);
+                    left -= k;
+                }
+                let (p, _) = gpack(&chunks, &sizes);
+                let p = if heads_first { to_heads_first(&p) } else { p };
                 let got = raw_frames(&p, true).unwrap();
                 prop_assert_eq!(got.len(), chunks.len());
                 for ((f, raw), c) in got.iter().zip(&chunks) {
