@@ -1,10 +1,10 @@
 #!/bin/bash
 # The 1 GiB 1%-modified re-push (spec6 "Part deltas" 5): push v0 then v1 --json to a fresh store.
-# Usage: scripts/repush-1g.sh [SERVE ARGS...]   (data generated once into $REPUSH_DIR/data, default
+# Usage: [CUTPOINT_BIN=...] scripts/repush-1g.sh [SERVE ARGS...]   (data generated once into $REPUSH_DIR/data, default
 # /tmp/pdelta; rm -rf it after). Prints wall and CPU seconds of the client and of the store during
 # the v1 push (on a loaded machine the CPU seconds are the steadier figure).
 set -e
-BIN=$(cd "$(dirname "$0")/.." && pwd)/native/target/release/cutpoint
+BIN=${CUTPOINT_BIN:-$(cd "$(dirname "$0")/.." && pwd)/native/target/release/cutpoint}
 D=${REPUSH_DIR:-/tmp/pdelta}
 mkdir -p $D
 if [ ! -f $D/data/v1.bin ]; then
