@@ -369,6 +369,70 @@ fn a_part_delta_is_stored_as_its_expansion_and_a_bad_one_stores_nothing(b: Backe
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The ids of `ids` the namespace lacks (`POST query`).
+fn chunks_missing(srv: &Server, ns: &str, ids: &[Digest]) -> Vec<Digest> {
+    let (st, _, b) = http("POST", &format!("{}/v1/ns/{ns}/query", srv.url), None, &[], Some(&encode_ids(ids)));
+    assert_eq!(st, 200);
+    decode_ids(&b, ids.len()).unwrap()
+}
+
+/// A part delta's `=` runs are not checked again (PROTOCOL.md 3.8): that is safe only while
+/// its base part is stored and no gc runs between reading the base and storing the expansion.
+/// A base part that gc deleted (with its chunks) is refused, 409 `missing_parts`, nothing
+/// stored; a gc that starts while a delta stalls between reading its base and checking its
+/// chunks (`CUTPOINT_PART_DELTA_STALL_MS`) waits for it, so a stored part's chunks are all
+/// present whichever comes first. (Had the base been read outside the gc lock, the gc would
+/// delete the base's chunks during the stall and the expansion would be stored without them.)
+#[test]
+fn a_part_delta_whose_base_part_gc_deleted_stores_nothing_and_a_racing_gc_waits() {
+    let dir = tmpdir("parts-delta-gc");
+    let store = Loc::new(Backend::Local, &dir, None);
+    let srv = Server::start(&store, &["--max-recipe", MAX_RECIPE], &[("CUTPOINT_PART_DELTA_STALL_MS", "1500")]);
+    let setup = |seed: u64| {
+        let chunks = upload(&srv, "t", &data(1 << 20, seed));
+        let parts = cut(&entries(&chunks));
+        let base = parts[0].clone();
+        assert_eq!(post_part(&srv, "t", &base).0, 200);
+        // The new part: the base with one entry replaced by a chunk that a committed version
+        // keeps (so that gc leaves it: only the chunks the runs copy can go).
+        let kept = chunks[base.entries.len()].clone();
+        assert_eq!(commit(&srv, "t", &format!("keep{seed}"), &recipe_text(std::slice::from_ref(&kept))).0, 201);
+        let mut new = base.clone();
+        new.entries[2] = parts[1].entries[0].clone();
+        assert_eq!(new.entries[2].fp, kept.0);
+        let d = encode_part_delta(&new, &base);
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        (base, new, d)
+    };
+    // gc first: the base part and its chunks are gone; the delta is refused and stores nothing.
+    let (base, new, d) = setup(101);
+    let g: Value = json(&srv.cli(&["gc", "--ns", "t", "--grace", "0", "--json"]).stdout);
+    assert_eq!(g["parts_deleted"].as_u64(), Some(1), "{g}");
+    let (st, v) = post_body(&srv, "t", &d);
+    assert_eq!((st, v["code"].as_str()), (409, Some("missing_parts")), "{v}");
+    assert_eq!(v["missing_parts"], serde_json::json!([hex(&base.id())]));
+    assert_eq!(parts_missing(&srv, "t", &[new.id(), base.id()]), vec![new.id(), base.id()], "nothing stored");
+    assert_eq!(post_part(&srv, "t", &base).0, 409, "the base's chunks went with it");
+    // A gc started while the delta stalls after reading its base: whichever runs first, a part
+    // stored has every chunk.
+    let (_, new, d) = setup(102);
+    let url = srv.url.clone();
+    let poster = std::thread::spawn(move || {
+        let (st, _, b) = http("POST", &format!("{url}/v1/ns/t/parts"), None, &[], Some(&d));
+        (st, json(&b))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let g: Value = json(&srv.cli(&["gc", "--ns", "t", "--grace", "0", "--json"]).stdout);
+    let (st, v) = poster.join().unwrap();
+    assert!(st == 200 || (st, v["code"].as_str()) == (409, Some("missing_parts")), "{st} {v}");
+    let ids: Vec<Digest> = new.entries.iter().map(|e| e.fp).collect();
+    if parts_missing(&srv, "t", &[new.id()]).is_empty() {
+        assert!(chunks_missing(&srv, "t", &ids).is_empty(), "a stored part lost chunks: delta {st} {v}, gc {g}");
+    }
+    srv.check(&["--ns", "t"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A re-push of a file in parts with edits spread over it (PROTOCOL.md 5.1 step 5): the ids of
 /// the base version's parts are known present (not queried) and each changed part goes as a
 /// part delta against its base part, so the push sends about its novel bytes; the pull is

@@ -79,12 +79,13 @@ impl StreamHasher {
 /// Lower-case hex of a digest.
 pub fn hex(d: &Digest) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(64);
-    for b in d {
-        s.push(HEX[(b >> 4) as usize] as char);
-        s.push(HEX[(b & 15) as usize] as char);
+    // Bytes first, one UTF-8 check of 64 ASCII bytes (a part's text is mostly these).
+    let mut b = [0u8; 64];
+    for (i, x) in d.iter().enumerate() {
+        b[2 * i] = HEX[(x >> 4) as usize];
+        b[2 * i + 1] = HEX[(x & 15) as usize];
     }
-    s
+    String::from_utf8(b.to_vec()).expect("ASCII")
 }
 
 #[cfg(test)]

@@ -1177,43 +1177,75 @@ fn stage_commit_parts(client: &Client, name: &str, path: &Path, plan: &Plan, spo
     }
 }
 
-/// Uploads the spooled parts the store lacks; returns how many.
+/// Parts sent at once by [`send_parts`]: the store checks each on its own thread (a part
+/// delta's check is short, its parse and text are not), and the client waits on each.
+const PART_SENDERS: usize = 4;
+
+/// Uploads the spooled parts the store lacks, [`PART_SENDERS`] at a time; returns how many.
 fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, flow: &Flow) -> R<u64> {
     let ids: Vec<Digest> = spool.refs.iter().map(|r| r.0).collect();
     flow.sent.fetch_add(ids.len() as u64 * 32, Ordering::Relaxed);
     let missing: HashSet<Digest> = client.query_parts(&ids)?.into_iter().collect();
-    let mut n = 0;
-    for (i, r) in spool.refs.iter().enumerate() {
-        if !missing.contains(&r.0) {
-            continue;
+    let todo: Vec<usize> = (0..spool.refs.len()).filter(|&i| missing.contains(&spool.refs[i].0)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, R<bool>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..PART_SENDERS.min(todo.len()) {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = todo.get(k) else { break };
+                let r = send_part(client, plan, spool, i, flow);
+                let failed = matches!(r, Err(ref e) if !matches!(e, ClientError::Missing(_)));
+                done.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
+                if failed {
+                    // Stop the others: this push fails.
+                    next.store(todo.len(), Ordering::Relaxed);
+                }
+            });
         }
-        // Its delta against a base part where it has one and the store takes them
-        // (PROTOCOL.md 3.8), else its text; a delta refused (its base gone meanwhile, or
-        // any 4xx): the text.
-        let mut delta = plan.part_delta && r.5 > 0;
+    });
+    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    done.sort_by_key(|(i, _)| *i);
+    let mut n = 0;
+    for (i, mut r) in done {
+        // Chunks of the part collected since they were found present: sent again, then the
+        // part (one part at a time: this reads the file again).
         let mut rounds = 0;
-        loop {
-            let body = spool.text(i, delta)?;
-            flow.sent.fetch_add(body.len() as u64, Ordering::Relaxed);
-            flow.progress.sent_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
-            match client.put_part(&body) {
-                Ok(_) => break,
-                // Chunks of the part collected since they were found present: sent again.
+        let delta = loop {
+            match r {
+                Ok(delta) => break delta,
                 Err(ClientError::Missing(lost)) if rounds < 3 => {
                     rounds += 1;
                     let offsets = locate(path, plan, &lost)?;
                     resend_missing(client, &[path], plan, &offsets, &lost, flow)?;
+                    r = send_part(client, plan, spool, i, flow);
                 }
-                Err(ClientError::Http { status: 400..=499, .. }) if delta => delta = false,
                 Err(e) => return Err(e),
             }
-        }
+        };
         if delta {
             flow.parts_delta.fetch_add(1, Ordering::Relaxed);
         }
         n += 1;
     }
     Ok(n)
+}
+
+/// Uploads spooled part `i`: its delta against a base part where it has one and the store
+/// takes them (PROTOCOL.md 3.8), else its text; a delta refused (its base gone meanwhile, or
+/// any 4xx): the text. Returns whether the delta was stored.
+fn send_part(client: &Client, plan: &Plan, spool: &PartSpool, i: usize, flow: &Flow) -> R<bool> {
+    let mut delta = plan.part_delta && spool.refs[i].5 > 0;
+    loop {
+        let body = spool.text(i, delta)?;
+        flow.sent.fetch_add(body.len() as u64, Ordering::Relaxed);
+        flow.progress.sent_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        match client.put_part(&body) {
+            Ok(_) => return Ok(delta),
+            Err(ClientError::Http { status: 400..=499, .. }) if delta => delta = false,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Where chunks `ids` lie in the file: found by chunking it again (a push in parts keeps no

@@ -23,7 +23,7 @@ use cutpoint_core::protocol::name::{name_from_key, name_key, validate_name, vali
 use cutpoint_core::protocol::codec::{Codec, Decompressor};
 use cutpoint_core::protocol::pack::{encode_frame_head, encode_pack_header, Frame, FrameHead, Layout, PackReader, PackWriter, FRAME_HEAD_LEN, HEADER_LEN, MAX_CHUNK};
 use cutpoint_core::protocol::part::{has_part_lines, Line, Part, PartRecipe};
-use cutpoint_core::protocol::part_delta::{expand_part_delta, is_part_delta, part_delta_head};
+use cutpoint_core::protocol::part_delta::{expand_part_delta_lines, is_part_delta, part_delta_head};
 use cutpoint_core::protocol::WireError;
 use cutpoint_core::rapid::{Recipe, RecipeEntry};
 use cutpoint_core::{hex, Digest, HashAlg};
@@ -237,6 +237,16 @@ pub(crate) fn failpoint(name: &str) {
 fn stall_point() {
     static MS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     let ms = *MS.get_or_init(|| std::env::var("CUTPOINT_COMMIT_STALL_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
+    if ms > 0 {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
+
+/// Tests of a gc racing a part delta: with `CUTPOINT_PART_DELTA_STALL_MS=<n>`, every part delta
+/// sleeps that long between reading its base part and checking its chunks.
+fn part_delta_stall_point() {
+    static MS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let ms = *MS.get_or_init(|| std::env::var("CUTPOINT_PART_DELTA_STALL_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
     if ms > 0 {
         std::thread::sleep(Duration::from_millis(ms));
     }
@@ -706,35 +716,54 @@ impl Store {
     pub fn put_part(&self, ns: &str, body: &[u8]) -> Result<PartStored> {
         check_ns(ns)?;
         if is_part_delta(body) {
-            let part = self.expand_part_delta(ns, body)?;
-            return self.store_part(ns, part, None);
+            return self.put_part_delta(ns, body);
         }
         let part = Part::parse(body).map_err(|e| StoreError::BadRequest(format!("part: {e}")))?;
-        self.store_part(ns, part, Some(body))
+        self.check_alg(ns, part.hash, "part")?;
+        let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
+        self.commit_prelude(ns)?;
+        self.store_part_locked(ns, &part, Some(body), &part.entries)
     }
 
-    /// A part delta's expansion: its base part read from the namespace (409 `missing_parts`
-    /// naming it where the namespace lacks it), every bound checked before the part is built
-    /// (400; 413 where the expanded text would pass `max_recipe_bytes`, the largest part body).
-    fn expand_part_delta(&self, ns: &str, body: &[u8]) -> Result<Part> {
+    /// A part delta: its base part read and the delta expanded under the GC lock, held until
+    /// the part is put. Only the entries the delta writes out are checked here (in a directory
+    /// store): those its runs copy from the base part were checked when the base part was
+    /// stored, and no gc can have removed their chunks since, nor can while the lock is held —
+    /// a gc keeps every chunk of every part it keeps, deletes a part before sweeping its
+    /// chunks, and takes this lock exclusively (PROTOCOL.md 3.8). In a shared bucket, where
+    /// another node's gc does not take this lock, every entry is checked.
+    fn put_part_delta(&self, ns: &str, body: &[u8]) -> Result<PartStored> {
         let head = part_delta_head(body).map_err(|e| StoreError::BadRequest(format!("part delta: {e}")))?;
         self.check_alg(ns, head.hash, "part delta")?;
-        let Some(base) = self.load_part(ns, &head.base)? else {
+        let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
+        self.commit_prelude(ns)?;
+        let (part, written) = self.expand_part_delta(ns, body, head.base)?;
+        part_delta_stall_point();
+        let check = if self.shared { &part.entries } else { &written };
+        self.store_part_locked(ns, &part, None, check)
+    }
+
+    /// A part delta's expansion and the entries it writes out: its base part read from the
+    /// namespace (409 `missing_parts` naming it where the namespace lacks it), every bound
+    /// checked before the part is built (400; 413 where the expanded text would pass
+    /// `max_recipe_bytes`, the largest part body).
+    fn expand_part_delta(&self, ns: &str, body: &[u8], base: Digest) -> Result<(Part, Vec<RecipeEntry>)> {
+        let Some(base) = self.load_part(ns, &base)? else {
             return Err(StoreError::MissingParts {
                 message: format!("the part delta's base part is not in namespace '{ns}'; nothing was stored"),
-                missing: vec![head.base],
+                missing: vec![base],
             });
         };
-        expand_part_delta(body, &base, self.limits.max_recipe).map_err(|e| match e {
+        expand_part_delta_lines(body, &base, self.limits.max_recipe).map_err(|e| match e {
             delta::ExpandError::TooLarge(m) => StoreError::TooLarge(format!("part delta: {m}")),
             delta::ExpandError::Malformed(e) => StoreError::BadRequest(format!("part delta: {e}")),
         })
     }
 
-    /// Stores a parsed part (`text`: its canonical text where the caller has it) once its
-    /// chunks are all present with its lengths; create-only.
-    fn store_part(&self, ns: &str, part: Part, text: Option<&[u8]>) -> Result<PartStored> {
-        self.check_alg(ns, part.hash, "part")?;
+    /// Stores a parsed part (`text`: its canonical text where the caller has it) once the
+    /// chunks of `check` (its entries, or those a delta wrote out) are all present with their
+    /// lengths; create-only. The caller holds the GC lock and has run `commit_prelude`.
+    fn store_part_locked(&self, ns: &str, part: &Part, text: Option<&[u8]>, check: &[RecipeEntry]) -> Result<PartStored> {
         let owned;
         let body = match text {
             Some(t) => t,
@@ -749,10 +778,8 @@ impl Store {
             chunks: part.entries.len() as u64,
             bytes: part.bytes(),
         };
-        let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
-        self.commit_prelude(ns)?;
         // Checked in pieces, so that the lookups stay as small as a commit's.
-        for piece in part.entries.chunks(16384) {
+        for piece in check.chunks(16384) {
             self.check_chunks(ns, piece, "part")?;
         }
         self.ensure_ns(ns, part.hash)?;

@@ -202,6 +202,13 @@ fn check(body: &[u8], base: &Part, limit: u64) -> Result<Totals, ExpandError> {
 /// The result's id is [`Part::id`] (the hash of its canonical text): a caller stores it
 /// exactly as an uploaded part, with the same checks of its chunks.
 pub fn expand_part_delta(body: &[u8], base: &Part, limit: u64) -> Result<Part, ExpandError> {
+    expand_part_delta_lines(body, base, limit).map(|(p, _)| p)
+}
+
+/// [`expand_part_delta`], with the entries the delta writes out as chunk lines (in order):
+/// those not copied from the base part by its `=` runs. A store that knows the base part's
+/// chunks are still all present (PROTOCOL.md 3.8) checks only these.
+pub fn expand_part_delta_lines(body: &[u8], base: &Part, limit: u64) -> Result<(Part, Vec<RecipeEntry>), ExpandError> {
     let head = part_delta_head(body)?;
     if head.hash != base.hash {
         return Err(WireError::malformed(format!(
@@ -216,16 +223,20 @@ pub fn expand_part_delta(body: &[u8], base: &Part, limit: u64) -> Result<Part, E
     }
     let t = check(body, base, limit)?;
     let mut entries = Vec::with_capacity(t.count as usize);
+    let mut written = Vec::new();
     for (n, l) in op_lines(body)? {
         match parse_op(n, l)? {
             OpLine::Run { start, count } => entries.extend_from_slice(&base.entries[start..start + count]),
-            OpLine::Chunk(e) => entries.push(e),
+            OpLine::Chunk(e) => {
+                written.push(e.clone());
+                entries.push(e);
+            }
             OpLine::End { .. } => break,
         }
     }
     let part = Part { hash: base.hash, entries };
     debug_assert_eq!(part.bytes(), t.bytes);
-    Ok(part)
+    Ok((part, written))
 }
 
 /// The delta of part `new` against part `base` (same algorithm): runs of entries found, equal
@@ -457,6 +468,11 @@ mod tests {
         assert_eq!(part_delta_head(&d).unwrap(), PartDeltaHead { hash: HashAlg::Blake3, base: base.id() });
         let got = expand_part_delta(&d, &base, NO_LIMIT).unwrap();
         assert_eq!(got, new);
+        // The chunk lines written out: the 10 new entries and the one whose flag changed.
+        let (_, written) = expand_part_delta_lines(&d, &base, NO_LIMIT).unwrap();
+        let mut want: Vec<RecipeEntry> = (9000..9010).map(entry).collect();
+        want.push(new.entries[4000].clone());
+        assert_eq!(written, want);
         assert_eq!(got.id(), new.id());
         // 11 chunk lines and 4 runs: ~1 KB for a ~370 KB part.
         assert!(d.len() < 1200 && new.text().len() > 300_000, "{}", d.len());
