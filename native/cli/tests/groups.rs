@@ -253,7 +253,20 @@ fn a_push_with_auto_sends_groups() {
     let dir = tmpdir("group-push");
     let store = Loc::new(Backend::Local, &dir, None);
     let srv = Server::start(&store, &[], &[]);
-    let bytes = text(2 << 20, 11);
+    // Lines drawn from a vocabulary larger than a chunk holds: repeats lie in other chunks, as
+    // in source trees (one frame per chunk cannot use them; a group can).
+    let mut x = 0x2545f4914f6cdd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let vocab: Vec<Vec<u8>> = (0..3000).map(|_| (0..60).map(|_| b'a' + (next() % 26) as u8).chain([b'\n']).collect()).collect();
+    let mut bytes = Vec::new();
+    while bytes.len() < 2 << 20 {
+        bytes.extend_from_slice(&vocab[(next() % 3000) as usize]);
+    }
     let f = write(&dir, "f", &bytes);
     let rnd = data(1 << 20, 12);
     let fr = write(&dir, "r", &rnd);
