@@ -63,15 +63,19 @@ export interface ReleaseMsg {
 }
 
 /**
- * Novel chunks of a push compressed (PROTOCOL.md 3.1; wasm `compressGroup`): `bytes` holds them
- * one after another, of these `lengths`.
+ * Novel chunks of a push compressed (PROTOCOL.md 3.1; wasm `compressGroup`), of these `lengths`:
+ * `bytes` holds them one after another, or (a File/Blob pushed from a browser) the worker reads
+ * them itself from `blob` at `offsets` (no read, copy or transfer of them on the page's thread).
  */
 export interface CompressMsg {
   type: 'cutpoint:compress'
   id: number
   level: number
   lengths: Uint32Array
-  bytes: Uint8Array
+  bytes?: Uint8Array
+  blob?: Blob
+  /** Each chunk's offset in `blob`. */
+  offsets?: Float64Array
 }
 
 /** @internal Test hook, not part of the API: the worker dies (uncaught error) while handling this. */
@@ -144,6 +148,8 @@ export interface CompressRes {
   out: Uint8Array
   /** The request's `bytes`, given back (moved) for the next job's: no fresh buffer per job. */
   bytes?: Uint8Array
+  /** A job that reads `blob` could not read it (the file changed or went): nothing compressed. */
+  error?: string
 }
 export interface ErrorRes {
   type: 'cutpoint:error'

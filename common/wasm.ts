@@ -57,6 +57,8 @@ export interface WasmModule {
   StoreRecipe: { new (profile: string, hash: string): WasmStoreRecipe; parse(bytes: Uint8Array): WasmStoreRecipe }
   // Recipe parts and batch commits (PROTOCOL.md 3.7, 4.14).
   PartSink: new (profile: string, hash: string, maxRecipe: number | undefined, partsOk: boolean) => WasmPartSink
+  /** A push's window on its base version's parts (`?parts=1` text; undefined: it names none, or another profile/fingerprint). */
+  BaseParts: { of(recipe: Uint8Array, profile: string, hash: string, deltas: boolean): WasmBaseParts | undefined; windowBytes(): number }
   StoreBatch: new () => WasmStoreBatch
   minPartText(hash: string): number
   recipeFloor(len: number, maxChunk: number): number
@@ -72,10 +74,16 @@ export interface WasmPartSink {
   readonly ready: number
   readonly parts: number
   readonly closedEntries: number
+  /** The file offset where the open part starts. */
+  readonly partStart: number
   /** Returns whether the recipe is (now) in parts. */
   add(ids: Uint8Array, sizes: Uint32Array): boolean
+  /** As add; each part closed gets its part delta against `base` where one is shorter (PROTOCOL.md 3.8). */
+  addWith(ids: Uint8Array, sizes: Uint32Array, base: WasmBaseParts): boolean
   takePart(): WasmPartOut | undefined
   seal(): string
+  /** As seal; the last part gets its part delta against `base`. */
+  sealWith(base: WasmBaseParts): string
   recipeText(): Uint8Array
   free(): void
 }
@@ -85,6 +93,23 @@ export interface WasmPartOut {
   readonly id: string
   readonly count: number
   readonly bytes: number
+  /** Its part delta against a base part, where `addWith`/`sealWith` found a shorter one. */
+  readonly delta: Uint8Array | undefined
+  free(): void
+}
+/** A push's window on its base version's parts (wasm/src/lib.rs `BaseParts`: the core's `PartWindow`). */
+export interface WasmBaseParts {
+  /** Drops the parts ending at or before `lo`; the line numbers of the parts to read now (starting before `hi`), in order. */
+  advance(lo: number, hi: number): Uint32Array
+  lineId(i: number): string
+  /** Line `i`'s part as the store sent it; throws where it does not hash to its id or parse. */
+  load(i: number, text: Uint8Array): void
+  skip(): void
+  /** One byte per id (back to back): 1 where a loaded base part holds it. */
+  known(ids: Uint8Array): Uint8Array
+  readonly size: number
+  readonly readBytes: number
+  readonly unreadable: number
   free(): void
 }
 /** A batch commit body being built (wasm/src/lib.rs `StoreBatch`: the core's `BatchWriter`). */

@@ -85,6 +85,37 @@ export class Buffers {
   }
 }
 
+/**
+ * A compression job's chunks read from a Blob (`offsets[i]`, `lengths[i]`), one after another:
+ * consecutive chunks in one read (a push's novel chunks mostly are).
+ */
+export async function readChunks(blob: Blob, offsets: Float64Array, lengths: Uint32Array): Promise<Uint8Array> {
+  let total = 0
+  for (const l of lengths) total += l
+  const ends: number[] = []
+  for (let i = 0; i < lengths.length; i++) if (i + 1 === lengths.length || offsets[i] + lengths[i] !== offsets[i + 1]) ends.push(i)
+  const out = ends.length === 1 ? undefined : new Uint8Array(total)
+  let at = 0
+  let i = 0
+  for (const j of ends) {
+    const a = offsets[i]
+    const b = offsets[j] + lengths[j]
+    const cannot = (why: string) => new Error(`cannot read bytes ${a}..${b} of the file (was it changed or removed?): ${why}`)
+    let got: Uint8Array
+    try {
+      got = new Uint8Array(await blob.slice(a, b).arrayBuffer())
+    } catch (e: any) {
+      throw cannot(e?.message ?? String(e))
+    }
+    if (got.length !== b - a) throw cannot(`got ${got.length} bytes`)
+    if (!out) return got
+    out.set(got, at)
+    at += got.length
+    i = j + 1
+  }
+  return out ?? new Uint8Array(0)
+}
+
 export class Handler implements RequestHandler {
   private wasm?: Wasm
   private profile = ''
@@ -102,6 +133,8 @@ export class Handler implements RequestHandler {
   private ahead = new Map<number, Promise<Uint8Array>>()
   private closeSource?: () => Promise<void>
   private subtle?: SubtleCrypto
+  /** Compression jobs' chunks read ahead (see `prefetch`), by job id. */
+  private compressAhead = new Map<number, Promise<Uint8Array>>()
   /** Slices kept after stage 1 for their hash job: key -> bytes [start, start + length). */
   private retained = new Map<number, { start: number; bytes: Uint8Array }>()
 
@@ -111,6 +144,15 @@ export class Handler implements RequestHandler {
    * source themselves; at most the pool's depth - 1 slices are held at once.
    */
   prefetch(msg: Request) {
+    // A compression job's chunks (read from its Blob): while the job before it runs, so that
+    // the read does not hold up the chunking jobs behind it. At most a group's sample or one
+    // group (COMPRESS_GROUP chunks), which the page held before these jobs read for themselves.
+    if (msg.type === 'cutpoint:compress' && msg.blob && !this.compressAhead.has(msg.id)) {
+      const p = readChunks(msg.blob, msg.offsets!, msg.lengths)
+      p.catch(() => {})
+      this.compressAhead.set(msg.id, p)
+      return
+    }
     // Not while this worker keeps MAX_KEPT slices for their hash jobs: it is ahead of the
     // coordinator, and a slice read ahead now would be one more span of memory held.
     if (!this.fetch || this.ahead.has(msg.id) || this.retained.size >= MAX_KEPT) return
@@ -204,7 +246,20 @@ export class Handler implements RequestHandler {
         this.retained.delete(msg.slice)
         return { res: { type: 'cutpoint:release', id: msg.id }, transfer: [] }
       case 'cutpoint:compress': {
-        const out = this.need(this.wasm).mod.compressGroup(msg.bytes, msg.lengths, msg.level)
+        const mod = this.need(this.wasm).mod
+        if (!msg.bytes) {
+          let bytes: Uint8Array
+          const ahead = this.compressAhead.get(msg.id)
+          this.compressAhead.delete(msg.id)
+          try {
+            bytes = await (ahead ?? readChunks(msg.blob!, msg.offsets!, msg.lengths))
+          } catch (e: any) {
+            return { res: { type: 'cutpoint:compress', id: msg.id, out: new Uint8Array(0), error: String(e?.message ?? e) }, transfer: [] }
+          }
+          const out = mod.compressGroup(bytes, msg.lengths, msg.level)
+          return { res: { type: 'cutpoint:compress', id: msg.id, out }, transfer: [out.buffer as ArrayBuffer] }
+        }
+        const out = mod.compressGroup(msg.bytes, msg.lengths, msg.level)
         const back = msg.bytes.buffer !== out.buffer ? [msg.bytes.buffer as ArrayBuffer] : []
         return { res: { type: 'cutpoint:compress', id: msg.id, out, bytes: msg.bytes }, transfer: [out.buffer as ArrayBuffer, ...back] }
       }
@@ -224,8 +279,9 @@ export class Handler implements RequestHandler {
     this.st1 = this.hasher = undefined
     this.retained.clear()
     // Reads still under way finish against the open source before it closes.
-    await Promise.allSettled(this.ahead.values())
+    await Promise.allSettled([...this.ahead.values(), ...this.compressAhead.values()])
     this.ahead.clear()
+    this.compressAhead.clear()
     this.buffers.clear()
     await this.closeSource?.()
     this.closeSource = undefined

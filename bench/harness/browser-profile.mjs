@@ -16,7 +16,7 @@
 //   chunk[-S]|chunknone[-S]  chunk() with BLAKE3 | no fingerprint, 2 workers, span S MiB (default: the library's)
 //   push | pushNAME  createClient().push of the File (a new name | NAME), with its stage times
 //   push-S[-K]       a first push of the File to a fresh namespace, S MiB packs, K uploads in flight
-//                    (PCONC=N uploads in flight, PPACK=MiB per pack: the client's options)
+//                    (PCONC=N uploads in flight, PPACK=MiB per pack, PCOMP=auto|off|max: the client's options)
 //   file:PATH        pick another file
 // PS=1: CPU seconds each process name used during each step (/proc: Chromium's, the store's, node's);
 // PS=threads: Chromium's split by process type and thread (see cpuByName); PS=procs: by process
@@ -43,7 +43,7 @@ const profileDir = mkdtempSync(`${os.tmpdir()}/cutpoint-profile-chromium-`)
 const ctx = await chromium.launchPersistentContext(profileDir, { executablePath: '/usr/bin/chromium', headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', ...(process.env.JSFLAGS ? [`--js-flags=${process.env.JSFLAGS}`] : [])] })
 const page = await ctx.newPage()
 page.on('console', (m) => console.log('page:', m.text()))
-await page.goto(`${base}/tests/browser/index.html?pack=${process.env.PACK ?? 8}&conc=${process.env.CONC ?? 2}&pconc=${process.env.PCONC ?? ''}&ppack=${process.env.PPACK ?? ''}`)
+await page.goto(`${base}/tests/browser/index.html?pack=${process.env.PACK ?? 8}&conc=${process.env.CONC ?? 2}&pconc=${process.env.PCONC ?? ''}&ppack=${process.env.PPACK ?? ''}&pcomp=${process.env.PCOMP ?? ''}`)
 await page.evaluate(() => window.ready)
 await page.setInputFiles('#file', file)
 // CPU seconds by process name (utime + stime from /proc), this user's processes only
@@ -160,7 +160,7 @@ for (const w of what) {
       const q = new URLSearchParams(location.search)
       // push-S[-K]: a first push (a fresh namespace) in S MiB packs, K in flight
       const m = /^push-(\d+)(?:-(\d+))?$/.exec(w)
-      const c = cp.createClient({ store: storeUrl, namespace: m ? 'ns' + Math.random().toString(36).slice(2) : undefined, workers: 2, concurrency: Number(m?.[2] ?? q.get('pconc')) || undefined, packSize: Number(m?.[1] ?? q.get('ppack')) << 20 || undefined })
+      const c = cp.createClient({ store: storeUrl, namespace: m ? 'ns' + Math.random().toString(36).slice(2) : undefined, workers: 2, concurrency: Number(m?.[2] ?? q.get('pconc')) || undefined, packSize: Number(m?.[1] ?? q.get('ppack')) << 20 || undefined, compression: q.get('pcomp') || undefined })
       const marks = []
       let last = ''
       const r = await c.push(f, { name: w === 'push' || m ? 'x' + Math.random() : w, onProgress: (p) => { if (p.stage !== last) { last = p.stage; marks.push(p.stage + '@' + ((performance.now() - t0) / 1000).toFixed(2)) } } })

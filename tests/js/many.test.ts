@@ -237,6 +237,32 @@ describe('push in parts', () => {
     }
   }, 180_000)
 
+  it('a re-push sends every changed part as a part delta, also the parts closed before the recipe passed the parts threshold', async () => {
+    // The default store: a recipe goes to parts past 65,536 entries, ~76 MiB of 1.2 KiB chunks
+    // here, so its first parts (~6 MiB each) close while it is still whole and wait in the sink;
+    // their deltas must be made when they close, while their base parts are in the window
+    // (64 MiB behind the open part), not when they are taken out (in a 1 GiB re-push from a
+    // browser 11 of 25 parts went whole that way).
+    const client = cp.createClient({ store: store.url, namespace: 'early', profile: 'gear:512:1k:4k', compression: 'off' })
+    try {
+      const v1 = randomBytes(100 << 20)
+      const r1 = await client.push(v1, { name: 'f' })
+      expect(r1.parts).toBeGreaterThan(10)
+      const v2 = Buffer.from(v1)
+      for (let k = 0; k < 25; k++) randomBytes(64).copy(v2, k * (4 << 20) + 4321)
+      const r2 = await client.push(v2, { name: 'f' })
+      expect(r2.partsSent).toBeGreaterThan(10)
+      expect(r2.partsDelta).toBe(r2.partsSent)
+      expect(r2.knownFromBase).toBeGreaterThan(r2.chunks - 4 * r2.novelChunks)
+      // ~40 KB novel in ~1.2 KiB chunks; deltas of a few hundred bytes each on top (a part
+      // sent whole is ~380 KB).
+      expect(r2.sentBytes).toBeLessThan(1.5 * r2.novelBytes)
+      expect((await bytesOf(await client.pull('f'))).equals(v2)).toBe(true)
+    } finally {
+      await client.close()
+    }
+  }, 240_000)
+
   it('pushMany commits a big file in parts and the small ones in a batch', async () => {
     const big = randomBytes(1 << 20)
     const files = smallFiles('p', 5, 5)

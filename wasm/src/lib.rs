@@ -1100,6 +1100,7 @@ impl StoreRecipe {
 
 use cutpoint_core::protocol::batch::BatchWriter;
 use cutpoint_core::protocol::part::{self as wire_part, Line as PartLine, Part, PartCutter, PartRecipe};
+use cutpoint_core::protocol::part_delta::{base_lines, PartWindow, PART_WINDOW_BYTES};
 use std::collections::VecDeque;
 
 /// A file's recipe entries as they are chunked, cut into parts (`PartCutter`) as they go, with
@@ -1119,9 +1120,17 @@ pub struct PartSink {
     digest: Option<FileDigest>,
     sealed: Option<cutpoint_core::Digest>,
     cutter: PartCutter,
-    closed: VecDeque<Part>,
+    /// Closed parts, each with its part delta where it was closed with a base window.
+    closed: VecDeque<(Part, Option<Vec<u8>>)>,
     in_parts: bool,
     refs: Vec<(cutpoint_core::Digest, u64, u64)>,
+}
+
+/// A closed part's delta against the base window, where it has one.
+fn part_delta(alg: HashAlg, p: &Part, base: Option<&PartWindow>) -> Option<Vec<u8>> {
+    let w = base?;
+    let text = p.text();
+    w.delta_for(p, &wire_part::part_id(alg, text.as_bytes())?, text.len() as u64)
 }
 
 /// One part, as `PartSink::takePart` hands it out: its canonical text, id (hex), entries, bytes.
@@ -1131,6 +1140,7 @@ pub struct PartOut {
     id: String,
     count: u64,
     bytes: u64,
+    delta: Option<Vec<u8>>,
 }
 
 #[wasm_bindgen]
@@ -1150,6 +1160,12 @@ impl PartOut {
     #[wasm_bindgen(getter)]
     pub fn bytes(&self) -> f64 {
         self.bytes as f64
+    }
+    /// Its part delta against a base part (PROTOCOL.md 3.8), where it was closed (`addWith`,
+    /// `sealWith`) with a window holding one it is shorter against; else `undefined` (send `text`).
+    #[wasm_bindgen(getter)]
+    pub fn delta(&self) -> Option<Vec<u8>> {
+        self.delta.clone()
     }
 }
 
@@ -1182,6 +1198,19 @@ impl PartSink {
     /// Appends regular chunks (SS-CDC, no recorded last byte): `ids` back to back. Returns
     /// whether the recipe is (now) committed in parts.
     pub fn add(&mut self, ids: &[u8], sizes: &[u32]) -> Result<bool, JsError> {
+        self.add_to(ids, sizes, None)
+    }
+
+    /// As `add`; each part these chunks close gets its part delta against the base part in
+    /// `base` (the push's window on its base version's parts, advanced over these chunks first)
+    /// holding most of its entries, where that is shorter (`PartWindow::delta_for`, checked by
+    /// expanding it): made when the part closes, as natively, while its base is in the window.
+    #[wasm_bindgen(js_name = addWith)]
+    pub fn add_with(&mut self, ids: &[u8], sizes: &[u32], base: &BaseParts) -> Result<bool, JsError> {
+        self.add_to(ids, sizes, Some(&base.w))
+    }
+
+    fn add_to(&mut self, ids: &[u8], sizes: &[u32], base: Option<&PartWindow>) -> Result<bool, JsError> {
         if ids.len() != sizes.len() * 32 {
             return Err(err(format!("{} ids bytes for {} chunks", ids.len(), sizes.len())));
         }
@@ -1199,7 +1228,8 @@ impl PartSink {
             }
             if self.parts_ok {
                 if let Some(p) = self.cutter.push(e) {
-                    self.closed.push_back(p);
+                    let d = part_delta(self.alg, &p, base);
+                    self.closed.push_back((p, d));
                 }
                 // The header and end lines are under 300 bytes (as natively).
                 if !self.in_parts && wire_part::needs_parts(self.count, self.text_len + 300, self.max_recipe) {
@@ -1244,7 +1274,7 @@ impl PartSink {
         if !self.in_parts {
             return None;
         }
-        let p = self.closed.pop_front()?;
+        let (p, delta) = self.closed.pop_front()?;
         let text = p.text().into_bytes();
         let id = wire_part::part_id(self.alg, &text).unwrap_or_default();
         let (count, bytes) = (p.entries.len() as u64, p.bytes());
@@ -1254,17 +1284,35 @@ impl PartSink {
             id: cutpoint_core::hex(&id),
             count,
             bytes,
+            delta,
         })
+    }
+
+    /// The file offset where the open part starts (the entries before it are in closed parts).
+    #[wasm_bindgen(getter, js_name = partStart)]
+    pub fn part_start(&self) -> f64 {
+        (self.bytes - self.cutter.pending_bytes()) as f64
     }
 
     /// Ends the recipe: its file digest (hex). A recipe in parts has its last, open part closed
     /// (then `takePart` it).
     pub fn seal(&mut self) -> Result<String, JsError> {
+        self.seal_to(None)
+    }
+
+    /// As `seal`; the last part gets its part delta against `base` (as `addWith`).
+    #[wasm_bindgen(js_name = sealWith)]
+    pub fn seal_with(&mut self, base: &BaseParts) -> Result<String, JsError> {
+        self.seal_to(Some(&base.w))
+    }
+
+    fn seal_to(&mut self, base: Option<&PartWindow>) -> Result<String, JsError> {
         let d = self.digest.take().ok_or_else(|| err("the recipe is sealed"))?.finish().ok_or_else(|| err("a recipe needs fingerprints"))?;
         self.sealed = Some(d);
         if self.in_parts {
             if let Some(p) = self.cutter.finish() {
-                self.closed.push_back(p);
+                let d = part_delta(self.alg, &p, base);
+                self.closed.push_back((p, d));
             }
         }
         Ok(cutpoint_core::hex(&d))
@@ -1292,6 +1340,89 @@ impl PartSink {
     #[wasm_bindgen(getter)]
     pub fn parts(&self) -> usize {
         self.refs.len()
+    }
+}
+
+/// A push's window on its base version's parts (PROTOCOL.md 5.1 step 5; the core's
+/// `PartWindow`): the library reads the parts `advance` names (`GET parts/{id}`) and gives each
+/// to `load`, which keeps it only if it hashes to its id; the ids of the parts kept are known
+/// present (`known`) and `PartSink::addWith` writes part deltas against them.
+#[wasm_bindgen]
+pub struct BaseParts {
+    w: PartWindow,
+}
+
+#[wasm_bindgen]
+impl BaseParts {
+    /// The window of a base version's stored text (`GET recipes/{name}?parts=1`), or
+    /// `undefined` where it names no parts or has another profile or fingerprint than the
+    /// push (`profile` canonical); `deltas`: the store lists `part-delta`.
+    pub fn of(recipe: &[u8], profile: &str, hash: &str, deltas: bool) -> Result<Option<BaseParts>, JsError> {
+        if !wire_part::has_part_lines(recipe) {
+            return Ok(None);
+        }
+        let r = PartRecipe::parse(recipe).map_err(err)?;
+        let alg = rapid_alg(hash)?;
+        if !r.has_parts() || r.profile != profile || r.hash != alg {
+            return Ok(None);
+        }
+        Ok(Some(BaseParts {
+            w: PartWindow::new(alg, base_lines(&r.lines), deltas),
+        }))
+    }
+
+    /// Bytes around the offset being chunked whose base parts are kept (before the open
+    /// part's start and after the chunks being queried).
+    #[wasm_bindgen(js_name = windowBytes)]
+    pub fn window_bytes() -> f64 {
+        PART_WINDOW_BYTES as f64
+    }
+
+    /// Drops the parts ending at or before `lo`; returns the line numbers of the parts to read
+    /// now (starting before `hi`), in order: `load` or `skip` each, in this order.
+    pub fn advance(&mut self, lo: f64, hi: f64) -> Vec<u32> {
+        let n = |x: f64| if x.is_finite() && x > 0.0 { x as u64 } else { 0 };
+        self.w.advance(n(lo), if hi.is_finite() { n(hi) } else { u64::MAX }).into_iter().map(|i| i as u32).collect()
+    }
+
+    /// Part line `i`'s id (hex).
+    #[wasm_bindgen(js_name = lineId)]
+    pub fn line_id(&self, i: u32) -> Result<String, JsError> {
+        self.w.lines().get(i as usize).map(|l| cutpoint_core::hex(&l.id)).ok_or_else(|| err(format!("no base part line {i}")))
+    }
+
+    /// Line `i`'s part as the store sent it; throws (and keeps nothing) where it is not that part.
+    pub fn load(&mut self, i: u32, text: &[u8]) -> Result<(), JsError> {
+        self.w.load(i as usize, text).map_err(err)
+    }
+
+    /// A part that could not be read: its chunks are queried as usual.
+    pub fn skip(&mut self) {
+        self.w.skip()
+    }
+
+    /// One byte per id of `ids` (back to back): 1 where a loaded base part holds it.
+    pub fn known(&self, ids: &[u8]) -> Result<Vec<u8>, JsError> {
+        if ids.len() % 32 != 0 {
+            return Err(err(format!("{} ids bytes is not a multiple of 32", ids.len())));
+        }
+        ids.chunks_exact(32).map(|id| Ok(self.w.contains(&digest32(id)?) as u8)).collect()
+    }
+
+    /// Ids held now.
+    #[wasm_bindgen(getter)]
+    pub fn size(&self) -> usize {
+        self.w.len()
+    }
+    /// Bytes of base parts loaded so far.
+    #[wasm_bindgen(getter, js_name = readBytes)]
+    pub fn read_bytes(&self) -> f64 {
+        self.w.read_bytes as f64
+    }
+    /// Parts that could not be read or did not match their id.
+    #[wasm_bindgen(getter)]
+    pub fn unreadable(&self) -> f64 {
+        self.w.unreadable as f64
     }
 }
 

@@ -57,6 +57,8 @@ fn entries_bytes<'a>(entries: impl Iterator<Item = &'a RecipeEntry>) -> Vec<u8> 
 #[wasm_bindgen]
 pub struct Ingest {
     g: PackIngest,
+    /// Frames checked by `no_groups` so far.
+    checked: usize,
 }
 
 #[wasm_bindgen]
@@ -65,6 +67,7 @@ impl Ingest {
     pub fn new(max_chunk: u32, max_chunks: u32) -> Ingest {
         Ingest {
             g: PackIngest::new((max_chunk as usize).min(MAX_CHUNK), max_chunks as u64),
+            checked: 0,
         }
     }
 
@@ -78,12 +81,14 @@ impl Ingest {
     /// Reads `piece`; returns the stored pack's bytes it completed (often empty).
     pub fn push(&mut self, piece: &[u8]) -> Result<Vec<u8>, JsError> {
         self.g.push(piece).map_err(Self::map)?;
+        self.checked = no_groups(self.g.frames(), self.checked)?;
         Ok(self.g.take_output())
     }
 
     /// The body ended: its last stored bytes (the end frame).
     pub fn finish(&mut self) -> Result<Vec<u8>, JsError> {
         self.g.finish().map_err(Self::map)?;
+        self.checked = no_groups(self.g.frames(), self.checked)?;
         Ok(self.g.take_output())
     }
 
@@ -106,6 +111,25 @@ impl Ingest {
     #[wasm_bindgen(js_name = packId)]
     pub fn pack_id(&self) -> Option<String> {
         self.g.pack_id()
+    }
+}
+
+/// The edge store does not yet index, restore or rewrite a group of chunks (pack codec 2,
+/// `zstd-group`, which it does not list): a pack holding one is refused (400) before anything
+/// of it is indexed, an upload or a pack another node of the bucket wrote, rather than indexed
+/// as if each member were its group's whole frame. (A codec-2 compressed frame without members
+/// is codec 1's and is taken.)
+/// Checks `frames[from..]`; returns how many are checked.
+fn no_groups(frames: &[Frame], from: usize) -> Result<usize, JsError> {
+    match frames[from.min(frames.len())..].iter().position(|f| f.member) {
+        Some(i) => Err(fail(
+            400,
+            format!(
+                "pack: frame {}: a member of a group of chunks (pack codec 2, feature zstd-group), which this store does not take; send codec 1 frames",
+                from + i
+            ),
+        )),
+        None => Ok(frames.len()),
     }
 }
 

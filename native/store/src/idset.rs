@@ -23,8 +23,12 @@
 //!
 //! Memory: 12 bytes per chunk in `base`, ≤ 4 bytes per 16 of directory (at most 4 MiB), and the
 //! changes (≤ 1/32 of `base`, ~20 bytes each in a hash map): 12–13 bytes per chunk, ~12.5 MiB per
-//! 10⁶ chunks. The rows file is on disk (36 bytes a row); its pages are the kernel's page cache,
-//! not the process's memory (it is read, never mapped).
+//! 10⁶ chunks. The rows file is on disk (36 bytes a row); its pages are the kernel's page cache.
+//! Existence queries read it through a read-only mapping ([`IdSet::query_each`]: no system call
+//! per present id), whose touched pages count in the process's RSS (file pages, reclaimable;
+//! at most the file: 36 bytes a chunk); every other reader (a commit's length checks, restores'
+//! locations, a writer's checks) uses positioned reads, so a big file's commit, which reads all
+//! of its rows, leaves none of them mapped.
 
 use cutpoint_core::Digest;
 use std::collections::{HashMap, HashSet};
@@ -32,7 +36,8 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 /// Changes kept before a compaction, at least (small sets are merged less often).
 pub const MIN_CHANGES: usize = 4096;
@@ -104,10 +109,85 @@ impl Entry {
 
 /// Each row's full id and raw length, at offset row × [`RECORD`] of a file: process state on
 /// disk, written at open from the chunks table (truncated first: it never outlives the process
-/// that wrote it, so a crash cannot leave it stale) and as rows are added. Read with positioned
-/// reads (no lock, no mapping: its pages are the kernel's cache, not this process's memory).
+/// that wrote it, so a crash cannot leave it stale) and as rows are added. Read two ways:
+/// positioned reads (length checks, restores' locations, a writer's own checks: their pages are
+/// the kernel's cache, not this process's memory), and, for existence queries only
+/// ([`IdSet::query_each`]), through a read-only shared mapping ([`RowFile::mapped`]): no system
+/// call per present id. The mapping's touched pages count in the process's RSS (as file pages,
+/// which the kernel may reclaim), at most the file's size: 36 bytes a chunk.
 pub struct RowFile {
     file: File,
+    /// The file's length as this process wrote it: a record past it is never read through the
+    /// mapping (a mapped page past the end of the file would be a SIGBUS).
+    written: AtomicU64,
+    /// The mapping, made at the first query and made again larger when the file outgrows it.
+    map: RwLock<Option<Mapping>>,
+}
+
+/// A read-only shared mapping of a file's first `len` bytes (more than the file may hold: only
+/// bytes below [`RowFile::written`] are read).
+struct Mapping {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only memory owned by this value; reads go through raw pointers.
+unsafe impl Send for Mapping {}
+// SAFETY: as above; shared reads of read-only memory.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn new(file: &File, len: usize) -> Option<Mapping> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a new read-only shared mapping of our own open file; the kernel picks where.
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0) };
+        (ptr != libc::MAP_FAILED).then_some(Mapping { ptr, len })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the mapping this value made; no reference into it outlives it (readers
+        // hold the lock that owns it).
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+/// The rows file's mapping, held for a query ([`RowFile::mapped`]): records up to the file's
+/// written length.
+pub struct Mapped<'a> {
+    map: RwLockReadGuard<'a, Option<Mapping>>,
+    end: u64,
+}
+
+impl Mapped<'_> {
+    fn at(&self, row: u32) -> Option<*const u8> {
+        let off = row as u64 * RECORD;
+        let m = self.map.as_ref()?;
+        (off + RECORD <= self.end && off + RECORD <= m.len as u64).then(|| {
+            // SAFETY: inside the mapping (checked just above).
+            unsafe { (m.ptr as *const u8).add(off as usize) }
+        })
+    }
+
+    /// Asks the CPU to start loading `row`'s record (no effect on what is computed).
+    fn prefetch(&self, row: u32) {
+        if let Some(p) = self.at(row) {
+            // SAFETY: a valid address of the mapping (a hint only: prefetch reads nothing).
+            prefetch(unsafe { &*p });
+        }
+    }
+
+    /// `row`'s full id and raw length; an error where the file has no record for it.
+    fn record(&self, row: u32) -> io::Result<(Digest, u32)> {
+        let p = self.at(row).ok_or_else(|| io::Error::other(format!("the index's rows file has no record for row {row}")))?;
+        let mut rec = [0u8; RECORD as usize];
+        // SAFETY: `at` checked that the record lies inside the mapping and below the file's
+        // written length; the bytes are copied out, no reference into the mapping is kept.
+        unsafe { std::ptr::copy_nonoverlapping(p, rec.as_mut_ptr(), rec.len()) };
+        let id: Digest = rec[..32].try_into().expect("32 bytes");
+        Ok((id, u32::from_le_bytes(rec[32..].try_into().expect("4 bytes"))))
+    }
 }
 
 impl RowFile {
@@ -117,7 +197,7 @@ impl RowFile {
     pub fn create(path: &Path) -> io::Result<RowFile> {
         let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
         std::fs::remove_file(path)?;
-        Ok(RowFile { file })
+        Ok(RowFile::of(file))
     }
 
     /// A rows file with no name (a temporary file, removed when closed): tests and examples.
@@ -128,13 +208,42 @@ impl RowFile {
             match std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path) {
                 Ok(file) => {
                     let _ = std::fs::remove_file(&path);
-                    return Ok(RowFile { file });
+                    return Ok(RowFile::of(file));
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
         }
         Err(io::Error::other("no temporary rows file could be made"))
+    }
+
+    fn of(file: File) -> RowFile {
+        RowFile { file, written: AtomicU64::new(0), map: RwLock::new(None) }
+    }
+
+    /// Writes `buf` at `off` and moves the written length past it.
+    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
+        self.file.write_all_at(buf, off)?;
+        self.written.fetch_max(off + buf.len() as u64, Ordering::Release);
+        Ok(())
+    }
+
+    /// The file mapped for reading, up to its written length: mapped at the first call, and
+    /// again (twice the size, at least 64 MiB) when the file has outgrown the mapping. `None`
+    /// where the system refuses the mapping (the caller reads records instead).
+    pub fn mapped(&self) -> Option<Mapped<'_>> {
+        let end = self.written.load(Ordering::Acquire);
+        let covers = |m: &Option<Mapping>| m.as_ref().is_some_and(|m| m.len as u64 >= end);
+        if !covers(&self.map.read().unwrap_or_else(|p| p.into_inner())) {
+            let mut m = self.map.write().unwrap_or_else(|p| p.into_inner());
+            if !covers(&m) {
+                // The old mapping goes first (no reader holds it: this is the write lock).
+                *m = None;
+                *m = Mapping::new(&self.file, usize::try_from(end).ok()?.next_power_of_two().max(64 << 20));
+            }
+        }
+        let map = self.map.read().unwrap_or_else(|p| p.into_inner());
+        covers(&map).then_some(Mapped { map, end })
     }
 
     /// Writes the records of `recs` (row, id, raw length): rows that follow one another go in
@@ -145,7 +254,7 @@ impl RowFile {
         for (row, id, len) in recs {
             let next = start + (buf.len() as u64 / RECORD);
             if !buf.is_empty() && (*row != next || buf.len() >= 1 << 20) {
-                self.file.write_all_at(&buf, start * RECORD)?;
+                self.write_at(&buf, start * RECORD)?;
                 buf.clear();
             }
             row32(*row)?;
@@ -156,7 +265,7 @@ impl RowFile {
             buf.extend_from_slice(&len.to_le_bytes());
         }
         if !buf.is_empty() {
-            self.file.write_all_at(&buf, start * RECORD)?;
+            self.write_at(&buf, start * RECORD)?;
         }
         Ok(())
     }
@@ -408,15 +517,62 @@ impl IdSet {
         Ok(self.get_each(ids)?.into_iter().map(|v| v.is_some()).collect())
     }
 
-    /// [`IdSet::get`] of each of `ids`, in order. The keys are looked up in groups of
-    /// [`GROUP`] (the directory entries of a group fetched ahead, then the entries of `base`
-    /// each guess points at: a lookup's cache misses overlap with the group's others); then the
-    /// rows found are confirmed against the rows file in row order (rows near one another read
-    /// together: a re-push asks for ids in the order they were stored).
+    /// [`IdSet::get`] of each of `ids`, in order. The keys are looked up group by group
+    /// ([`IdSet::rows_under_each`]); then the rows found are confirmed against the rows file in
+    /// row order (rows near one another read together: a re-push and a commit's length checks
+    /// ask for ids in the order they were stored).
     pub fn get_each(&self, ids: &[Digest]) -> io::Result<Vec<Option<Val>>> {
         let mut out = vec![None; ids.len()];
         // (row, index in `ids`) of every row found under an asked id's key.
         let mut found: Vec<(u32, u32)> = Vec::new();
+        self.rows_under_each(ids, &mut found, |_| Ok(()))?;
+        if found.is_empty() {
+            return Ok(out);
+        }
+        found.sort_unstable();
+        self.rows.read_sorted(&found, |row, at, id, len| {
+            if *id == ids[at as usize] {
+                out[at as usize] = Some(Val { row: row as u64, len });
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// [`IdSet::contains_each`] for existence queries: each group's rows are confirmed through
+    /// the rows file's mapping ([`RowFile::mapped`]: the group's records fetched ahead, no
+    /// system call), where [`IdSet::get_each`] reads them (one `pread` per present id when the
+    /// asked ids are spread over the index). Falls back to reads where the file cannot be mapped.
+    /// Only queries take this path: a commit's length checks read the whole of a big file's
+    /// rows, which through the mapping would stay in the process's RSS.
+    pub fn query_each(&self, ids: &[Digest]) -> io::Result<Vec<bool>> {
+        let Some(map) = self.rows.mapped() else { return self.contains_each(ids) };
+        let mut out = vec![false; ids.len()];
+        let mut found: Vec<(u32, u32)> = Vec::new();
+        self.rows_under_each(ids, &mut found, |found| {
+            for &(row, _) in found.iter() {
+                map.prefetch(row);
+            }
+            for &(row, at) in found.iter() {
+                if map.record(row)?.0 == ids[at as usize] {
+                    out[at as usize] = true;
+                }
+            }
+            found.clear();
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Pushes (row, index in `ids`) of every live row under the key of each of `ids` onto
+    /// `found`, [`GROUP`] ids at a time (the directory entries of a group fetched ahead, then
+    /// the entries of `base` each guess points at: a lookup's cache misses overlap with the
+    /// group's others), calling `group_done` after each group.
+    fn rows_under_each(
+        &self,
+        ids: &[Digest],
+        found: &mut Vec<(u32, u32)>,
+        mut group_done: impl FnMut(&mut Vec<(u32, u32)>) -> io::Result<()>,
+    ) -> io::Result<()> {
         let mut runs = [(0usize, 0usize); GROUP];
         for (g, group) in ids.chunks(GROUP).enumerate() {
             for id in group {
@@ -434,17 +590,9 @@ impl IdSet {
                 let at = (g * GROUP + k) as u32;
                 self.rows_under(key(id), runs[k], |row| found.push((row, at)));
             }
+            group_done(found)?;
         }
-        if found.is_empty() {
-            return Ok(out);
-        }
-        found.sort_unstable();
-        self.rows.read_sorted(&found, |row, at, id, len| {
-            if *id == ids[at as usize] {
-                out[at as usize] = Some(Val { row: row as u64, len });
-            }
-        })?;
-        Ok(out)
+        Ok(())
     }
 
     /// Adds `id` with the value `v` where it is not there (one that is keeps its value);
@@ -707,6 +855,45 @@ mod tests {
         assert_eq!(s.get_each(&ask).unwrap(), ask.iter().map(|d| s.get(d).unwrap()).collect::<Vec<_>>());
         assert_eq!(s.contains_each(&ask[..7]).unwrap(), one(&s)[..7]);
         assert!(IdSet::new(rows()).contains_each(&ask).unwrap().iter().all(|&x| !x));
+    }
+
+    /// Queries through the rows file's mapping answer as reads do: ids sharing keys, pending
+    /// adds and removals, the file grown past the first mapping (mapped again, larger).
+    #[test]
+    fn queries_through_the_mapping_answer_as_reads_do() {
+        let vals: Vec<(Digest, Val)> = (0..30_000).map(|i| (id(i * 2), Val { row: i + 1, len: 1 })).collect();
+        let mut s = IdSet::from_vals(rows(), &vals).unwrap();
+        let ask: Vec<Digest> = (0..70_000).map(id).collect();
+        let got = s.query_each(&ask).unwrap();
+        assert_eq!(got, s.contains_each(&ask).unwrap());
+        assert_eq!(got.iter().filter(|&&x| x).count(), 30_000);
+        let first = s.rows.map.read().unwrap().as_ref().map(|m| m.len).expect("mapped");
+        // Rows past the first mapping (64 MiB: 1.86 M rows): the mapping is made again.
+        for i in 0..3000 {
+            assert!(s.insert(&id(i * 2 + 1), Val { row: 3_000_000 + i, len: 1 }).unwrap());
+            assert!(s.remove(&id(i * 6)).unwrap());
+        }
+        let got = s.query_each(&ask).unwrap();
+        assert_eq!(got, s.contains_each(&ask).unwrap());
+        assert_eq!(got.iter().filter(|&&x| x).count(), 30_000);
+        assert!(got[1] && got[5999] && !got[6001] && !got[0] && !got[17_994] && got[17_996]);
+        let again = s.rows.map.read().unwrap().as_ref().map(|m| m.len).expect("mapped");
+        assert!(again > first && again as u64 >= 3_003_000 * RECORD, "{first} -> {again}");
+        s.compact();
+        assert_eq!(s.query_each(&ask).unwrap(), got);
+    }
+
+    /// A row whose record the file lacks (inside the mapping, past the file's end: a read there
+    /// would be a SIGBUS) is an error of the query, not a crash and not an answer.
+    #[test]
+    fn a_query_never_reads_past_the_rows_file() {
+        let r = rows();
+        r.write(&[(1, id(1), 1)]).unwrap();
+        let (s, _) = IdSet::build(r, vec![Entry::new(&id(1), 1), Entry::new(&id(2), 1_000_000)]).unwrap();
+        assert_eq!(s.query_each(&[id(1), id(3)]).unwrap(), vec![true, false]);
+        let e = s.query_each(&[id(2)]).unwrap_err();
+        assert!(e.to_string().contains("no record for row 1000000"), "{e}");
+        assert!(s.get(&id(2)).is_err());
     }
 
     /// Ids that share their first 8 bytes (one key, many rows: in `base` and pending) and ids

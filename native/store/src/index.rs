@@ -382,11 +382,12 @@ impl Index {
     }
 
     /// The ids among `ids` that the namespace lacks, in order (each once).
-    /// Answered by the namespace's in-memory id set (no SQLite, no lock a writer holds long).
+    /// Answered by the namespace's in-memory id set, each key's rows confirmed through the rows
+    /// file's mapping ([`IdSet::query_each`]; no SQLite, no lock a writer holds long).
     pub fn missing(&self, ns: &str, ids: &[Digest]) -> Result<Vec<Digest>> {
         let sets = self.ids();
         let present = match sets.get(ns) {
-            Some(set) => set.contains_each(ids)?,
+            Some(set) => set.query_each(ids)?,
             None => vec![false; ids.len()],
         };
         drop(sets);

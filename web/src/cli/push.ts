@@ -36,6 +36,8 @@ export function jsonOf(r: PushResult) {
     delta_base: r.deltaBase ?? null,
     parts: r.parts,
     parts_sent: r.partsSent,
+    parts_delta: r.partsDelta,
+    base_part_bytes: r.basePartBytes,
     ids_held: r.idsHeld,
     known_from_base: r.knownFromBase,
     hinted_chunks: r.hintedChunks,

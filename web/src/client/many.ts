@@ -773,6 +773,8 @@ class ManyRun {
       parts: f.sink?.parts ?? 0,
       // Parts are sent by the shared pipeline: the push's count.
       partsSent: f.sink ? run.partsSent : 0,
+      partsDelta: 0,
+      basePartBytes: 0,
       // The push's id table (shared by the files; pushMany keeps every id: a batch commit may
       // read any file's chunks back).
       idsHeld: run.idsHeld,

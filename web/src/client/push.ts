@@ -22,7 +22,7 @@ import { chunk, createChunker, type Chunk, type ChunkOptions, type WorkerPool } 
 import { CRITERIA, type Criterion } from '../rapid.js'
 import { hex, unhex, unhexInto } from '../hex.js'
 import { parseProfile } from '../runtime.js'
-import type { WasmCompressSampler, WasmPartOut, WasmPartSink, WasmStoreRecipe } from '../../../common/wasm.js'
+import type { WasmBaseParts, WasmCompressSampler, WasmPartOut, WasmPartSink, WasmStoreRecipe } from '../../../common/wasm.js'
 import type { CompressRes } from '../../../common/protocol.js'
 import type { Pool } from '../pool.js'
 import { pools } from '../workers.js'
@@ -97,6 +97,12 @@ export interface PushResult {
   /** Recipe parts the commit named (0: committed whole; PROTOCOL.md 3.7), and of them those uploaded. */
   parts: number
   partsSent: number
+  /**
+   * Of the parts uploaded, those sent as part deltas against a part of the base version
+   * (PROTOCOL.md 3.8; `parts_delta`), and the bytes of base parts read (`base_part_bytes`).
+   */
+  partsDelta: number
+  basePartBytes: number
   /**
    * The most chunk ids the push's id table held at once (a bound, not a size: at most
    * ID_TABLE_MAX of the input's plus the base recipe's and the journal's, once the recipe is in
@@ -283,6 +289,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
   userSignal?.addEventListener('abort', onUserAbort, { once: true })
   const run = new PushRun(ctx, opts, checked, inner.signal, t0)
   run.forgetIds = true
+  run.useBaseParts = true
   try {
     run.progress(true)
     try {
@@ -341,6 +348,16 @@ export class PushRun {
   private seeded = 0
   /** push() (one input): the table may be replaced once the recipe is in parts (ID_TABLE_MAX). */
   forgetIds = false
+  /**
+   * push() (one input): a base version committed in parts has its parts read in a window as
+   * the input is chunked (`partBase`): their ids are not queried, and the new parts go as part
+   * deltas against them.
+   */
+  useBaseParts = false
+  /** The latest version's stored text where it names parts (`fetchBase`), until `prepare` opens the window on it. */
+  private partsText?: Uint8Array
+  /** The window on the base version's parts (the core's `PartWindow`). */
+  partBase?: WasmBaseParts
   source?: Blob
   packSize = 0
   maxCount = 0
@@ -373,6 +390,7 @@ export class PushRun {
   partsDigest?: string
   parts = 0
   partsSent = 0
+  partsDelta = 0
   /** Where the input being chunked starts in the push's offsets (pushMany: the inputs end to end). */
   fileBase = 0
   /** pushMany: told of each chunk batch (per-file counts) and of each novel chunk's offset. */
@@ -442,6 +460,7 @@ export class PushRun {
     // Heads-first packs (a File/Blob in a browser) or framed ones, aimed within the store's
     // limit; decided before anything is opened or leased (a limit too small is an error here).
     this.setLimits(BLOB_BODIES && typeof Blob !== 'undefined' && input instanceof Blob ? input : undefined, await limits)
+    this.openPartBase()
     // The journal (browsers, File/Blob): what an earlier attempt had stored is known present.
     this.journal = await PushJournal.open({ store: http.base, namespace: http.ns, name, profile, hash }, input, () => ({
       stage: this.stage,
@@ -563,6 +582,53 @@ export class PushRun {
     }
   }
 
+  /**
+   * The window on the base version's parts (PROTOCOL.md 5.1 step 5), where the latest version
+   * was committed in parts with this profile and fingerprint, this push commits in parts too
+   * (the store lists `parts`), and it is push()'s one input. Part deltas only where the store
+   * lists `part-delta`. A stored text that does not parse is no base (its parts are not read).
+   */
+  private openPartBase(): void {
+    const text = this.partsText
+    this.partsText = undefined
+    const features = this.limits.features ?? []
+    if (!text || !this.useBaseParts || !features.includes('parts')) return
+    try {
+      this.partBase = wire().BaseParts.of(text, this.profile, this.hash, features.includes('part-delta'))
+    } catch {
+      this.partBase = undefined
+    }
+  }
+
+  /**
+   * Keeps the window on the base's parts from WINDOW bytes before the open part's start (its
+   * delta's base) to WINDOW bytes past the chunks up to `upto`: the parts that leave it are
+   * dropped, those that enter it are read (`GET parts/{id}`), each kept only if it hashes to its
+   * id (a part that cannot be read or does not match is skipped: its chunks are queried).
+   */
+  private async advancePartBase(upto: number): Promise<void> {
+    const base = this.partBase!
+    const { http, signal } = this
+    const win = wire().BaseParts.windowBytes()
+    const lo = Math.max(0, this.sink!.partStart - win)
+    for (const i of base.advance(lo, upto + win)) {
+      const id = base.lineId(i)
+      let text: Uint8Array
+      try {
+        text = await http.requestRead('GET', http.url(`parts/${id}`), { retry: true, signal }, async (r) => new Uint8Array(await r.arrayBuffer()))
+      } catch (e) {
+        checkAbort(signal)
+        base.skip()
+        continue
+      }
+      try {
+        base.load(i, text)
+      } catch {
+        // Not the part its id names: skipped (counted in `unreadable`).
+      }
+    }
+  }
+
   /** A part sink for the next input: cuts its recipe into parts where the store takes them. */
   newSink(): WasmPartSink {
     return new (wire().PartSink)(this.profile, this.hash, this.limits.maxRecipe, !!this.limits.features?.includes('parts'))
@@ -588,9 +654,13 @@ export class PushRun {
     const { res, text } = got
     this.latest = Number(res.headers.get('x-cutpoint-version'))
     if (!Number.isSafeInteger(this.latest) || this.latest < 1) throw new StoreError('cutpoint: the recipe came without its version (X-Cutpoint-Version)', { code: 'protocol' })
-    // A version committed in parts is no base (no delta against it, its ids are not held here):
-    // its unchanged parts are found present by `parts/query` instead.
-    if (wire().recipeHasParts(text)) return
+    // A version committed in parts is no base for a delta commit, and its ids are not held
+    // here: push() reads its parts in a window as the input is chunked (`openPartBase`), and its
+    // unchanged parts are found present by `parts/query`.
+    if (wire().recipeHasParts(text)) {
+      this.partsText = text
+      return
+    }
     let rec: WasmStoreRecipe
     try {
       rec = wire().StoreRecipe.parse(text)
@@ -664,8 +734,18 @@ export class PushRun {
     const ids = new Uint8Array(batch.length * 32)
     batch.forEach((c: IdChunk, i) => (c.id ? ids.set(c.id, i * 32) : unhexInto(c.hash!, ids, i * 32)))
     const sizes = Uint32Array.from(batch, (c) => c.length)
+    // The base's parts near these chunks: ids found there are present, not asked about.
+    let inBase: Uint8Array | undefined
+    if (this.partBase) {
+      const last = batch[batch.length - 1]
+      await this.advancePartBase(last.offset + last.length)
+      checkAbort(this.signal)
+      inBase = this.partBase.known(ids)
+    }
     if (this.recipe) this.recipe.add(ids, sizes)
-    const inParts = this.sink?.add(ids, sizes)
+    // A part these chunks close gets its delta now, while its base is in the window (a part
+    // closed before the recipe passes the parts threshold waits in the sink until then).
+    const inParts = this.partBase ? this.sink?.addWith(ids, sizes, this.partBase) : this.sink?.add(ids, sizes)
     const bytesBefore = this.bytes
     for (let i = 0; i < batch.length; i++) {
       const c = batch[i]
@@ -674,8 +754,9 @@ export class PushRun {
       if (c.hinted) this.hinted++
       const id = table.add(ids, i * 32)
       table.place(id, this.fileBase + c.offset, c.length)
-      const f = table.flags[id]
-      if (f & BASE) this.knownFromBase++
+      let f = table.flags[id]
+      if (f & BASE || inBase?.[i]) this.knownFromBase++
+      if (inBase?.[i]) f = table.flags[id] = f | KNOWN
       if (!(f & KNOWN)) {
         table.flags[id] = f | KNOWN
         if (this.askFrom < 0) this.askFrom = c.offset
@@ -740,7 +821,7 @@ export class PushRun {
    */
   endInput(): string | undefined {
     if (!this.sink?.inParts) return undefined
-    const digest = (this.partsDigest = this.sink.seal())
+    const digest = (this.partsDigest = this.partBase ? this.sink.sealWith(this.partBase) : this.sink.seal())
     this.takeParts()
     if (!this.queries.length && !this.ask) this.assignParts(this.chunks)
     return digest
@@ -799,15 +880,37 @@ export class PushRun {
         for (const p of some) {
           if (!lacking.has(p.id)) continue
           checkAbort(signal)
-          const text = p.text
-          await http.requestRead('POST', http.url('parts'), { body: text, type: 'text/plain; charset=utf-8', retry: true, signal }, (r) => r.json())
-          this.sent += text.length
+          await this.sendPart(p)
           this.partsSent++
         }
       }
     } finally {
       for (const p of parts) p.free()
     }
+  }
+
+  /**
+   * `POST parts` of one part: its part delta where it has one (PROTOCOL.md 3.8), else its text;
+   * a delta refused with a 4xx (its base gone meanwhile, or a store that cannot expand it):
+   * its text.
+   */
+  private async sendPart(p: WasmPartOut): Promise<void> {
+    const { http, signal } = this
+    const post = (body: Uint8Array) => {
+      this.sent += body.length
+      return http.requestRead('POST', http.url('parts'), { body, type: 'text/plain; charset=utf-8', retry: true, signal }, (r) => r.json())
+    }
+    const delta = p.delta
+    if (delta) {
+      try {
+        await post(delta)
+        this.partsDelta++
+        return
+      } catch (e) {
+        if (!(e instanceof StoreError && e.status !== undefined && e.status >= 400 && e.status < 500)) throw e
+      }
+    }
+    await post(p.text)
   }
 
   /** The last query sent and every answer taken in. */
@@ -928,8 +1031,8 @@ export class PushRun {
    * groups are read and compressed ahead (`tryGroup`, the sampler's decision guessed from its
    * state then), and settled in order (`settleGroup`: the sampler's exact decision), so that
    * reads and worker round trips overlap and the frames are still the native client's. Heads
-   * first (a File/Blob in a browser) only the chunks tried are read, and a raw one is a slice
-   * of the input; framed, every chunk is read back.
+   * first (a File/Blob in a browser) only the chunks tried are read, by the workers from the
+   * file, and a raw one is a slice of the input; framed, every chunk is read back.
    */
   private async packCompressed(list: Novel[]): Promise<void> {
     const size = wire().compressGroupSizes()[0]
@@ -983,11 +1086,16 @@ export class PushRun {
 
   /**
    * Chunks compressed in the workers (`compressGroup` of the wasm, about equal shares, each job
-   * a copy of its chunks' bytes): each chunk's frame, its compressed data or its raw bytes.
+   * a copy of its chunks' bytes, or heads first their offsets in the file, which the worker
+   * reads): each chunk's frame, its compressed data or its raw bytes (heads first: none).
    */
   private async compressChunks(chunks: Novel[], raws?: Uint8Array[]): Promise<Frame[]> {
     if (!chunks.length) return []
-    const got = raws ?? (await this.readChunks(chunks))
+    // Heads first (a File/Blob in a browser) the workers read the chunks from the file
+    // themselves: the page's thread neither reads them (a Blob slice and a read, each a round
+    // trip to the browser's blob system: 2 s of a 1 GiB push's page thread) nor copies them.
+    const source = !raws && this.pack instanceof HeadsFirstPack ? this.source : undefined
+    const got = source ? undefined : (raws ?? (await this.readChunks(chunks)))
     // The chunker's workers are initialised once chunking starts; should they not be, the
     // client's compression workers.
     const pool = this.zpool?.ready ? this.zpool : await this.ownCompressionPool()
@@ -996,12 +1104,20 @@ export class PushRun {
     for (let a = 0; a < chunks.length; a += per) {
       const b = Math.min(chunks.length, a + per)
       const lengths = new Uint32Array(b - a)
-      let total = 0
-      for (let k = a; k < b; k++) total += lengths[k - a] = got[k].length
-      const bytes = this.jobBuffer(total)
-      for (let k = a, at = 0; k < b; at += got[k].length, k++) bytes.set(got[k], at)
-      const job = pool.run<CompressRes>({ type: 'cutpoint:compress', level: this.level!, lengths, bytes }, [bytes.buffer as ArrayBuffer])
+      let job: Promise<CompressRes>
+      if (source) {
+        const offsets = new Float64Array(b - a)
+        for (let k = a; k < b; k++) (lengths[k - a] = chunks[k].len), (offsets[k - a] = chunks[k].off)
+        job = pool.run<CompressRes>({ type: 'cutpoint:compress', level: this.level!, lengths, blob: source, offsets }, [])
+      } else {
+        let total = 0
+        for (let k = a; k < b; k++) total += lengths[k - a] = got![k].length
+        const bytes = this.jobBuffer(total)
+        for (let k = a, at = 0; k < b; at += got![k].length, k++) bytes.set(got![k], at)
+        job = pool.run<CompressRes>({ type: 'cutpoint:compress', level: this.level!, lengths, bytes }, [bytes.buffer as ArrayBuffer])
+      }
       const done = job.then((r) => {
+        if (r.error) throw new StoreError(`cutpoint: ${r.error}; nothing was committed`, { code: 'io' })
         this.keepJobBuffer(r.bytes)
         return { a, out: r.out }
       })
@@ -1019,10 +1135,10 @@ export class PushRun {
       for (let k = a; k < b; k++) {
         const h = view.getUint32(4 * (k - a), true)
         const len = h & 0x7fffffff
-        if (h >>> 31 && len < got[k].length && at + len <= out.length) {
+        if (h >>> 31 && len < chunks[k].len && at + len <= out.length) {
           frames[k] = { data: out.subarray(at, at + len), compressed: true }
           at += len
-        } else if (h === got[k].length) frames[k] = { data: got[k], compressed: false }
+        } else if (h === chunks[k].len) frames[k] = { data: got?.[k], compressed: false }
         else throw new StoreError('cutpoint: internal error: a compression worker answered out of order', { code: 'protocol' })
       }
       if (at !== out.length) throw new StoreError('cutpoint: internal error: a compression worker answered out of order', { code: 'protocol' })
@@ -1251,6 +1367,8 @@ export class PushRun {
       deltaBase,
       parts: this.parts,
       partsSent: this.partsSent,
+      partsDelta: this.partsDelta,
+      basePartBytes: this.partBase?.readBytes ?? 0,
       idsHeld: this.idsHeld,
       knownFromBase: this.knownFromBase,
       hintedChunks: this.hinted,
@@ -1295,6 +1413,8 @@ export class PushRun {
     for (const p of this.pendingParts) p.part.free()
     this.pendingParts = []
     this.base?.recipe.free()
+    this.partBase?.free()
+    this.partBase = undefined
     await this.reader?.close()
   }
 }

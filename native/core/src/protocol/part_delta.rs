@@ -18,11 +18,12 @@
 //! implementation: the native store, and the edge through its wasm build, call these.
 
 use super::delta::{write_ops, ExpandError};
-use super::part::{part_text_len, Part};
+use super::part::{part_id, part_text_len, Line, Part};
 use super::WireError;
 use crate::fingerprint::{hex, Digest, HashAlg};
 use crate::rapid::recipe::{parse_hex, MIN_ENTRY_LINE};
 use crate::rapid::RecipeEntry;
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 
 /// The first line of a part delta.
@@ -240,6 +241,192 @@ pub fn encode_part_delta(new: &Part, base: &Part) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// Base parts are kept while they lie within this many bytes of the open part's start (before)
+/// or of the chunks being queried (after): edits that shift the file by less than this keep
+/// each part's base in view.
+pub const PART_WINDOW_BYTES: u64 = 64 << 20;
+
+/// One part line of a base recipe: its id and the file bytes it covers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BaseLine {
+    pub id: Digest,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// A base recipe's part lines, in file order (its chunk lines only move the offset).
+pub fn base_lines(lines: &[Line]) -> Vec<BaseLine> {
+    let mut out = Vec::new();
+    let mut at = 0u64;
+    for l in lines {
+        match l {
+            Line::Part { id, bytes, .. } => {
+                out.push(BaseLine { id: *id, start: at, end: at + bytes });
+                at += bytes;
+            }
+            Line::Chunk(e) => at += e.size as u64,
+        }
+    }
+    out
+}
+
+/// A push's window on its base version's parts (PROTOCOL.md 5.1 step 5), without the reading:
+/// the caller asks [`PartWindow::advance`] which parts to read, reads each from the store and
+/// gives it to [`PartWindow::load`] (checked against its id here). The entry ids of the loaded
+/// parts are known present (not queried), and a new part is sent as a part delta against the
+/// loaded part holding most of its entries ([`PartWindow::delta_for`]). The library's pushes
+/// (through wasm) use it; the parts kept are those near the file offset being chunked, so the
+/// memory stays flat at any file size.
+pub struct PartWindow {
+    alg: HashAlg,
+    lines: Vec<BaseLine>,
+    /// The next line not yet handed out by `advance` (or skipped).
+    next: usize,
+    /// Loaded parts, in line order: (line index, part).
+    loaded: VecDeque<(usize, Part)>,
+    /// Entry id -> the line index of a loaded part holding it.
+    ids: HashMap<Digest, usize>,
+    /// Whether to encode part deltas (the store lists `part-delta`).
+    deltas: bool,
+    /// Bytes of base parts loaded, and parts that could not be read or did not match their id
+    /// (skipped: their ids are queried as usual).
+    pub read_bytes: u64,
+    pub unreadable: u64,
+}
+
+impl PartWindow {
+    pub fn new(alg: HashAlg, lines: Vec<BaseLine>, deltas: bool) -> PartWindow {
+        PartWindow {
+            alg,
+            lines,
+            next: 0,
+            loaded: VecDeque::new(),
+            ids: HashMap::new(),
+            deltas,
+            read_bytes: 0,
+            unreadable: 0,
+        }
+    }
+
+    /// The base's part lines.
+    pub fn lines(&self) -> &[BaseLine] {
+        &self.lines
+    }
+
+    /// Entry ids held.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Parts loaded now.
+    pub fn loaded(&self) -> usize {
+        self.loaded.len()
+    }
+
+    /// Keeps the base parts that overlap `lo..hi` (file offsets): drops those ending at or
+    /// before `lo`, and returns the line indices, in order, of those starting before `hi` not
+    /// yet handed out: the caller reads each and gives it to [`PartWindow::load`] (or
+    /// [`PartWindow::skip`]s it), in this order.
+    pub fn advance(&mut self, lo: u64, hi: u64) -> Vec<usize> {
+        while self.loaded.front().is_some_and(|(i, _)| self.lines[*i].end <= lo) {
+            let (i, p) = self.loaded.pop_front().expect("a loaded part");
+            for e in &p.entries {
+                if self.ids.get(&e.fp) == Some(&i) {
+                    self.ids.remove(&e.fp);
+                }
+            }
+        }
+        let mut want = Vec::new();
+        while self.next < self.lines.len() && self.lines[self.next].start < hi {
+            let i = self.next;
+            self.next += 1;
+            if self.lines[i].end > lo {
+                want.push(i);
+            }
+        }
+        want
+    }
+
+    /// Line `i`'s part as the store sent it: kept if it is that part (its text hashes to the
+    /// line's id and parses), else skipped (counted in `unreadable`) and the reason returned.
+    pub fn load(&mut self, i: usize, text: &[u8]) -> Result<(), String> {
+        let Some(line) = self.lines.get(i) else {
+            self.unreadable += 1;
+            return Err(format!("no base part line {i}"));
+        };
+        let id = line.id;
+        if part_id(self.alg, text) != Some(id) {
+            self.unreadable += 1;
+            return Err(format!("the store's part {} does not match its id", hex(&id)));
+        }
+        match Part::parse(text) {
+            Ok(p) => {
+                self.read_bytes += text.len() as u64;
+                self.insert(i, p);
+                Ok(())
+            }
+            Err(e) => {
+                self.unreadable += 1;
+                Err(format!("the store's part {}: {e}", hex(&id)))
+            }
+        }
+    }
+
+    /// Line `i`'s part could not be read: its ids are queried as usual.
+    pub fn skip(&mut self) {
+        self.unreadable += 1;
+    }
+
+    fn insert(&mut self, i: usize, p: Part) {
+        if self.loaded.back().is_some_and(|(j, _)| *j >= i) {
+            return; // out of order or twice: not kept (its ids are queried)
+        }
+        for e in &p.entries {
+            self.ids.insert(e.fp, i);
+        }
+        self.loaded.push_back((i, p));
+    }
+
+    /// Whether `id` is in a loaded base part (so present in the store: a part is stored only
+    /// once its chunks are, and the base version keeps them).
+    pub fn contains(&self, id: &Digest) -> bool {
+        self.ids.contains_key(id)
+    }
+
+    /// The part delta to send in place of `p`'s text (`text_len` bytes, id `id`): against the
+    /// loaded base part holding the most of `p`'s entries, where that is not `p` itself and the
+    /// delta is shorter than the text. Checked by expanding it here: a delta is sent only if it
+    /// is `p`.
+    pub fn delta_for(&self, p: &Part, id: &Digest, text_len: u64) -> Option<Vec<u8>> {
+        if !self.deltas || self.loaded.is_empty() {
+            return None;
+        }
+        let mut hits: HashMap<usize, usize> = HashMap::new();
+        for e in &p.entries {
+            if let Some(&i) = self.ids.get(&e.fp) {
+                *hits.entry(i).or_default() += 1;
+            }
+        }
+        let (&best, _) = hits.iter().max_by_key(|(i, n)| (**n, usize::MAX - **i))?;
+        if self.lines[best].id == *id {
+            return None;
+        }
+        let (_, base) = self.loaded.iter().find(|(i, _)| *i == best)?;
+        let d = encode_part_delta(p, base);
+        if d.len() as u64 >= text_len {
+            return None;
+        }
+        match expand_part_delta(&d, base, text_len) {
+            Ok(q) if q == *p => Some(d),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,6 +521,48 @@ mod tests {
         }
         // The work is bounded by the limit, not by what the delta asks for.
         assert!(t0.elapsed() < std::time::Duration::from_secs(20));
+    }
+
+    #[test]
+    fn a_window_loads_checked_parts_near_the_offset_and_drops_those_behind() {
+        // Three base parts end to end; their lines as a recipe in parts names them.
+        let parts = [part(0..100), part(100..200), part(200..300)];
+        let recipe_lines: Vec<Line> = parts
+            .iter()
+            .map(|p| Line::Part { id: p.id(), count: p.entries.len() as u64, bytes: p.bytes() })
+            .collect();
+        let lines = base_lines(&recipe_lines);
+        assert_eq!(lines[1].start, parts[0].bytes());
+        assert_eq!(lines[2].end, parts.iter().map(Part::bytes).sum::<u64>());
+        let mut w = PartWindow::new(HashAlg::Blake3, lines.clone(), true);
+        // The first two parts overlap 0..(inside the second).
+        assert_eq!(w.advance(0, lines[1].start + 1), vec![0, 1]);
+        w.load(0, parts[0].text().as_bytes()).unwrap();
+        // A text that is not the line's part is refused and its ids stay unknown.
+        let e = w.load(1, parts[2].text().as_bytes()).unwrap_err();
+        assert!(e.contains("does not match its id"), "{e}");
+        assert_eq!((w.unreadable, w.loaded(), w.len()), (1, 1, 100));
+        assert!(w.contains(&entry(5).fp) && !w.contains(&entry(150).fp));
+        assert_eq!(w.read_bytes, parts[0].text().len() as u64);
+        // Handed out once: the next advance gives the third only, and drops the first.
+        assert_eq!(w.advance(lines[0].end, u64::MAX), vec![2]);
+        w.load(2, parts[2].text().as_bytes()).unwrap();
+        assert!(!w.contains(&entry(5).fp) && w.contains(&entry(250).fp));
+        assert_eq!(w.loaded(), 1);
+
+        // A part edited from the third: its delta against it, checked; the third itself: none.
+        let mut new = parts[2].clone();
+        new.entries[50] = entry(9000);
+        let text = new.text().len() as u64;
+        let d = w.delta_for(&new, &new.id(), text).expect("a delta");
+        assert_eq!(expand_part_delta(&d, &parts[2], u64::MAX).unwrap(), new);
+        assert!(w.delta_for(&parts[2], &parts[2].id(), parts[2].text().len() as u64).is_none());
+        // Nothing in common with a loaded part, or deltas not taken: none.
+        assert!(w.delta_for(&part(5000..5100), &part(5000..5100).id(), 1 << 20).is_none());
+        let mut off = PartWindow::new(HashAlg::Blake3, lines, false);
+        off.advance(0, u64::MAX);
+        off.load(2, parts[2].text().as_bytes()).unwrap();
+        assert!(off.delta_for(&new, &new.id(), text).is_none());
     }
 
     proptest! {

@@ -1,0 +1,59 @@
+// A push's compression job read by the worker itself (worker/handler.ts `cutpoint:compress` with
+// `blob` and `offsets`, what a File pushed from a browser sends): the same frames as the job that
+// carries the chunks' bytes, consecutive or not; a file that cannot be read is an answer with an
+// error (the worker and its pool live on), not a crash.
+import { describe, expect, it } from 'vitest'
+import { Handler } from '../../web/dist/worker/handler.js'
+import { loadWasm } from '../../web/dist/common/wasm.js'
+import type { CompressRes, Request } from '../../common/protocol.ts'
+import { randomBytes } from './vectors.mjs'
+
+describe('a compression job that reads the file itself', () => {
+  it('gives the frames of the job carrying the bytes; an unreadable range is an error answer', async () => {
+    const wasm = await loadWasm()
+    const h = new Handler()
+    await h.handle({ type: 'cutpoint:init', id: 1, flavor: wasm.flavor, profile: 'gear:2k:8k:64k', backend: '', hash: 'none', hashImpl: 'wasm', capacity: 1 << 16, source: { kind: 'message' } })
+    // Half compressible text, half random bytes: compressed and raw frames both.
+    const text = new TextEncoder().encode('the quick brown fox jumps over the lazy dog; '.repeat(3000))
+    const data = new Uint8Array(text.length + 200_000)
+    data.set(text)
+    data.set(randomBytes(200_000, 5), text.length)
+    const blob = new Blob([data])
+    const cases: [number, number][][] = [
+      // consecutive chunks (one read)
+      [[0, 9000], [9000, 12000], [21000, 8000], [29000, 50000], [79000, 56000], [135000, 60000]],
+      // gaps between them and out of order (a read each)
+      [[100, 7000], [40000, 9000], [5, 90], [text.length - 4000, 30000], [data.length - 8192, 8192]],
+    ]
+    let id = 2
+    for (const c of cases) {
+      const lengths = Uint32Array.from(c, ([, l]) => l)
+      const offsets = Float64Array.from(c, ([o]) => o)
+      const bytes = new Uint8Array(lengths.reduce((a, b) => a + b, 0))
+      let at = 0
+      for (const [o, l] of c) bytes.set(data.subarray(o, o + l), (at += l) - l)
+      const carried = (await h.handle({ type: 'cutpoint:compress', id: id++, level: 4, lengths, bytes })).res as CompressRes
+      const read = (await h.handle(structuredClone({ type: 'cutpoint:compress', id: id++, level: 4, lengths, blob, offsets } as Request))).res as CompressRes
+      expect(read.error).toBeUndefined()
+      expect(read.bytes).toBeUndefined()
+      expect(Buffer.from(read.out).equals(Buffer.from(carried.out))).toBe(true)
+      // Read ahead while the job before it runs (the worker's `prefetch`): the same answer.
+      const next = structuredClone({ type: 'cutpoint:compress', id: id++, level: 4, lengths, blob, offsets } as Request)
+      h.prefetch(next)
+      const early = (await h.handle(next)).res as CompressRes
+      expect(Buffer.from(early.out).equals(Buffer.from(carried.out))).toBe(true)
+      const heads = new DataView(read.out.buffer, read.out.byteOffset, 4 * c.length)
+      const kinds = c.map((_, i) => heads.getUint32(4 * i, true) >>> 31)
+      expect(kinds).toContain(1)
+      expect(kinds).toContain(0)
+    }
+    // A range past the file's end (a file that shrank): an answer with the error, nothing compressed.
+    const bad = (await h.handle({ type: 'cutpoint:compress', id: id++, level: 4, lengths: Uint32Array.of(1000, 1000), blob, offsets: Float64Array.of(0, data.length - 10) })).res as CompressRes
+    expect(bad.error).toMatch(/cannot read bytes 334990..335990 of the file/)
+    expect(bad.out.length).toBe(0)
+    const badAhead: Request = { type: 'cutpoint:compress', id: id++, level: 4, lengths: Uint32Array.of(1000), blob, offsets: Float64Array.of(data.length - 10) }
+    h.prefetch(badAhead)
+    expect(((await h.handle(badAhead)).res as CompressRes).error).toMatch(/cannot read bytes/)
+    await h.close()
+  })
+})
