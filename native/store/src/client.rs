@@ -24,7 +24,7 @@ use cutpoint_core::protocol::part::{needs_parts, Line, Part, PartCutter, PartRec
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{encode_segment, validate_name, validate_namespace};
 use cutpoint_core::protocol::codec::{Codec, Compressor, Sampler, AUTO_LEVEL, COMPRESS_GROUP, MAX_LEVEL};
-use cutpoint_core::protocol::pack::{fit_pack_chunks, fit_pack_target, PackWriter};
+use cutpoint_core::protocol::pack::{compress_group, fit_pack_chunks, fit_pack_target, group_runs, PackWriter, MAX_GROUP_RAW};
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
 use cutpoint_core::rapid::{Criterion, HintTable, Rapid, RapidOptions, Recipe, RecipeEntry};
 use cutpoint_core::{hex, Digest, Engine, HashAlg, Options, Profile};
@@ -690,6 +690,9 @@ struct Plan {
     batch_files: Option<usize>,
     /// The zstd level novel chunks are compressed at (`None`: off, or the store lacks `zstd`).
     level: Option<i32>,
+    /// Consecutive novel chunks are compressed in groups of about this many raw bytes (pack
+    /// codec 2; 0: one frame per chunk, or the store lacks `zstd-group`).
+    group_raw: usize,
     /// A push of a stream ([`push_stream`]): its bytes, kept until their chunks are answered
     /// and packed (`None`: files, read back by offset).
     stream: Option<StreamSpool>,
@@ -1297,6 +1300,7 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
         .and_then(|f| f.as_array())
         .is_some_and(|f| f.iter().any(|x| x == "zstd"));
     let level = opts.compression.level().filter(|_| zstd);
+    let group_raw = if level.is_some() && has_feature(&info, "zstd-group") { group_target(engine.profile().max) } else { 0 };
     let part_delta = parts
         && info
             .get("features")
@@ -1305,6 +1309,7 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
     let Some(name) = name else {
         return Ok(Plan {
             level,
+            group_raw,
             engine,
             alg,
             pack_target,
@@ -1350,6 +1355,7 @@ fn prepare(client: &Client, name: Option<&str>, opts: &PushOptions) -> R<Plan> {
     }
     Ok(Plan {
         level,
+        group_raw,
         engine,
         alg,
         pack_target,
@@ -1624,6 +1630,24 @@ fn stage_query(
     (qs, offsets)
 }
 
+/// Whether `GET /v1` lists `feature`.
+fn has_feature(info: &serde_json::Value, feature: &str) -> bool {
+    info.get("features").and_then(|f| f.as_array()).is_some_and(|f| f.iter().any(|x| x == feature))
+}
+
+/// The raw bytes of a group of novel chunks ([`GROUP_RAW`]; `CUTPOINT_GROUP_RAW` overrides it,
+/// 0 for none: measurements), at most the profile's MAX, so that a pack passes its target by no
+/// more than one chunk would (a group's frame and heads save at least 1/16 of its raw bytes).
+fn group_target(max_chunk: usize) -> usize {
+    let want = std::env::var("CUTPOINT_GROUP_RAW").ok().and_then(|v| v.parse().ok()).unwrap_or(GROUP_RAW);
+    want.min(max_chunk).min(MAX_GROUP_RAW)
+}
+
+/// `--compression auto|max` with a store that lists `zstd-group`: consecutive novel chunks of a
+/// pack are compressed together in groups of about this many raw bytes (docs/performance.md:
+/// measured 32/64/128 KiB on the restic bench).
+pub const GROUP_RAW: usize = 64 << 10;
+
 /// Reads the novel chunks back by offset (novel chunks of all the inputs share packs),
 /// compresses them (where the plan says, in groups of [`COMPRESS_GROUP`] across the cores) and
 /// frames them into packs of the plan's size.
@@ -1635,7 +1659,11 @@ fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receive
 
 /// [`stage_pack`]'s work; `per`: each input's stored bytes and compressed chunks.
 fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<NovelList>, pack_tx: mpsc::SyncSender<Vec<u8>>, per: &mut [(u64, u64)]) {
-    let codec = if plan.level.is_some() { Codec::Zstd } else { Codec::None };
+    let codec = match plan.level {
+        Some(_) if plan.group_raw > 0 => Codec::Group,
+        Some(_) => Codec::Zstd,
+        None => Codec::None,
+    };
     let mut cur: Option<PackWriter<Vec<u8>>> = None;
     let mut sampler = Sampler::default();
     let mut open: Option<(u32, std::fs::File)> = None;
@@ -1669,21 +1697,29 @@ fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiv
                 }
                 read.push((id, data));
             }
-            let frames = match plan.level {
-                Some(level) => compress_group(read, level, &mut sampler),
-                None => read.into_iter().map(|(id, d)| (id, d, false)).collect(),
+            let units = match plan.level {
+                Some(level) => compress_units(read, level, plan.group_raw, &mut sampler),
+                None => read.into_iter().map(|(id, d)| Unit::one(id, d, false, None)).collect(),
             };
-            for (&(file, ..), (id, data, compressed)) in group.iter().zip(frames) {
-                per[file as usize].0 += data.len() as u64;
-                per[file as usize].1 += compressed as u64;
+            let mut files = group.iter().map(|&(file, ..)| file as usize);
+            for u in units {
+                // A group's bytes are counted to its chunks' inputs in proportion to their raw bytes.
+                let raw_total: u64 = u.ids.iter().map(|c| c.1 as u64).sum();
+                for (&(_, raw), file) in u.ids.iter().zip(files.by_ref()) {
+                    per[file].0 += u.data.len() as u64 * raw as u64 / raw_total.max(1);
+                    per[file].1 += u.compressed as u64;
+                }
                 let w = match &mut cur {
                     Some(w) => w,
                     None => cur.insert(PackWriter::with_codec(Vec::with_capacity(plan.pack_target + (1 << 20)), plan.alg, codec).expect("alg")),
                 };
-                w.add_frame(&id, &data, compressed).expect("chunk sizes are within the pack limit");
-                flow.stored.fetch_add(data.len() as u64, Ordering::Relaxed);
-                if compressed {
-                    flow.compressed.fetch_add(1, Ordering::Relaxed);
+                w.add_frame(&u.ids[0].0, &u.data, u.compressed).expect("chunk sizes are within the pack limit");
+                for (id, raw) in &u.ids[1..] {
+                    w.add_member(id, *raw).expect("a group within its bounds");
+                }
+                flow.stored.fetch_add(u.data.len() as u64, Ordering::Relaxed);
+                if u.compressed {
+                    flow.compressed.fetch_add(u.ids.len() as u64, Ordering::Relaxed);
                 }
                 if w.len() as usize >= plan.pack_target || w.count() >= plan.pack_chunks {
                     let p = cur.take().unwrap().finish().expect("in memory");
@@ -1702,37 +1738,69 @@ fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiv
     }
 }
 
-/// `(id, stored data, compressed)` for each chunk of a group: the compressed frame where it
-/// saves at least 1/16, else the raw chunk.
-fn compress_group(read: Vec<(Digest, Vec<u8>)>, level: i32, sampler: &mut Sampler) -> Vec<(Digest, Vec<u8>, bool)> {
+/// One frame of novel chunks as it goes into a pack: a chunk's (raw, or compressed where that
+/// saves at least 1/16) or a group's (compressed; its chunks' ids and raw lengths, the first
+/// the frame's).
+struct Unit {
+    ids: Vec<(Digest, u32)>,
+    data: Vec<u8>,
+    compressed: bool,
+}
+
+impl Unit {
+    /// One chunk's frame (`raw`: its raw length where `data` is compressed).
+    fn one(id: Digest, data: Vec<u8>, compressed: bool, raw: Option<usize>) -> Unit {
+        let len = raw.unwrap_or(data.len()) as u32;
+        Unit { ids: vec![(id, len)], data, compressed }
+    }
+}
+
+/// The frames of a batch of novel chunks, compressed across the cores: runs of consecutive
+/// chunks of about `group_raw` bytes as one group each where that saves
+/// ([`compress_group`]), else each chunk compressed where that saves at least 1/16, else raw.
+fn compress_units(read: Vec<(Digest, Vec<u8>)>, level: i32, group_raw: usize, sampler: &mut Sampler) -> Vec<Unit> {
     use rayon::prelude::*;
     let n = read.len();
     let try_n = sampler.first(n);
-    let run = |items: Vec<(Digest, Vec<u8>)>| -> Vec<(Digest, Vec<u8>, bool)> {
-        items
-            .into_par_iter()
+    let run = |items: Vec<(Digest, Vec<u8>)>| -> Vec<Unit> {
+        let runs = if group_raw > 0 { group_runs(items.iter().map(|c| c.1.len()), group_raw) } else { vec![1; items.len()] };
+        let mut it = items.into_iter();
+        let runs: Vec<Vec<(Digest, Vec<u8>)>> = runs.iter().map(|&k| it.by_ref().take(k).collect()).collect();
+        runs.into_par_iter()
             .map_init(
-                || (Compressor::new(level), Vec::new()),
-                |(c, z), (id, raw)| {
-                    if c.compress(&raw, z) {
-                        (id, std::mem::take(z), true)
-                    } else {
-                        (id, raw, false)
+                || (Compressor::new(level), Vec::new(), Vec::new()),
+                |(c, buf, z), run| {
+                    if run.len() > 1 {
+                        let raws: Vec<&[u8]> = run.iter().map(|r| &r.1[..]).collect();
+                        if compress_group(c, &raws, buf, z) {
+                            let ids = run.iter().map(|(id, d)| (*id, d.len() as u32)).collect();
+                            return vec![Unit { ids, data: std::mem::take(z), compressed: true }];
+                        }
                     }
+                    run.into_iter()
+                        .map(|(id, raw)| {
+                            if c.compress(&raw, z) {
+                                Unit::one(id, std::mem::take(z), true, Some(raw.len()))
+                            } else {
+                                Unit::one(id, raw, false, None)
+                            }
+                        })
+                        .collect()
                 },
             )
+            .flatten()
             .collect()
     };
     let mut read = read;
     let rest = read.split_off(try_n);
     let mut out = run(read);
-    let any = out.iter().any(|f| f.2);
+    let any = out.iter().any(|u| u.compressed);
     if sampler.try_rest(any) {
         out.extend(run(rest));
     } else {
-        out.extend(rest.into_iter().map(|(id, d)| (id, d, false)));
+        out.extend(rest.into_iter().map(|(id, d)| Unit::one(id, d, false, None)));
     }
-    sampler.record(out.iter().any(|f| f.2));
+    sampler.record(out.iter().any(|u| u.compressed));
     out
 }
 

@@ -59,6 +59,8 @@ pub struct Loc {
     pub len: u32,
     /// The chunk's raw length where it rests zstd-compressed; `None` for a raw frame.
     pub compressed: Option<u32>,
+    /// Its offset in its compressed frame's raw bytes: 0 but for a group's member (codec 2).
+    pub raw_off: u32,
 }
 
 /// A committed version of a file.
@@ -95,11 +97,13 @@ PRAGMA wal_autocheckpoint = 16384;
 /// version 5 keeps a version's digest as 32 bytes (was 64 hex characters) and finds a pack's
 /// rows by the range of row numbers its `packs` row holds (was an index on the chunks' pack);
 /// version 6 no longer copies a version whose recipe is a recipe row into `versions` (the rows
-/// answer it: [`Index::set_recipe_rows`]), so a version 5 index, which holds those, is rebuilt.
-const SCHEMA_VERSION: i64 = 6;
+/// answer it: [`Index::set_recipe_rows`]), so a version 5 index, which holds those, is rebuilt;
+/// version 7 adds a chunk's raw offset in its group (`roff`, pack codec 2).
+const SCHEMA_VERSION: i64 = 7;
 
 /// Namespaces and packs are small integers in the big table, so that a chunk row is ~55 bytes
-/// (row number, id, pack number, offset, stored length, raw length where compressed). Rows are
+/// (row number, id, pack number, offset, stored length, raw length where compressed, raw offset
+/// in a group: a member's; 0 otherwise). Rows are
 /// appended in pack order; an id is in a namespace's rows once (the in-memory map decides, see
 /// the module's text). A pack's `lo`..`hi` is the range of row numbers that holds every row
 /// placed in it (other packs' rows may be in between: concurrent packs append batch by batch);
@@ -110,7 +114,7 @@ CREATE TABLE IF NOT EXISTS namespaces(nsid INTEGER PRIMARY KEY, ns TEXT NOT NULL
 CREATE TABLE IF NOT EXISTS packs(pid INTEGER PRIMARY KEY, nsid INTEGER NOT NULL, pack TEXT NOT NULL,
   bytes INTEGER NOT NULL, created INTEGER NOT NULL, lo INTEGER, hi INTEGER, UNIQUE(nsid, pack));
 CREATE TABLE IF NOT EXISTS chunks(rid INTEGER PRIMARY KEY, nsid INTEGER NOT NULL, id BLOB NOT NULL, pid INTEGER NOT NULL,
-  off INTEGER NOT NULL, len INTEGER NOT NULL, raw INTEGER NOT NULL DEFAULT 0);
+  off INTEGER NOT NULL, len INTEGER NOT NULL, raw INTEGER NOT NULL DEFAULT 0, roff INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS versions(nsid INTEGER NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL,
   bytes INTEGER NOT NULL, chunks INTEGER NOT NULL, digest BLOB NOT NULL, created INTEGER NOT NULL,
   PRIMARY KEY(nsid, name, version)) WITHOUT ROWID;
@@ -414,7 +418,7 @@ impl Index {
             None => vec![None; ids.len()],
         };
         let mut s = c.prepare_cached(
-            "SELECT p.pack, c.off, c.len, c.raw FROM chunks c JOIN packs p ON p.pid = c.pid WHERE c.rid = ?1 AND c.nsid = ?2",
+            "SELECT p.pack, c.off, c.len, c.raw, c.roff FROM chunks c JOIN packs p ON p.pid = c.pid WHERE c.rid = ?1 AND c.nsid = ?2",
         )?;
         let mut out = Vec::with_capacity(ids.len());
         for v in rows {
@@ -429,6 +433,7 @@ impl Index {
                         offset: r.get::<_, i64>(1)? as u64,
                         len: r.get::<_, i64>(2)? as u32,
                         compressed: Some(r.get::<_, i64>(3)? as u32).filter(|&n| n > 0),
+                        raw_off: r.get::<_, i64>(4)? as u32,
                     })
                 })
                 .optional()?,
@@ -499,15 +504,16 @@ impl Index {
             new.clear();
             batch_ids.clear();
             {
-                let mut s = tx.prepare_cached("INSERT INTO chunks(nsid, id, pid, off, len, raw) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
+                let mut s = tx.prepare_cached("INSERT INTO chunks(nsid, id, pid, off, len, raw, roff) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
                 for (f, here) in batch.iter().zip(have) {
                     if here || !batch_ids.insert(f.id) {
                         continue;
                     }
                     let raw = if f.compressed { f.raw as i64 } else { 0 };
-                    s.execute(params![nsid, &f.id[..], pid, f.offset as i64, f.len as i64, raw])?;
+                    s.execute(params![nsid, &f.id[..], pid, f.offset as i64, f.len as i64, raw, f.raw_off as i64])?;
                     added += 1;
-                    added_bytes += f.len as u64;
+                    // A group's frame is counted once, with its first chunk.
+                    added_bytes += if f.member { 0 } else { f.len as u64 };
                     let len = if f.compressed { f.raw } else { f.len };
                     let row = tx.last_insert_rowid() as u64;
                     // Refused before the commit (the batch is rolled back), never wrapped.
@@ -548,20 +554,22 @@ impl Index {
         let c = self.c();
         let Some(nsid) = Self::nsid(&c, ns)? else { return Ok(Vec::new()) };
         let Some(pid) = Self::pid(&c, nsid, pack)? else { return Ok(Vec::new()) };
-        let mut s = c.prepare_cached(&format!("SELECT id, off, len, raw FROM chunks WHERE {IN_PACK} ORDER BY off"))?;
+        let mut s = c.prepare_cached(&format!("SELECT id, off, len, raw, roff FROM chunks WHERE {IN_PACK} ORDER BY off, roff"))?;
         let v = s
             .query_map(params![pid], |r| {
                 let id: Vec<u8> = r.get(0)?;
                 let len = r.get::<_, i64>(2)? as u32;
                 let raw = r.get::<_, i64>(3)? as u32;
+                let raw_off = r.get::<_, i64>(4)? as u32;
                 Ok(Frame {
                     id: id.try_into().unwrap_or([0; 32]),
                     offset: r.get::<_, i64>(1)? as u64,
                     len,
                     raw: if raw > 0 { raw } else { len },
                     compressed: raw > 0,
-                    raw_off: 0,
-                    member: false,
+                    raw_off,
+                    // A group's first chunk is at raw offset 0, each member after at least one byte.
+                    member: raw_off > 0,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;

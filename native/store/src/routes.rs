@@ -365,7 +365,7 @@ async fn info(State(st): St) -> Response {
         "revision": 2,
         "version": env!("CARGO_PKG_VERSION"),
         "auth": if st.tokens.is_some() { "tokens" } else { "open" },
-        "features": ["zstd", "parts", "batch", "part-delta"],
+        "features": ["zstd", "zstd-group", "parts", "batch", "part-delta"],
         "limits": {
             "max_pack_bytes": st.store.limits.max_pack,
             "max_recipe_bytes": st.store.limits.max_recipe,

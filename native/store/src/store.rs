@@ -21,7 +21,9 @@ use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::protocol::name::{name_from_key, name_key, validate_name, validate_namespace};
 use cutpoint_core::protocol::codec::{Codec, Decompressor};
-use cutpoint_core::protocol::pack::{encode_frame_head, encode_pack_header, Frame, FrameHead, Layout, PackReader, PackWriter, FRAME_HEAD_LEN, HEADER_LEN, MAX_CHUNK};
+use cutpoint_core::protocol::pack::{
+    encode_frame_head, encode_pack_header, Buffered, Frame, FrameHead, Layout, PackReader, PackWriter, FRAME_HEAD_LEN, HEADER_LEN, MAX_CHUNK, MAX_GROUP_CHUNKS, MAX_GROUP_RAW,
+};
 use cutpoint_core::protocol::part::{has_part_lines, Line, Part, PartRecipe};
 use cutpoint_core::protocol::part_delta::{expand_part_delta_lines, is_part_delta, part_delta_head};
 use cutpoint_core::protocol::WireError;
@@ -546,6 +548,8 @@ impl Store {
         };
         let mut kept = Vec::new();
         let mut seen = HashSet::new();
+        // Chunks kept although repeated: a group's chunks are kept with their group.
+        let mut kept_twice = 0;
         loop {
             let f = match rd.next_in(&mut hw) {
                 Ok(Some(f)) => f,
@@ -563,11 +567,24 @@ impl Store {
                     self.limits.max_pack_chunks
                 )));
             }
-            // A chunk twice in one pack is written once. Whether the namespace already has it
-            // is decided when the pack is indexed (one probe per chunk, not two); a chunk it
-            // had is left unindexed in the new pack, which gc rewrites.
+            // A chunk twice in one pack is written once (but for a group's chunks, kept with
+            // their group, indexed once). Whether the namespace already has it is decided when
+            // the pack is indexed (one probe per chunk, not two); a chunk it had is left
+            // unindexed in the new pack, which gc rewrites.
+            let in_group = f.member || rd.buffered() == Buffered::Member;
             if !seen.insert(f.id) {
                 rep.duplicates += 1;
+                if !in_group {
+                    continue;
+                }
+                kept_twice += 1;
+            }
+            if f.member {
+                // No data: its group's frame was kept just before.
+                let group = kept.last().map_or(0, |g: &Frame| g.offset);
+                hw.write_all(&encode_frame_head(FrameHead::Member { raw: f.raw, id: f.id }))?;
+                pos += FRAME_HEAD_LEN as u64;
+                kept.push(Frame { offset: group, ..f });
                 continue;
             }
             let head = FrameHead::Chunk {
@@ -584,7 +601,7 @@ impl Store {
         if lim.over {
             return Err(too_large());
         }
-        rep.stored = kept.len() as u64;
+        rep.stored = kept.len() as u64 - kept_twice;
         rep.stored_bytes = 0;
         if kept.is_empty() {
             return Ok(rep);
@@ -1355,6 +1372,7 @@ impl Store {
             moved: 0,
             max_read,
             dec: None,
+            group: None,
         }
     }
 
@@ -1436,15 +1454,23 @@ impl Store {
             let l0: &Loc = c.locs[i]
                 .as_ref()
                 .ok_or_else(|| StoreError::Internal(format!("chunk {} of a committed recipe is not indexed", hex(&entries[i].fp))))?;
-            // Coalesce the chunks that lie back to back in one pack, up to the piece size and
-            // the range's end.
+            // Coalesce the chunks that lie back to back in one pack (a group's chunks in its one
+            // frame; the next frame after a group's member heads), up to the piece size and the
+            // range's end.
             let mut j = i + 1;
             let mut end = l0.offset + l0.len as u64;
+            let mut last = l0.offset;
             let mut fend = c.pos + entries[i].size as u64;
             while j < entries.len() && fend < c.range.end {
                 match &c.locs[j] {
-                    Some(l) if l.pack == l0.pack && l.offset == end + FRAME_HEAD_LEN as u64 && l.offset + l.len as u64 - l0.offset <= c.max_read => {
-                        end = l.offset + l.len as u64;
+                    Some(l)
+                        if l.pack == l0.pack
+                            && (l.offset == last
+                                || (l.offset >= end + FRAME_HEAD_LEN as u64 && l.offset <= end + (MAX_GROUP_CHUNKS * FRAME_HEAD_LEN) as u64))
+                            && l.offset + l.len as u64 - l0.offset <= c.max_read =>
+                    {
+                        end = end.max(l.offset + l.len as u64);
+                        last = l.offset;
                         fend += entries[j].size as u64;
                         j += 1;
                     }
@@ -1477,13 +1503,29 @@ impl Store {
                 let (fp, size) = (entries[k].fp, entries[k].size);
                 let rel = (l.offset - l0.offset) as usize;
                 let data = if l.compressed.is_some() {
-                    // Decompressed on the way, bounded to the recipe's (checked) raw length.
-                    let mut raw = Vec::new();
-                    c.dec
-                        .get_or_insert_with(Decompressor::new)
-                        .decompress(&bytes[rel..rel + l.len as usize], size as usize, &mut raw)
-                        .map_err(|e| StoreError::Internal(format!("stored chunk {}: {e} (storage corruption)", hex(&fp))))?;
-                    Bytes::from(raw)
+                    let stored = &bytes[rel..rel + l.len as usize];
+                    let corrupt = |e: String| StoreError::Internal(format!("stored chunk {}: {e} (storage corruption)", hex(&fp)));
+                    let declared = Decompressor::raw_len(stored, MAX_CHUNK).map_err(corrupt)?;
+                    if l.raw_off == 0 && declared == size {
+                        // Decompressed on the way, bounded to the recipe's (checked) raw length.
+                        let mut raw = Vec::new();
+                        c.dec.get_or_insert_with(Decompressor::new).decompress(stored, size as usize, &mut raw).map_err(corrupt)?;
+                        Bytes::from(raw)
+                    } else {
+                        // A group's chunk: the group decompressed once (at most MAX_GROUP_RAW).
+                        let hit = matches!(&c.group, Some((p, o, _)) if *p == l.pack && *o == l.offset);
+                        if !hit {
+                            let mut raw = Vec::new();
+                            c.dec.get_or_insert_with(Decompressor::new).decompress(stored, MAX_GROUP_RAW, &mut raw).map_err(corrupt)?;
+                            c.group = Some((l.pack.clone(), l.offset, Bytes::from(raw)));
+                        }
+                        let g = &c.group.as_ref().expect("just set").2;
+                        let (a, b) = (l.raw_off as usize, l.raw_off as usize + size as usize);
+                        if b > g.len() {
+                            return Err(corrupt(format!("bytes {a}..{b} of a group of {} raw bytes", g.len())));
+                        }
+                        g.slice(a..b)
+                    }
                 } else {
                     bytes.slice(rel..rel + size as usize)
                 };
@@ -1624,7 +1666,8 @@ impl Store {
             }
             let frames = self.index.pack_chunks(ns, &pack)?;
             let keep: Vec<&Frame> = frames.iter().filter(|f| live.contains(&f.id)).collect();
-            let live_bytes: u64 = keep.iter().map(|f| f.len as u64).sum();
+            // A group's frame once, however many of its chunks are live (rows are in pack order).
+            let live_bytes: u64 = keep.iter().enumerate().filter(|(i, f)| *i == 0 || keep[i - 1].offset != f.offset).map(|(_, f)| f.len as u64).sum();
             if keep.is_empty() {
                 self.index.remove_pack(ns, &pack)?;
                 self.objects.delete(&pack_key(ns, &pack))?;
@@ -1708,35 +1751,50 @@ impl Store {
         Ok(live)
     }
 
+    /// Copies the frames of `pack` that hold a chunk of `keep` (its live, indexed chunks) into a
+    /// new pack, as they are stored: a group whole (its frame and every member head) where any
+    /// of its chunks is live, only the live ones indexed; a wholly dead group is dropped. The
+    /// old pack is read once, every frame checked on its raw bytes.
     fn rewrite_pack(&self, ns: &str, pack: &str, alg: HashAlg, keep: &[&Frame], spool: &Path) -> Result<u64> {
         let file = std::fs::File::create(spool)?;
         let hw = CountingWriter {
             w: BufWriter::new(file),
             n: 0,
         };
-        let codec = if keep.iter().any(|f| f.compressed) { Codec::Zstd } else { Codec::None };
+        let key = pack_key(ns, pack);
+        let size = self.objects.size(&key)?.ok_or_else(|| StoreError::NotFound(format!("pack {pack} is gone")))?;
+        let mut r = PackReader::new(self.objects.reader(&key, size, PACK_READ_PIECE), MAX_CHUNK, true)
+            .map_err(|e| StoreError::Internal(format!("gc: pack {pack}: {e}")))?;
+        let codec = if keep.iter().any(|f| f.compressed) { r.codec() } else { Codec::None };
+        let live: HashSet<(Digest, u64, u32)> = keep.iter().map(|f| (f.id, f.offset, f.raw_off)).collect();
         let mut pw = PackWriter::with_codec(hw, alg, codec).map_err(StoreError::internal)?;
-        let mut moved = Vec::new();
-        let mut dec = Decompressor::new();
-        let mut raw = Vec::new();
-        for f in keep {
-            let data = self.objects.get_range(&pack_key(ns, pack), f.offset..f.offset + f.len as u64)?;
-            // Copied as it is stored; checked on its raw bytes.
-            let plain = if f.compressed {
-                dec.decompress(&data, MAX_CHUNK, &mut raw)
-                    .map_err(|e| StoreError::Internal(format!("gc: chunk {} in pack {pack}: {e}", hex(&f.id))))?;
-                &raw[..]
-            } else {
-                &data[..]
-            };
-            if alg.digest(plain) != Some(f.id) {
-                return Err(StoreError::Internal(format!("gc: chunk {} in pack {pack} is corrupt", hex(&f.id))));
+        let (mut moved, mut written) = (Vec::new(), Vec::new());
+        let mut data = Vec::new();
+        let bad = |e: cutpoint_core::protocol::WireError| StoreError::Internal(format!("gc: pack {pack}: {e}"));
+        while let Some(f) = r.next_into(&mut data).map_err(bad)? {
+            // A frame with the member heads after it (read with it: no data of their own).
+            let mut group = vec![f];
+            while r.buffered() == Buffered::Member {
+                group.push(r.next_into(&mut data).map_err(bad)?.ok_or_else(|| StoreError::internal("a group ended early"))?);
+            }
+            if !group.iter().any(|g| live.contains(&(g.id, g.offset, g.raw_off))) {
+                continue;
             }
             let off = pw.add_frame(&f.id, &data, f.compressed).map_err(StoreError::internal)?;
-            moved.push(Frame { offset: off, ..**f });
+            for g in &group[1..] {
+                pw.add_member(&g.id, g.raw).map_err(StoreError::internal)?;
+            }
+            for g in group {
+                let at = Frame { offset: off, ..g };
+                if live.contains(&(g.id, g.offset, g.raw_off)) {
+                    moved.push(at);
+                }
+                written.push(at);
+            }
         }
         let hw = pw.finish().map_err(StoreError::internal)?;
-        let id = pack_id(alg, &moved);
+        // Named over every head it stores (a kept group's dead members too).
+        let id = pack_id(alg, &written);
         let size = hw.n;
         let file = hw.w.into_inner().map_err(|e| StoreError::internal(e.error()))?;
         file.sync_all()?;
@@ -1928,6 +1986,9 @@ pub struct RestoreCursor {
     max_read: u64,
     /// The decoder of compressed chunks (made at the first one).
     dec: Option<Decompressor>,
+    /// The last group decompressed (pack codec 2): its pack, frame offset and raw bytes, kept
+    /// for its next chunks (a group's chunks are consecutive in the file that stored them).
+    group: Option<(String, u64, Bytes)>,
 }
 
 /// Where a restore's entries come from: a plain recipe's list, or a recipe's lines with one

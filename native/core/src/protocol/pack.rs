@@ -857,13 +857,9 @@ impl<W: Write> PackWriter<W> {
         offsets: &mut Vec<u64>,
     ) -> Result<GroupWritten, WireError> {
         offsets.clear();
-        let total: usize = chunks.iter().map(|c| c.1.len()).sum();
-        if self.codec == Codec::Group && chunks.len() >= 2 && chunks.len() <= MAX_GROUP_CHUNKS && total <= MAX_GROUP_RAW {
-            buf.clear();
-            for (_, d) in chunks {
-                buf.extend_from_slice(d);
-            }
-            if chunks.iter().all(|c| !c.1.is_empty()) && cx.compress(buf, z) {
+        if self.codec == Codec::Group {
+            let raws: Vec<&[u8]> = chunks.iter().map(|c| c.1).collect();
+            if compress_group(cx, &raws, buf, z) {
                 let off = self.add_frame(&chunks[0].0, z, true)?;
                 offsets.push(off);
                 for (id, d) in &chunks[1..] {
@@ -907,6 +903,44 @@ impl<W: Write> PackWriter<W> {
         self.w.flush().map_err(WireError::Io)?;
         Ok(self.w)
     }
+}
+
+/// Compresses consecutive chunks as one group's frame data into `z` (`buf`: scratch) and
+/// returns true where that is worth a group: two or more chunks (at most [`MAX_GROUP_CHUNKS`],
+/// none empty, at most [`MAX_GROUP_RAW`] raw bytes in all) whose frame and member heads save at
+/// least 1/16 of their raw total. False: each chunk travels as its own frame. Both clients'
+/// rule ([`PackWriter::add_group`]; the native client runs it on its cores).
+pub fn compress_group(cx: &mut Compressor, chunks: &[&[u8]], buf: &mut Vec<u8>, z: &mut Vec<u8>) -> bool {
+    let total: usize = chunks.iter().map(|c| c.len()).sum();
+    if chunks.len() < 2 || chunks.len() > MAX_GROUP_CHUNKS || total > MAX_GROUP_RAW || chunks.iter().any(|c| c.is_empty()) {
+        return false;
+    }
+    buf.clear();
+    for c in chunks {
+        buf.extend_from_slice(c);
+    }
+    let heads = (chunks.len() - 1) * FRAME_HEAD_LEN;
+    cx.compress(buf, z) && super::codec::saves_enough(total, z.len() + heads)
+}
+
+/// Cuts chunks of these raw lengths, in order, into runs of consecutive chunks for groups:
+/// each run at most `target` raw bytes (a longer chunk alone) and [`MAX_GROUP_CHUNKS`] chunks.
+/// Returns each run's length in chunks.
+pub fn group_runs(lens: impl IntoIterator<Item = usize>, target: usize) -> Vec<usize> {
+    let mut runs = Vec::new();
+    let (mut n, mut raw) = (0usize, 0usize);
+    for l in lens {
+        if n > 0 && (raw + l > target || n == MAX_GROUP_CHUNKS) {
+            runs.push(n);
+            (n, raw) = (0, 0);
+        }
+        n += 1;
+        raw += l;
+    }
+    if n > 0 {
+        runs.push(n);
+    }
+    runs
 }
 
 /// The most chunks a client puts in one pack: the store's `limits.max_pack_chunks` of `GET /v1`
@@ -1335,6 +1369,15 @@ pub(crate) mod tests {
         let one = w.add_group(&list, &mut Compressor::new(3), &mut b, &mut z, &mut o).unwrap();
         assert!(!one.grouped && one.compressed == 9, "codec 1: one frame per chunk");
         assert!(p.len() < w.finish().unwrap().len());
+    }
+
+    #[test]
+    fn group_runs_keep_the_bounds() {
+        assert_eq!(group_runs([10, 10, 10, 10], 25), vec![2, 2]);
+        assert_eq!(group_runs([30, 10, 10], 25), vec![1, 2]);
+        assert_eq!(group_runs([10, 30, 10], 25), vec![1, 1, 1]);
+        assert_eq!(group_runs(std::iter::repeat_n(1, 600), 1 << 20), vec![256, 256, 88]);
+        assert!(group_runs([], 25).is_empty());
     }
 
     #[test]
