@@ -85,6 +85,11 @@ pub struct ServeArgs {
     /// Seconds a request body may send nothing before it is cut (400, nothing stored).
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     body_timeout: f64,
+    /// Take packs whose chunks are compressed in groups (codec 2, `zstd-group`: fewer bytes
+    /// sent and stored). Default: on for a directory; off for an s3:// bucket, which the edge
+    /// store may share and which refuses groups this revision.
+    #[arg(long, value_name = "on|off", value_parser = ["on", "off"])]
+    groups: Option<String>,
 }
 
 /// glibc gives a thread that meets contention an arena of its own (up to 8 per core), and the
@@ -194,6 +199,7 @@ pub fn run(a: &ServeArgs) -> Result<(), Fail> {
         send_timeout: secs("send-timeout", a.send_timeout)?,
         max_uploads: a.max_uploads.max(1),
         max_uploads_per_token: a.max_uploads_per_token.max(1),
+        groups: a.groups.as_deref().map(|g| g == "on"),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

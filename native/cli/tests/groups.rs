@@ -13,7 +13,7 @@ use cutpoint_core::protocol::pack::{encode_frame_head, encode_pack_header, Frame
 use cutpoint_core::{Digest, HashAlg};
 use serde_json::Value;
 
-crate::both_backends!(groups_are_stored_restored_collected_and_reindexed, bad_groups_get_400_and_nothing_stored);
+crate::both_backends!(groups_are_stored_restored_collected_and_reindexed, bad_groups_get_400_and_nothing_stored, a_store_without_groups_takes_none);
 
 /// Compressible text, different per seed.
 fn text(n: usize, seed: u64) -> Vec<u8> {
@@ -73,7 +73,7 @@ fn groups_are_stored_restored_collected_and_reindexed(b: Backend) {
     let dir = tmpdir(&format!("group-{b:?}"));
     let s3 = s3_for(b, &dir);
     let store = Loc::new(b, &dir, s3.as_ref());
-    let mut srv = Server::start(&store, &[], &[]);
+    let mut srv = Server::start(&store, &["--groups", "on"], &[]);
     let (s, _, body) = http("GET", &format!("{}/v1", srv.url), None, &[], None);
     assert_eq!(s, 200);
     let info = json(&body);
@@ -127,7 +127,7 @@ fn groups_are_stored_restored_collected_and_reindexed(b: Backend) {
     // The index rebuilt from the packs alone (schema 7: members' raw offsets) restores the same.
     srv.kill();
     let _ = std::fs::remove_file(srv.cache.join("index.sqlite"));
-    srv = Server::start(&store, &[], &[]);
+    srv = Server::start(&store, &["--groups", "on"], &[]);
     restores_all(&srv);
     ok(&srv.check(&[]));
     // b deleted: pack 1's first group holds live (a's) and dead (b's) chunks, its second group
@@ -151,7 +151,7 @@ fn groups_are_stored_restored_collected_and_reindexed(b: Backend) {
     // unreferenced; a restore of a still works).
     srv.kill();
     let _ = std::fs::remove_file(srv.cache.join("index.sqlite"));
-    srv = Server::start(&store, &[], &[]);
+    srv = Server::start(&store, &["--groups", "on"], &[]);
     assert_eq!(srv.pull("a", None, &[]), a);
     ok(&srv.check(&[]));
     let _ = std::fs::remove_dir_all(&dir);
@@ -176,7 +176,7 @@ fn bad_groups_get_400_and_nothing_stored(b: Backend) {
     let dir = tmpdir(&format!("group-bad-{b:?}"));
     let s3 = s3_for(b, &dir);
     let store = Loc::new(b, &dir, s3.as_ref());
-    let srv = Server::start(&store, &[], &[]);
+    let srv = Server::start(&store, &["--groups", "on"], &[]);
     let url = format!("{}/v1/ns/default/packs", srv.url);
     let d = |x: &[u8]| HashAlg::Blake3.digest(x).unwrap();
     let (x, y, z) = (text(3000, 1), text(2000, 2), text(1000, 3));
@@ -296,5 +296,44 @@ fn a_push_with_auto_sends_groups() {
     let ro = push(&fr, "ro", "off", None)["sent_bytes"].as_u64().unwrap();
     assert!(ra <= ro + ro / 100, "auto {ra} vs off {ro}");
     assert_eq!(srv.pull("f", None, &["--ns", "ra"]), rnd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A store over a bucket takes no groups unless told (`--groups on`): the edge store, which may
+/// share the bucket, refuses packs of codec 2 this revision. It does not list `zstd-group`, a
+/// codec-2 pack is a 400 with nothing stored, and a push with `auto` stores no codec-2 pack;
+/// `--groups off` does the same for a directory.
+fn a_store_without_groups_takes_none(b: Backend) {
+    let dir = tmpdir(&format!("group-off-{b:?}"));
+    let s3 = s3_for(b, &dir);
+    let store = Loc::new(b, &dir, s3.as_ref());
+    let extra: &[&str] = if b == Backend::S3 { &[] } else { &["--groups", "off"] };
+    let srv = Server::start(&store, extra, &[]);
+    let (s, _, body) = http("GET", &format!("{}/v1", srv.url), None, &[], None);
+    assert_eq!(s, 200);
+    let info = json(&body);
+    assert!(!info["features"].as_array().unwrap().iter().any(|f| f == "zstd-group"), "{info}");
+    assert!(info["features"].as_array().unwrap().iter().any(|f| f == "zstd"), "{info}");
+    let d = |x: &[u8]| HashAlg::Blake3.digest(x).unwrap();
+    let (x, y) = (text(3000, 1), text(2000, 2));
+    let good = hand_group(d(&x), 5000, &[x.clone(), y.clone()].concat(), &[(2000, d(&y))]);
+    let (s, _, body) = http("POST", &format!("{}/v1/ns/default/packs", srv.url), None, &[], Some(&good));
+    assert_eq!(s, 400, "{}", String::from_utf8_lossy(&body));
+    assert!(String::from_utf8_lossy(&body).contains("zstd-group"));
+    let f = write(&dir, "t", &text(1 << 20, 9));
+    let out = bin()
+        .args(["push", f.to_str().unwrap(), "--name", "t", "--json", "--compression", "auto", "--store", &srv.url])
+        .env_remove("CUTPOINT_TOKEN")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["compressed_bytes"].as_u64().unwrap() < v["novel_bytes"].as_u64().unwrap(), "{v}");
+    assert_eq!(srv.pull("t", None, &[]), std::fs::read(&f).unwrap());
+    if b == Backend::Local {
+        let mut codecs = Vec::new();
+        stored_codecs(&srv.data, &mut codecs);
+        assert!(!codecs.is_empty() && !codecs.contains(&2), "{codecs:?}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -358,6 +358,16 @@ fn query_param<T>(q: std::result::Result<Query<T>, QueryRejection>) -> Result<T>
     q.map(|Query(t)| t).map_err(|e| StoreError::BadRequest(format!("bad query string: {e}")))
 }
 
+/// What this store takes beyond revision 1 (`GET /v1`): `zstd-group` only where uploads of
+/// codec 2 are taken (`Store::groups`).
+fn features(store: &Store) -> Vec<&'static str> {
+    let mut f = vec!["zstd", "zstd-group", "parts", "batch", "part-delta"];
+    if !store.groups {
+        f.retain(|&x| x != "zstd-group");
+    }
+    f
+}
+
 async fn info(State(st): St) -> Response {
     Json(serde_json::json!({
         "service": "cutpoint",
@@ -365,7 +375,7 @@ async fn info(State(st): St) -> Response {
         "revision": 2,
         "version": env!("CARGO_PKG_VERSION"),
         "auth": if st.tokens.is_some() { "tokens" } else { "open" },
-        "features": ["zstd", "zstd-group", "parts", "batch", "part-delta"],
+        "features": features(&st.store),
         "limits": {
             "max_pack_bytes": st.store.limits.max_pack,
             "max_recipe_bytes": st.store.limits.max_recipe,
@@ -822,6 +832,9 @@ pub struct ServeConfig {
     /// Pack uploads and commits at once, overall and per token (503 + Retry-After over it).
     pub max_uploads: usize,
     pub max_uploads_per_token: usize,
+    /// Take packs of codec 2 (groups) and list `zstd-group`; `None`: on for a directory, off for
+    /// a bucket (which the edge store, refusing groups this revision, may share).
+    pub groups: Option<bool>,
 }
 
 /// The most a connection buffers (hyper's `max_buf_size`: the response bytes queued for a
@@ -943,6 +956,7 @@ pub async fn serve(
     let mut store = store;
     store.gc_settle = cfg.gc_settle;
     store.gc_lease = cfg.gc_lease;
+    store.groups = cfg.groups.unwrap_or_else(|| store.objects.is_local());
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|e| StoreError::Internal(format!("cannot listen on {}: {e}", cfg.listen)))?; // exit 1, not usage

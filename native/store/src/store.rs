@@ -91,6 +91,10 @@ pub struct Store {
     /// is ignored by commits and taken over by the next gc; a running gc rewrites its lock
     /// every third of this.
     pub gc_lease: Duration,
+    /// Whether uploads may be packs of codec 2 (groups; `GET /v1` lists `zstd-group`). On for a
+    /// directory, off by default for a bucket: the edge store, which may share it, refuses groups
+    /// this revision (`cutpoint serve --groups`).
+    pub groups: bool,
 }
 
 #[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
@@ -282,6 +286,7 @@ impl Store {
             refreshed: Mutex::new(HashMap::new()),
             gc_settle: Duration::from_secs(5),
             gc_lease: Duration::from_secs(120),
+            groups: true,
         };
         let rep = store.reconcile()?;
         Ok((store, rep))
@@ -524,6 +529,11 @@ impl Store {
             Err(e) => return Err(wire(e, lim.over)),
         };
         let alg = rd.alg();
+        if rd.codec() == Codec::Group && !self.groups {
+            return Err(StoreError::BadRequest(
+                "this store does not take packs of codec 2 (groups): it does not list zstd-group (cutpoint serve --groups on)".into(),
+            ));
+        }
         if let Some(have) = self.index.ns_alg(ns)? {
             if have != alg {
                 return Err(StoreError::BadRequest(format!(
