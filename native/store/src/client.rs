@@ -296,17 +296,23 @@ impl Client {
     /// A recipe part (`GET parts/{id}`), verified: its text hashes to `id` under `alg` and
     /// parses (so a part is the one the recipe named, whatever the store sends).
     pub fn part(&self, id: &Digest, alg: HashAlg) -> R<Part> {
-        let url = self.url(&format!("parts/{}", hex(id)));
-        let what = self.what("GET", &url);
-        let text = self.retry(|| {
-            let resp = self.auth(self.agent.get(&url)).call().map_err(|e| self.net(&what, e))?;
-            let mut resp = Self::check(resp)?;
-            resp.body_mut().with_config().limit(1 << 30).read_to_vec().map_err(|e| self.net(&what, e))
-        })?;
+        let text = self.part_text(id)?;
         if alg.digest(&text) != Some(*id) {
             return Err(ClientError::Verify(format!("the store's part {} does not match its id", hex(id))));
         }
         Part::parse(&text).map_err(|e| ClientError::Verify(format!("the store's part {}: {e}", hex(id))))
+    }
+
+    /// A stored part's text as the store sends it (not checked: the caller checks it against
+    /// its id).
+    pub fn part_text(&self, id: &Digest) -> R<Vec<u8>> {
+        let url = self.url(&format!("parts/{}", hex(id)));
+        let what = self.what("GET", &url);
+        self.retry(|| {
+            let resp = self.auth(self.agent.get(&url)).call().map_err(|e| self.net(&what, e))?;
+            let mut resp = Self::check(resp)?;
+            resp.body_mut().with_config().limit(1 << 30).read_to_vec().map_err(|e| self.net(&what, e))
+        })
     }
 
     /// The latest (or a given) version's number, digest, chunk count and bytes, from its stored
