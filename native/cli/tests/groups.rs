@@ -211,6 +211,8 @@ fn bad_groups_get_400_and_nothing_stored(b: Backend) {
         ("raw total larger", hand_group(d(&x), 6001, &all, &[(2000, d(&y)), (1000, d(&z))]), "decompresses to 6000"),
         ("raw total smaller", hand_group(d(&x), 5999, &all, &[(1999, d(&y)), (1000, d(&z))]), "declared 5999"),
         ("bomb", hand_group(d(&x), 6000, &vec![0u8; 64 << 20], &[(2000, d(&y))]), "declared 6000"),
+        ("a chunk under 1/64 of its group", hand_group(d(&x), 3010, &[x.clone(), one.to_vec()].concat(), &[(10, d(&one))]), "at least 1/64"),
+        ("members summing to 2^32", hand_group(d(&x), 6000, &all, &vec![(64 << 20, d(&y)); 64]), "would have none"),
         ("member fingerprint wrong", hand_group(d(&x), 6000, &all, &[(2000, d(&z)), (1000, d(&z))]), "group member"),
         ("member heads first, fingerprint wrong", heads_first(&hand_group(d(&x), 6000, &all, &[(2000, d(&y)), (1000, d(&y))])), "group member"),
     ];

@@ -1779,6 +1779,7 @@ impl Store {
         let live: HashSet<(Digest, u64, u32)> = keep.iter().map(|f| (f.id, f.offset, f.raw_off)).collect();
         let mut pw = PackWriter::with_codec(hw, alg, codec).map_err(StoreError::internal)?;
         let (mut moved, mut written) = (Vec::new(), Vec::new());
+        let mut found: HashSet<(Digest, u64, u32)> = HashSet::new();
         let mut data = Vec::new();
         let bad = |e: cutpoint_core::protocol::WireError| StoreError::Internal(format!("gc: pack {pack}: {e}"));
         while let Some(f) = r.next_into(&mut data).map_err(bad)? {
@@ -1797,10 +1798,19 @@ impl Store {
             for g in group {
                 let at = Frame { offset: off, ..g };
                 if live.contains(&(g.id, g.offset, g.raw_off)) {
+                    found.insert((g.id, g.offset, g.raw_off));
                     moved.push(at);
                 }
                 written.push(at);
             }
+        }
+        // Every live row must have found its frame: a row naming a frame the pack lacks would
+        // otherwise leave the index without a word (`replace_pack` drops the old rows).
+        if found.len() != live.len() {
+            return Err(StoreError::Internal(format!(
+                "gc: pack {pack}: {} indexed chunks name frames the pack does not hold (run check)",
+                live.len() - found.len()
+            )));
         }
         let hw = pw.finish().map_err(StoreError::internal)?;
         // Named over every head it stores (a kept group's dead members too).
@@ -1844,9 +1854,10 @@ impl Store {
             match self.read_pack_frames(ns, p) {
                 Err(e) => rep.problems.push(format!("pack {p}: {e}")),
                 Ok((frames, _)) => {
-                    let set: HashSet<(Digest, u64, u32, u32)> = frames.iter().map(|f| (f.id, f.offset, f.head_len(), f.raw)).collect();
+                    let set: HashSet<(Digest, u64, u32, u32, u32)> =
+                        frames.iter().map(|f| (f.id, f.offset, f.head_len(), f.raw, f.raw_off)).collect();
                     for r in rows {
-                        if !set.contains(&(r.id, r.offset, r.head_len(), r.raw)) {
+                        if !set.contains(&(r.id, r.offset, r.head_len(), r.raw, r.raw_off)) {
                             rep.problems.push(format!("index row {} → {p}@{} is not a frame of that pack", hex(&r.id), r.offset));
                         }
                     }

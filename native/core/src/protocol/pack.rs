@@ -39,7 +39,7 @@
 //! stores what it reads in the framed layout.
 
 use super::codec::{Codec, Compressor, Decompressor, COMPRESSED, GROUP_MEMBER, RAW_LEN_BYTES};
-pub use super::codec::{MAX_GROUP_CHUNKS, MAX_GROUP_RAW};
+pub use super::codec::{GROUP_SPREAD, MAX_GROUP_CHUNKS, MAX_GROUP_RAW};
 use super::WireError;
 use crate::fingerprint::{hex, Digest, HashAlg};
 use std::io::{self, Read, Write};
@@ -594,15 +594,22 @@ impl<R: Read> PackReader<R> {
                 members.len() + 1
             )));
         }
-        let in_members: usize = members.iter().map(|m| m.1 as usize).sum();
-        if in_members >= total {
+        // In u64: 64 members of 64 MiB sum to 2^32, which a 32-bit usize (wasm) would wrap.
+        let in_members: u64 = members.iter().map(|m| m.1 as u64).sum();
+        if in_members >= total as u64 {
             return Err(bad(format!(
                 "a group's members hold {in_members} raw bytes of its declared {total}: its first chunk would have none"
             )));
         }
-        let first = total - in_members;
+        let first = total - in_members as usize;
         if first > self.max_chunk {
             return Err(bad(format!("a group's first chunk of {first} bytes is larger than the limit of {}", self.max_chunk)));
+        }
+        let least = members.iter().map(|m| m.1 as usize).min().unwrap_or(first).min(first);
+        if least * GROUP_SPREAD < total {
+            return Err(bad(format!(
+                "a group of {total} raw bytes has a chunk of {least} bytes: every chunk of a group holds at least 1/{GROUP_SPREAD} of it"
+            )));
         }
         let dec = self.dec.get_or_insert_with(Decompressor::new);
         dec.decompress(data, MAX_GROUP_RAW, &mut self.raw).map_err(&bad)?;
@@ -907,12 +914,13 @@ impl<W: Write> PackWriter<W> {
 
 /// Compresses consecutive chunks as one group's frame data into `z` (`buf`: scratch) and
 /// returns true where that is worth a group: two or more chunks (at most [`MAX_GROUP_CHUNKS`],
-/// none empty, at most [`MAX_GROUP_RAW`] raw bytes in all) whose frame and member heads save at
+/// none empty nor under 1/[`GROUP_SPREAD`] of the total, at most [`MAX_GROUP_RAW`] raw bytes in
+/// all) whose frame and member heads save at
 /// least 1/16 of their raw total. False: each chunk travels as its own frame. Both clients'
 /// rule ([`PackWriter::add_group`]; the native client runs it on its cores).
 pub fn compress_group(cx: &mut Compressor, chunks: &[&[u8]], buf: &mut Vec<u8>, z: &mut Vec<u8>) -> bool {
     let total: usize = chunks.iter().map(|c| c.len()).sum();
-    if chunks.len() < 2 || chunks.len() > MAX_GROUP_CHUNKS || total > MAX_GROUP_RAW || chunks.iter().any(|c| c.is_empty()) {
+    if chunks.len() < 2 || chunks.len() > MAX_GROUP_CHUNKS || total > MAX_GROUP_RAW || chunks.iter().any(|c| c.is_empty() || c.len() * GROUP_SPREAD < total) {
         return false;
     }
     buf.clear();
@@ -924,18 +932,19 @@ pub fn compress_group(cx: &mut Compressor, chunks: &[&[u8]], buf: &mut Vec<u8>, 
 }
 
 /// Cuts chunks of these raw lengths, in order, into runs of consecutive chunks for groups:
-/// each run at most `target` raw bytes (a longer chunk alone) and [`MAX_GROUP_CHUNKS`] chunks.
-/// Returns each run's length in chunks.
+/// each run at most `target` raw bytes (a longer chunk alone), [`MAX_GROUP_CHUNKS`] chunks, and
+/// no chunk under 1/[`GROUP_SPREAD`] of its run's raw total. Returns each run's length in chunks.
 pub fn group_runs(lens: impl IntoIterator<Item = usize>, target: usize) -> Vec<usize> {
     let mut runs = Vec::new();
-    let (mut n, mut raw) = (0usize, 0usize);
+    let (mut n, mut raw, mut least) = (0usize, 0usize, usize::MAX);
     for l in lens {
-        if n > 0 && (raw + l > target || n == MAX_GROUP_CHUNKS) {
+        if n > 0 && (raw + l > target || n == MAX_GROUP_CHUNKS || least.min(l) * GROUP_SPREAD < raw + l) {
             runs.push(n);
-            (n, raw) = (0, 0);
+            (n, raw, least) = (0, 0, usize::MAX);
         }
         n += 1;
         raw += l;
+        least = least.min(l);
     }
     if n > 0 {
         runs.push(n);
@@ -1378,6 +1387,10 @@ pub(crate) mod tests {
         assert_eq!(group_runs([10, 30, 10], 25), vec![1, 1, 1]);
         assert_eq!(group_runs(std::iter::repeat_n(1, 600), 1 << 20), vec![256, 256, 88]);
         assert!(group_runs([], 25).is_empty());
+        // No chunk under 1/GROUP_SPREAD of its run: a small chunk ends the run before it and
+        // starts one the next big chunk cannot join.
+        assert_eq!(group_runs([8192, 100, 8192, 8192], 1 << 16), vec![1, 1, 2]);
+        assert_eq!(group_runs([8192, 300, 4000], 1 << 16), vec![3]);
     }
 
     #[test]
