@@ -1385,7 +1385,8 @@ pub(crate) mod tests {
         assert_eq!(group_runs([10, 10, 10, 10], 25), vec![2, 2]);
         assert_eq!(group_runs([30, 10, 10], 25), vec![1, 2]);
         assert_eq!(group_runs([10, 30, 10], 25), vec![1, 1, 1]);
-        assert_eq!(group_runs(std::iter::repeat_n(1, 600), 1 << 20), vec![256, 256, 88]);
+        // Equal chunks: at most GROUP_SPREAD in a run (each holds 1/64 of it), below the 256.
+        assert_eq!(group_runs(std::iter::repeat_n(1, 600), 1 << 20), [vec![64; 9], vec![24]].concat());
         assert!(group_runs([], 25).is_empty());
         // No chunk under 1/GROUP_SPREAD of its run: a small chunk ends the run before it and
         // starts one the next big chunk cannot join.
@@ -1479,8 +1480,12 @@ pub(crate) mod tests {
         let ms: Vec<(u32, Digest)> = (0..256).map(|_| (10, d(&one))).collect();
         let e = err(&hand_group(d(&one), many.len() as u32, &many, &ms));
         assert!(e.contains("more than 256 chunks"), "{e}");
-        let ms: Vec<(u32, Digest)> = (0..255).map(|_| (10, d(&one))).collect();
-        assert_eq!(raw_frames(&hand_group(d(&one), 2560, &many[..2560], &ms), true).unwrap().len(), 256);
+        // Every chunk at least 1/64 of the group: 64 equal chunks are a group, 65 are not.
+        let ms: Vec<(u32, Digest)> = (0..63).map(|_| (10, d(&one))).collect();
+        assert_eq!(raw_frames(&hand_group(d(&one), 640, &many[..640], &ms), true).unwrap().len(), 64);
+        let ms: Vec<(u32, Digest)> = (0..64).map(|_| (10, d(&one))).collect();
+        let e = err(&hand_group(d(&one), 650, &many[..650], &ms));
+        assert!(e.contains("at least 1/64"), "{e}");
         // A bomb: declared 6000, inflates to 64 MiB.
         let zeros = vec![0u8; 64 << 20];
         let e = err(&hand_group(d(&a), 6000, &zeros, &[(2000, d(&b))]));
