@@ -85,7 +85,7 @@ fn a_small_file_push_stays_within_its_byte_budget() {
 }
 
 /// An index of an older schema is dropped and rebuilt from the objects at start: every version
-/// is listed again, once, restores, and the rebuilt index has the current shape (schema 6).
+/// is listed again, once, restores, and the rebuilt index has the current shape (schema 7).
 fn an_older_index_is_rebuilt(tag: &str, old: &str) {
     let dir = tmpdir(tag);
     let src = dir.join("folder");
@@ -111,7 +111,7 @@ fn an_older_index_is_rebuilt(tag: &str, old: &str) {
     stop(srv);
     let c = rusqlite::Connection::open(store.join("index.sqlite")).unwrap();
     let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(v, 6);
+    assert_eq!(v, 7);
     let text: i64 = c.query_row("SELECT count(*) FROM versions WHERE typeof(digest) <> 'blob'", [], |r| r.get(0)).unwrap();
     assert_eq!(text, 0, "digests are 32-byte blobs");
     let copies: i64 = c.query_row("SELECT count(*) FROM versions", [], |r| r.get(0)).unwrap();
