@@ -28,8 +28,10 @@ const dir = mkdtempSync(join(tmpdir(), 'cutpoint-compression-browser-'))
 beforeAll(async () => {
   if (!haveCutpoint()) throw new Error('build native/target/release/cutpoint first')
   pageServer = await serve(root, false)
-  store = await startStore({ origins: [pageServer.url] })
-  ref = await startStore()
+  // Codec 1 both sides: the page sends one frame per chunk (groups are native only this
+  // revision), and these tests compare its frames with the native push's.
+  store = await startStore({ origins: [pageServer.url], args: ['--groups', 'off'] })
+  ref = await startStore({ args: ['--groups', 'off'] })
   profileDir = mkdtempSync(`${tmpdir()}/cutpoint-chromium-`)
   ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: ARGS })
 })
