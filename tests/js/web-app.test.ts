@@ -149,7 +149,9 @@ beforeAll(async () => {
   // the store with tokens answers any origin (each request needs a token).
   const origins = ['--cors-origin', pageUrl, '--cors-origin', plainUrl]
   store = await startStore(bin, `${tmp}/store`, ['--max-pack', '8m', ...origins])
-  ref = await startStore(bin, `${tmp}/ref`, ['--max-pack', '8m', ...origins])
+  // The page sends one frame per chunk (codec 1); the reference store takes the same frames
+  // from `cutpoint push` (--groups off), so their bytes sent can be compared.
+  ref = await startStore(bin, `${tmp}/ref`, ['--max-pack', '8m', '--groups', 'off', ...origins])
   stores.push(store, ref)
   // A store that wants tokens: one read-write grant on namespace `team`.
   const grant = spawnSync(bin, ['token', '--ns', 'team', '--tokens', `${tmp}/tokens`], { encoding: 'utf8' })
