@@ -15,7 +15,7 @@
 use crate::backend::{config_key, pack_key, part_key, part_prefix, recipe_key, recipe_prefix, tombstone_key, Objects};
 use crate::error::{Result, StoreError};
 use crate::index::{now, Index, Loc, Version};
-use crate::upload_spool::Spool;
+use crate::upload_spool::{BufPool, Spool};
 use bytes::Bytes;
 use cutpoint_core::protocol::delta;
 use cutpoint_core::protocol::FileDigest;
@@ -34,7 +34,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{self, BufWriter, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// Body limits.
@@ -95,7 +95,59 @@ pub struct Store {
     /// directory, off by default for a bucket: the edge store, which may share it, refuses groups
     /// this revision (`cutpoint serve --groups`).
     pub groups: bool,
+    /// The uploads' spool buffers, lent again from one upload to the next (`upload_spool`).
+    pub spool_bufs: Arc<BufPool>,
+    /// Parts parsed when they were put, for the commit that names them next ([`PartCache`]).
+    parts_put: Mutex<PartCache>,
+    /// Stored parts read and parsed ([`Store::load_part`]): a count for tests and stats.
+    part_loads: std::sync::atomic::AtomicU64,
 }
+
+/// Entries (about 40 bytes each) of the parts a [`PartCache`] holds at most: 16 MiB.
+const PART_CACHE_ENTRIES: usize = 1 << 19;
+
+/// The parts put last (parsed, by namespace and id), the oldest dropped first beyond
+/// [`PART_CACHE_ENTRIES`] entries in all: a push puts a file's parts and then commits the recipe
+/// naming them, and that commit takes them from here rather than reading each part's object and
+/// parsing its text again (issue #28). A part's id is the hash of its text, so what is here is
+/// what is stored under that id; whether it is still stored is asked of the objects
+/// ([`Store::query_parts`]) before any is used. Used only in a directory store (in a shared bucket
+/// every part is read).
+#[derive(Default)]
+struct PartCache {
+    parts: HashMap<(String, Digest), Arc<Part>>,
+    order: std::collections::VecDeque<(String, Digest)>,
+    entries: usize,
+}
+
+impl PartCache {
+    fn get(&self, ns: &str, id: &Digest) -> Option<Arc<Part>> {
+        self.parts.get(&(ns.to_string(), *id)).cloned()
+    }
+
+    fn put(&mut self, ns: &str, id: Digest, part: Arc<Part>) {
+        let n = part.entries.len();
+        if n > PART_CACHE_ENTRIES {
+            return;
+        }
+        let key = (ns.to_string(), id);
+        if let Some(old) = self.parts.insert(key.clone(), part) {
+            self.entries -= old.entries.len();
+        } else {
+            self.order.push_back(key);
+        }
+        self.entries += n;
+        while self.entries > PART_CACHE_ENTRIES {
+            let Some(k) = self.order.pop_front() else { break };
+            if let Some(p) = self.parts.remove(&k) {
+                self.entries -= p.entries.len();
+            }
+        }
+    }
+}
+
+/// Spool buffers (1 MiB each) kept idle between uploads.
+const SPOOL_BUFS_IDLE: usize = 4;
 
 #[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct PackReport {
@@ -287,6 +339,9 @@ impl Store {
             gc_settle: Duration::from_secs(5),
             gc_lease: Duration::from_secs(120),
             groups: true,
+            spool_bufs: BufPool::new(SPOOL_BUFS_IDLE),
+            parts_put: Mutex::new(PartCache::default()),
+            part_loads: Default::default(),
         };
         let rep = store.reconcile()?;
         Ok((store, rep))
@@ -544,7 +599,7 @@ impl Store {
             }
         }
         // O_DIRECT where the file system takes it: no copy of the pack into the page cache.
-        let mut hw = Spool::create(spool)?;
+        let mut hw = Spool::create_in(spool, self.spool_bufs.clone())?;
         // Frames are kept as they arrived: a compressed frame stays compressed at rest. Each is
         // read (and checked) straight into the spool's buffer, its head put before it if kept.
         hw.write_all(&encode_pack_header(alg, Layout::Framed, rd.codec()).map_err(StoreError::internal)?)?;
@@ -749,7 +804,7 @@ impl Store {
         self.check_alg(ns, part.hash, "part")?;
         let _shared = self.gc_lock.read().unwrap_or_else(|p| p.into_inner());
         self.commit_prelude(ns)?;
-        self.store_part_locked(ns, &part, Some(body), &part.entries)
+        self.store_part_locked(ns, part, Some(body), None)
     }
 
     /// A part delta: its base part read and the delta expanded under the GC lock, held until
@@ -766,8 +821,8 @@ impl Store {
         self.commit_prelude(ns)?;
         let (part, written) = self.expand_part_delta(ns, body, head.base)?;
         part_delta_stall_point();
-        let check = if self.shared { &part.entries } else { &written };
-        self.store_part_locked(ns, &part, None, check)
+        let check = if self.shared { None } else { Some(&written[..]) };
+        self.store_part_locked(ns, part, None, check)
     }
 
     /// A part delta's expansion and the entries it writes out: its base part read from the
@@ -788,9 +843,11 @@ impl Store {
     }
 
     /// Stores a parsed part (`text`: its canonical text where the caller has it) once the
-    /// chunks of `check` (its entries, or those a delta wrote out) are all present with their
-    /// lengths; create-only. The caller holds the GC lock and has run `commit_prelude`.
-    fn store_part_locked(&self, ns: &str, part: &Part, text: Option<&[u8]>, check: &[RecipeEntry]) -> Result<PartStored> {
+    /// chunks of `check` (those a delta wrote out; `None`: its entries) are all present with
+    /// their lengths; create-only. The caller holds the GC lock and has run `commit_prelude`.
+    /// The part is kept parsed for the commit that names it ([`PartCache`]).
+    fn store_part_locked(&self, ns: &str, part: Part, text: Option<&[u8]>, check: Option<&[RecipeEntry]>) -> Result<PartStored> {
+        let check = check.unwrap_or(&part.entries);
         let owned;
         let body = match text {
             Some(t) => t,
@@ -799,7 +856,8 @@ impl Store {
                 &owned
             }
         };
-        let id = cutpoint_core::protocol::part::part_id(part.hash, body).unwrap_or_default();
+        let pid = cutpoint_core::protocol::part::part_id(part.hash, body);
+        let id = pid.unwrap_or_default();
         let rep = PartStored {
             part: hex(&id),
             chunks: part.entries.len() as u64,
@@ -811,7 +869,26 @@ impl Store {
         }
         self.ensure_ns(ns, part.hash)?;
         self.objects.put_new(&part_key(ns, &rep.part), body.to_vec())?;
+        if let (Some(id), false) = (pid, self.shared) {
+            self.parts_put.lock().unwrap_or_else(|p| p.into_inner()).put(ns, id, Arc::new(part));
+        }
         Ok(rep)
+    }
+
+    /// Stored parts read and parsed so far (a commit naming parts just put reads none).
+    pub fn part_loads(&self) -> u64 {
+        self.part_loads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A part a commit names, whose presence the commit has just checked (`query_parts`): as it
+    /// was parsed when put, where [`PartCache`] still holds it, else read and parsed.
+    fn part_for_commit(&self, ns: &str, id: &Digest) -> Result<Option<Arc<Part>>> {
+        if !self.shared {
+            if let Some(p) = self.parts_put.lock().unwrap_or_else(|p| p.into_inner()).get(ns, id) {
+                return Ok(Some(p));
+            }
+        }
+        Ok(self.load_part(ns, id)?.map(Arc::new))
     }
 
     /// `POST parts/query`: which of `ids` the namespace has no part of.
@@ -836,6 +913,7 @@ impl Store {
 
     /// A stored part, parsed (`None`: not there). A part that does not parse is damaged.
     fn load_part(&self, ns: &str, id: &Digest) -> Result<Option<Part>> {
+        self.part_loads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let Some(b) = self.objects.get(&part_key(ns, &hex(id)))? else { return Ok(None) };
         Part::parse(&b)
             .map(Some)
@@ -912,12 +990,13 @@ impl Store {
             .collect()
     }
 
-    /// The file digest of a recipe's expanded chunk list, its parts read one at a time (a part
-    /// named on consecutive lines is read once); 400 where a part's COUNT, BYTES or algorithm
-    /// differ from its line's.
+    /// The file digest of a recipe's expanded chunk list, its parts taken one at a time (as
+    /// parsed when put, where the [`PartCache`] holds them; else read: a part named on
+    /// consecutive lines is read once); 400 where a part's COUNT, BYTES or algorithm differ from
+    /// its line's. The caller has checked that every part is stored.
     fn expanded_digest(&self, ns: &str, r: &PartRecipe) -> Result<Option<Digest>> {
         let mut d = FileDigest::new(r.hash);
-        let mut last: Option<(Digest, Part)> = None;
+        let mut last: Option<(Digest, Arc<Part>)> = None;
         for l in &r.lines {
             let (id, count, bytes) = match l {
                 Line::Chunk(e) => {
@@ -927,7 +1006,7 @@ impl Store {
                 Line::Part { id, count, bytes } => (id, *count, *bytes),
             };
             if last.as_ref().map(|(l, _)| l) != Some(id) {
-                let p = self.load_part(ns, id)?.ok_or_else(|| StoreError::MissingParts {
+                let p = self.part_for_commit(ns, id)?.ok_or_else(|| StoreError::MissingParts {
                     message: format!("a part of the recipe is no longer in namespace '{ns}'; nothing was committed"),
                     missing: vec![*id],
                 })?;
