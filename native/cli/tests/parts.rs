@@ -758,3 +758,45 @@ fn a_push_in_parts_holds_a_bounded_number_of_ids_at_any_length() {
     assert_eq!((again["novel_chunks"].as_u64(), again["parts_sent"].as_u64()), (Some(0), Some(0)), "{again}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The files under `dir` (recursively) and their modification times.
+fn mtimes(dir: &std::path::Path) -> Vec<std::time::SystemTime> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let m = e.metadata().unwrap();
+        if m.is_dir() {
+            out.extend(mtimes(&e.path()));
+        } else {
+            out.push(m.modified().unwrap());
+        }
+    }
+    out
+}
+
+/// A push in parts sends each part once the packs holding its novel chunks are stored, while
+/// the file is still chunked and later packs still go (PROTOCOL.md 5.1 step 5), not every part
+/// after the last pack: with small packs and small parts, the oldest part object is older than
+/// the newest pack object. The bytes sent are those of a push that sent its parts at the end.
+#[test]
+fn a_push_in_parts_sends_parts_while_later_packs_are_still_sent() {
+    let dir = tmpdir("parts-early");
+    let store = Loc::new(Backend::Local, &dir, None);
+    let srv = Server::start(&store, &["--max-recipe", "64k"], &[]);
+    // 1 KiB chunks: a batch of 2,048 chunks is ~2 MiB, so 12 MiB makes several batches, each
+    // closing parts of ~200 entries; 64 KiB packs make ~190 of them.
+    let args = ["--ns", "t", "--profile", "gear:512:1k:4k", "--compression", "off", "--pack-size", "64k"];
+    let file = data(12 << 20, 41);
+    let f = write(&dir, "f", &file);
+    let r = srv.push(&f, "f", &args);
+    let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k}: {r}"));
+    assert!(n("parts") > 20 && n("packs") > 100 && n("parts_sent") == n("parts"), "{r}");
+    let ns = store.objects.join("ns").join("t");
+    let newest_pack = mtimes(&ns.join("packs")).into_iter().max().unwrap();
+    let oldest_part = mtimes(&ns.join("parts")).into_iter().min().unwrap();
+    assert!(oldest_part < newest_pack, "every part was stored after the last pack: {r}");
+    assert_eq!(mtimes(&ns.join("parts")).len() as u64, n("parts"), "{r}");
+    assert_eq!(srv.pull("f", None, &["--ns", "t"]), file);
+    srv.check(&["--ns", "t"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -3,7 +3,9 @@
 //!
 //! `push_file` is a P-Dedupe pipeline: a chunker thread (SS-CDC on all cores, or RapidCDC
 //! with the base recipe's hints) → the existence queries, in batches → a packer thread that
-//! reads the novel chunks back from the file by offset → uploader threads → the commit.
+//! reads the novel chunks back from the file by offset → uploader threads → the commit. A file
+//! committed in parts has each part sent as soon as the packs holding its novel chunks are
+//! stored ([`PartGate`]), while the file is still chunked.
 //! Each stage is its own function, named as in web/src/client/push.ts: `prepare`,
 //! `stage_chunk`, `stage_query`, `stage_pack`, `stage_upload`, `stage_commit`.
 //! The stages overlap; memory is bounded by the channels (a few batches of chunk records and
@@ -28,13 +30,13 @@ use cutpoint_core::protocol::pack::{compress_group, fit_pack_chunks, fit_pack_ta
 use cutpoint_core::protocol::query::{decode_ids, encode_ids, MAX_QUERY_IDS};
 use cutpoint_core::rapid::{Criterion, HintTable, Rapid, RapidOptions, Recipe, RecipeEntry};
 use cutpoint_core::{hex, Digest, Engine, HashAlg, Options, Profile};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
@@ -722,6 +724,8 @@ struct Flow<'a> {
     /// The same two per input (the input of the chunk's first occurrence), once the pack stage
     /// is done.
     per_input: Mutex<Vec<(u64, u64)>>,
+    /// Which packs are stored, and the parts waiting on them ([`PartGate`]).
+    parts: PartGate,
     progress: &'a Progress,
 }
 
@@ -739,6 +743,7 @@ impl<'a> Flow<'a> {
             parts_delta: AtomicU64::new(0),
             base_read: AtomicU64::new(0),
             per_input: Mutex::new(Vec::new()),
+            parts: PartGate::default(),
             progress,
         }
     }
@@ -907,7 +912,8 @@ fn conclude(client: &Client, name: &str, path: &Path, plan: &Plan, q: Queried, o
         }
         Sealed::Parts(spool, recipe) => {
             let digest = recipe.digest.ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
-            let (c, sent) = stage_commit_parts(client, name, path, plan, &spool, &recipe, flow)?;
+            let early = flow.parts.take_done();
+            let (c, sent) = stage_commit_parts(client, name, path, plan, &spool, &recipe, &early, flow)?;
             (digest, c, spool.refs.len() as u64, sent)
         }
     };
@@ -1001,9 +1007,34 @@ struct RecipeSink {
     bytes: u64,
     digest: FileDigest,
     cutter: PartCutter,
-    /// Parts closed before the recipe went to parts, each with its delta against a base part.
-    closed: Vec<(Part, Option<Vec<u8>>)>,
+    /// Parts closed before the recipe went to parts (text written once), each with its delta
+    /// against a base part.
+    closed: Vec<(ClosedPart, Option<Vec<u8>>)>,
     spool: Option<PartSpool>,
+}
+
+/// A part the cutter closed: its text and id computed once (a part is ~380 KB of text at the
+/// default profile; its delta, its id and the spool all need it).
+struct ClosedPart {
+    part: Part,
+    text: Vec<u8>,
+    id: Digest,
+    count: u64,
+    bytes: u64,
+}
+
+impl ClosedPart {
+    fn new(part: Part) -> ClosedPart {
+        let text = part.text().into_bytes();
+        let id = cutpoint_core::protocol::part::part_id(part.hash, &text).unwrap_or_default();
+        let (count, bytes) = (part.entries.len() as u64, part.bytes());
+        ClosedPart { part, text, id, count, bytes }
+    }
+
+    /// Its delta against the base parts in `window`, if it has one worth sending.
+    fn delta(&self, window: Option<&BaseWindow>) -> Option<Vec<u8>> {
+        window.and_then(|w| w.delta_for(&self.part, &self.id, self.text.len() as u64))
+    }
 }
 
 /// The parts of a push on disk (an unlinked temporary file) and their (id, count, bytes,
@@ -1012,7 +1043,20 @@ struct RecipeSink {
 struct PartSpool {
     file: std::fs::File,
     len: u64,
-    refs: Vec<(Digest, u64, u64, u64, u32, u32)>,
+    refs: Vec<PartRef>,
+}
+
+/// A spooled part: (id, count, bytes, offset, length, delta length).
+type PartRef = (Digest, u64, u64, u64, u32, u32);
+
+/// Spooled part `r`'s text, or (`delta`) its delta (empty where it has none), from `file`.
+fn read_part(file: &std::fs::File, r: &PartRef, delta: bool) -> R<Vec<u8>> {
+    let (_, _, _, off, len, dlen) = *r;
+    let (off, len) = if delta { (off + len as u64, dlen) } else { (off, len) };
+    let mut b = vec![0; len as usize];
+    file.read_exact_at(&mut b, off)
+        .map_err(|e| ClientError::Io(format!("reading the recipe's parts back: {e}")))?;
+    Ok(b)
 }
 
 impl PartSpool {
@@ -1028,27 +1072,17 @@ impl PartSpool {
         Ok(PartSpool { file, len: 0, refs: Vec::new() })
     }
 
-    fn add(&mut self, p: &Part, delta: Option<&[u8]>) -> R<()> {
-        let text = p.text();
+    fn add(&mut self, p: &ClosedPart, delta: Option<&[u8]>) -> R<()> {
+        let text = &p.text;
         let delta = delta.unwrap_or_default();
         let io = |e: io::Error| ClientError::Io(format!("writing the recipe's parts to a temporary file: {e}"));
-        self.file.write_all_at(text.as_bytes(), self.len).map_err(io)?;
+        self.file.write_all_at(text, self.len).map_err(io)?;
         self.file.write_all_at(delta, self.len + text.len() as u64).map_err(io)?;
-        self.refs.push((p.id(), p.entries.len() as u64, p.bytes(), self.len, text.len() as u32, delta.len() as u32));
+        self.refs.push((p.id, p.count, p.bytes, self.len, text.len() as u32, delta.len() as u32));
         self.len += (text.len() + delta.len()) as u64;
         Ok(())
     }
 
-    /// Part `i`'s text, or (`delta`) its delta (empty where it has none).
-    fn text(&self, i: usize, delta: bool) -> R<Vec<u8>> {
-        let (_, _, _, off, len, dlen) = self.refs[i];
-        let (off, len) = if delta { (off + len as u64, dlen) } else { (off, len) };
-        let mut b = vec![0; len as usize];
-        self.file
-            .read_exact_at(&mut b, off)
-            .map_err(|e| ClientError::Io(format!("reading the recipe's parts back: {e}")))?;
-        Ok(b)
-    }
 }
 
 /// A sealed recipe: whole, or in parts.
@@ -1087,7 +1121,8 @@ impl RecipeSink {
         self.digest.add(&e.fp, e.size);
         if self.parts_ok {
             if let Some(p) = self.cutter.push(e.clone()) {
-                let delta = window.and_then(|w| w.delta_for(&p, &p.id(), p.text().len() as u64));
+                let p = ClosedPart::new(p);
+                let delta = p.delta(window);
                 match &mut self.spool {
                     Some(s) => s.add(&p, delta.as_deref())?,
                     None => self.closed.push((p, delta)),
@@ -1128,7 +1163,8 @@ impl RecipeSink {
             })),
             Some(mut s) => {
                 if let Some(p) = self.cutter.finish() {
-                    let delta = window.and_then(|w| w.delta_for(&p, &p.id(), p.text().len() as u64));
+                    let p = ClosedPart::new(p);
+                    let delta = p.delta(window);
                     s.add(&p, delta.as_deref())?;
                 }
                 let lines = s.refs.iter().map(|r| Line::Part { id: r.0, count: r.1, bytes: r.2 }).collect();
@@ -1149,8 +1185,20 @@ impl RecipeSink {
 /// Commits a recipe in parts: the parts the store lacks (`parts/query`) are uploaded from the
 /// spool (a part whose chunks went missing meanwhile gets them sent again), then the short
 /// recipe of part lines is committed (a part gone meanwhile, 409 `missing_parts`: sent again).
-/// Returns how it went and how many parts were sent.
-fn stage_commit_parts(client: &Client, name: &str, path: &Path, plan: &Plan, spool: &PartSpool, recipe: &PartRecipe, flow: &Flow) -> R<(Committed, u64)> {
+/// `early`: the parts [`send_early_parts`] already stored or found present while the file was
+/// chunked (not asked about again the first time). Returns how it went and how many parts were
+/// sent (those sent early included).
+#[allow(clippy::too_many_arguments)]
+fn stage_commit_parts(
+    client: &Client,
+    name: &str,
+    path: &Path,
+    plan: &Plan,
+    spool: &PartSpool,
+    recipe: &PartRecipe,
+    early: &[(usize, bool)],
+    flow: &Flow,
+) -> R<(Committed, u64)> {
     let text = recipe.text().into_bytes();
     if text.len() as u64 > plan.max_recipe {
         return Err(ClientError::Http {
@@ -1164,11 +1212,12 @@ fn stage_commit_parts(client: &Client, name: &str, path: &Path, plan: &Plan, spo
             ),
         });
     }
-    let mut sent_parts = 0u64;
+    let mut sent_parts = early.iter().filter(|(_, sent)| *sent).count() as u64;
+    let mut skip: HashSet<usize> = early.iter().map(|(i, _)| *i).collect();
     let mut recipe_bytes = 0u64;
     let mut rounds = 0;
     loop {
-        sent_parts += send_parts(client, path, plan, spool, flow)?;
+        sent_parts += send_parts(client, path, plan, spool, &skip, flow)?;
         flow.sent.fetch_add(text.len() as u64, Ordering::Relaxed);
         recipe_bytes += text.len() as u64;
         match commit_read_back(client, name, &text, recipe.digest, plan.before) {
@@ -1180,7 +1229,10 @@ fn stage_commit_parts(client: &Client, name: &str, path: &Path, plan: &Plan, spo
                 };
                 return Ok((c, sent_parts));
             }
-            Err(ClientError::Http { status: 409, code, .. }) if code == "missing_parts" && rounds < 3 => rounds += 1,
+            Err(ClientError::Http { status: 409, code, .. }) if code == "missing_parts" && rounds < 3 => {
+                rounds += 1;
+                skip.clear();
+            }
             Err(e) => return Err(e),
         }
     }
@@ -1190,31 +1242,18 @@ fn stage_commit_parts(client: &Client, name: &str, path: &Path, plan: &Plan, spo
 /// delta's check is short, its parse and text are not), and the client waits on each.
 const PART_SENDERS: usize = 4;
 
-/// Uploads the spooled parts the store lacks, [`PART_SENDERS`] at a time; returns how many.
-fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, flow: &Flow) -> R<u64> {
-    let ids: Vec<Digest> = spool.refs.iter().map(|r| r.0).collect();
+/// Uploads the spooled parts (but those in `skip`) the store lacks, [`PART_SENDERS`] at a time;
+/// returns how many.
+fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, skip: &HashSet<usize>, flow: &Flow) -> R<u64> {
+    let asked: Vec<usize> = (0..spool.refs.len()).filter(|i| !skip.contains(i)).collect();
+    if asked.is_empty() {
+        return Ok(0);
+    }
+    let ids: Vec<Digest> = asked.iter().map(|&i| spool.refs[i].0).collect();
     flow.sent.fetch_add(ids.len() as u64 * 32, Ordering::Relaxed);
     let missing: HashSet<Digest> = client.query_parts(&ids)?.into_iter().collect();
-    let todo: Vec<usize> = (0..spool.refs.len()).filter(|&i| missing.contains(&spool.refs[i].0)).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, R<bool>)>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..PART_SENDERS.min(todo.len()) {
-            s.spawn(|| loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&i) = todo.get(k) else { break };
-                let r = send_part(client, plan, spool, i, flow);
-                let failed = matches!(r, Err(ref e) if !matches!(e, ClientError::Missing(_)));
-                done.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
-                if failed {
-                    // Stop the others: this push fails.
-                    next.store(todo.len(), Ordering::Relaxed);
-                }
-            });
-        }
-    });
-    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
-    done.sort_by_key(|(i, _)| *i);
+    let todo: Vec<(usize, PartRef)> = asked.into_iter().filter(|&i| missing.contains(&spool.refs[i].0)).map(|i| (i, spool.refs[i])).collect();
+    let done = put_parts(client, plan, &spool.file, &todo, flow);
     let mut n = 0;
     for (i, mut r) in done {
         // Chunks of the part collected since they were found present: sent again, then the
@@ -1227,7 +1266,7 @@ fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, flow
                     rounds += 1;
                     let offsets = locate(path, plan, &lost)?;
                     resend_missing(client, &[path], plan, &offsets, &lost, flow)?;
-                    r = send_part(client, plan, spool, i, flow);
+                    r = send_part(client, plan, &spool.file, &spool.refs[i], flow);
                 }
                 Err(e) => return Err(e),
             }
@@ -1240,13 +1279,39 @@ fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, flow
     Ok(n)
 }
 
-/// Uploads spooled part `i`: its delta against a base part where it has one and the store
+/// Uploads the parts `todo` (spool index, ref) from the spool `file`, [`PART_SENDERS`] at a time;
+/// after a failure other than missing chunks the rest are not sent. Returns each one sent and
+/// how it went (whether as a delta), in spool order.
+fn put_parts(client: &Client, plan: &Plan, file: &std::fs::File, todo: &[(usize, PartRef)], flow: &Flow) -> Vec<(usize, R<bool>)> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, R<bool>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..PART_SENDERS.min(todo.len()) {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some((i, r)) = todo.get(k) else { break };
+                let res = send_part(client, plan, file, r, flow);
+                let failed = matches!(res, Err(ref e) if !matches!(e, ClientError::Missing(_)));
+                done.lock().unwrap_or_else(|p| p.into_inner()).push((*i, res));
+                if failed {
+                    // Stop the others: this push fails.
+                    next.store(todo.len(), Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    done.sort_by_key(|(i, _)| *i);
+    done
+}
+
+/// Uploads spooled part `r`: its delta against a base part where it has one and the store
 /// takes them (PROTOCOL.md 3.8), else its text; a delta refused (its base gone meanwhile, or
 /// any 4xx): the text. Returns whether the delta was stored.
-fn send_part(client: &Client, plan: &Plan, spool: &PartSpool, i: usize, flow: &Flow) -> R<bool> {
-    let mut delta = plan.part_delta && spool.refs[i].5 > 0;
+fn send_part(client: &Client, plan: &Plan, file: &std::fs::File, r: &PartRef, flow: &Flow) -> R<bool> {
+    let mut delta = plan.part_delta && r.5 > 0;
     loop {
-        let body = spool.text(i, delta)?;
+        let body = read_part(file, r, delta)?;
         flow.sent.fetch_add(body.len() as u64, Ordering::Relaxed);
         flow.progress.sent_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
         match client.put_part(&body) {
@@ -1254,6 +1319,145 @@ fn send_part(client: &Client, plan: &Plan, spool: &PartSpool, i: usize, flow: &F
             Err(ClientError::Http { status: 400..=499, .. }) if delta => delta = false,
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// Parts sent while the file is still chunked (PROTOCOL.md 5.1 step 5): a part may go once
+/// every novel chunk queried up to its last entry is in a pack the store has acknowledged (a
+/// part is stored only once its chunks are). The pack stage numbers its packs with the novel
+/// chunks each closes ([`PartGate::pack_made`]), the uploaders say which are stored
+/// ([`PartGate::pack_stored`]), the query stage queues each spooled part with the novel chunks
+/// it needs ([`PartGate::queue`]), and [`send_early_parts`] sends those ready. The commit
+/// stage then sends only the others (the last part, and any that failed here).
+#[derive(Default)]
+struct PartGate {
+    st: Mutex<GateState>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    /// Packs made and not yet stored as a prefix: (novel chunks through this pack, stored).
+    packs: VecDeque<(u64, bool)>,
+    /// The number of the pack at the front of `packs`.
+    first: u64,
+    /// Novel chunks in the packs stored so far, all of them from the first on.
+    stored: u64,
+    /// Parts waiting: (spool index, ref, novel chunks it needs).
+    queue: VecDeque<(usize, PartRef, u64)>,
+    /// The spool's file (its own handle), once the recipe went to parts.
+    file: Option<std::fs::File>,
+    /// Spooled parts queued so far.
+    queued: usize,
+    /// No more parts are queued (the query stage is done).
+    closed: bool,
+    /// Parts handled early: (spool index, sent (else found present)).
+    done: Vec<(usize, bool)>,
+}
+
+impl PartGate {
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.st.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A pack was made holding the novel chunks up to `through` (counted from the first);
+    /// returns its number.
+    fn pack_made(&self, through: u64) -> u64 {
+        let mut g = self.lock();
+        g.packs.push_back((through, false));
+        g.first + g.packs.len() as u64 - 1
+    }
+
+    /// Pack `seq` is stored.
+    fn pack_stored(&self, seq: u64) {
+        let mut g = self.lock();
+        let Some(k) = seq.checked_sub(g.first) else { return };
+        if let Some(p) = g.packs.get_mut(k as usize) {
+            p.1 = true;
+        }
+        while g.packs.front().is_some_and(|p| p.1) {
+            let (through, _) = g.packs.pop_front().expect("a pack");
+            g.stored = through;
+            g.first += 1;
+        }
+        self.cv.notify_all();
+    }
+
+    /// Queues the parts spooled since the last call; each needs the first `novel` novel chunks
+    /// stored.
+    fn queue(&self, spool: &PartSpool, novel: u64) -> R<()> {
+        let mut g = self.lock();
+        if g.queued == spool.refs.len() {
+            return Ok(());
+        }
+        if g.file.is_none() {
+            let f = spool.file.try_clone().map_err(|e| ClientError::Io(format!("the recipe's parts' temporary file: {e}")))?;
+            g.file = Some(f);
+        }
+        for i in g.queued..spool.refs.len() {
+            g.queue.push_back((i, spool.refs[i], novel));
+        }
+        g.queued = spool.refs.len();
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// The query stage is done: no more parts.
+    fn close(&self) {
+        self.lock().closed = true;
+        self.cv.notify_all();
+    }
+
+    /// The parts handled early.
+    fn take_done(&self) -> Vec<(usize, bool)> {
+        std::mem::take(&mut self.lock().done)
+    }
+
+    /// Waits for queued parts whose chunks are all stored and takes them (with the spool's
+    /// file); `None` once no more will come (or the push failed).
+    fn next_ready(&self, flow: &Flow) -> Option<(Vec<(usize, PartRef)>, std::fs::File)> {
+        let mut g = self.lock();
+        loop {
+            if flow.aborted() || (g.closed && g.queue.is_empty()) {
+                return None;
+            }
+            let mut ready = Vec::new();
+            while g.queue.front().is_some_and(|q| q.2 <= g.stored) {
+                let (i, r, _) = g.queue.pop_front().expect("a part");
+                ready.push((i, r));
+            }
+            if !ready.is_empty() {
+                let file = g.file.as_ref().and_then(|f| f.try_clone().ok())?;
+                return Some((ready, file));
+            }
+            // A timeout too, so that a failure elsewhere (which sets the abort flag) is seen.
+            g = self.cv.wait_timeout(g, Duration::from_millis(50)).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+}
+
+/// The early part sender (one input in parts): as parts become ready ([`PartGate`]), asks which
+/// of them the store lacks (`parts/query`) and uploads those, [`PART_SENDERS`] at a time. A
+/// part that fails here is left to the commit stage, which sends it again as before.
+fn send_early_parts(client: &Client, plan: &Plan, flow: &Flow) {
+    while let Some((ready, file)) = flow.parts.next_ready(flow) {
+        let ids: Vec<Digest> = ready.iter().map(|(_, r)| r.0).collect();
+        flow.sent.fetch_add(ids.len() as u64 * 32, Ordering::Relaxed);
+        let missing: HashSet<Digest> = match client.query_parts(&ids) {
+            Ok(m) => m.into_iter().collect(),
+            Err(_) => continue, // the commit stage asks again
+        };
+        let (todo, present): (Vec<_>, Vec<_>) = ready.into_iter().partition(|(_, r)| missing.contains(&r.0));
+        let mut done: Vec<(usize, bool)> = present.into_iter().map(|(i, _)| (i, false)).collect();
+        for (i, res) in put_parts(client, plan, &file, &todo, flow) {
+            if let Ok(delta) = res {
+                if delta {
+                    flow.parts_delta.fetch_add(1, Ordering::Relaxed);
+                }
+                done.push((i, true));
+            }
+        }
+        flow.parts.lock().done.extend(done);
     }
 }
 
@@ -1397,7 +1601,7 @@ fn run_pipeline(
 ) -> (Vec<Queried>, Offsets) {
     let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Vec<Item>>(8);
     let (novel_tx, novel_rx) = mpsc::sync_channel::<NovelList>(8);
-    let (pack_tx, pack_rx) = mpsc::sync_channel::<Vec<u8>>(1);
+    let (pack_tx, pack_rx) = mpsc::sync_channel::<(u64, Vec<u8>)>(1);
     let pack_rx = Mutex::new(pack_rx);
     std::thread::scope(|s| {
         s.spawn(move || stage_chunk(&plan.engine, hints, files, paths, flow, chunk_tx));
@@ -1405,6 +1609,10 @@ fn run_pipeline(
         for _ in 0..opts.uploaders.max(1) {
             let pack_rx = &pack_rx;
             s.spawn(move || stage_upload(client, flow, pack_rx));
+        }
+        if paths.len() == 1 && plan.parts {
+            // One input that may go to parts: its parts are sent as their chunks are stored.
+            s.spawn(move || send_early_parts(client, plan, flow));
         }
         // This thread: the recipes, and existence queries for what is not known.
         stage_query(client, flow, plan, paths.len(), known, chunk_rx, novel_tx)
@@ -1540,6 +1748,15 @@ fn stage_query(
     let mut offsets = Offsets::new();
     // Recipe entries held in memory by the inputs' sinks (before their recipes go to parts).
     let mut entries_held = 0usize;
+    // Novel chunks handed to the pack stage so far: a part closed in a batch may be sent once
+    // that many are stored ([`PartGate`]; one input).
+    let mut novel_total = 0u64;
+    let queue_parts = |qs: &[Queried], novel: u64| -> R<()> {
+        match &qs[0].recipe.spool {
+            Some(s) if inputs == 1 => flow.parts.queue(s, novel),
+            _ => Ok(()),
+        }
+    };
     for batch in chunk_rx.iter() {
         if flow.aborted() {
             break;
@@ -1598,6 +1815,10 @@ fn stage_query(
             if let Some(s) = &plan.stream {
                 s.batch_done(end, false);
             }
+            if let Err(e) = queue_parts(&qs, novel_total) {
+                flow.fail(e);
+                break;
+            }
             continue;
         }
         flow.sent.fetch_add(ask.len() as u64 * 32, Ordering::Relaxed);
@@ -1619,13 +1840,19 @@ fn stage_query(
             list.push((file, off, len, id));
         }
         let listed = !list.is_empty();
+        novel_total += list.len() as u64;
         if listed && novel_tx.send(list).is_err() {
             break;
         }
         if let Some(s) = &plan.stream {
             s.batch_done(end, listed);
         }
+        if let Err(e) = queue_parts(&qs, novel_total) {
+            flow.fail(e);
+            break;
+        }
     }
+    flow.parts.close();
     drop(novel_tx);
     // Drain so that the chunker never blocks on a full channel after an error.
     for _ in chunk_rx.iter() {}
@@ -1657,14 +1884,16 @@ pub const GROUP_RAW: usize = 64 << 10;
 /// Reads the novel chunks back by offset (novel chunks of all the inputs share packs),
 /// compresses them (where the plan says, in groups of [`COMPRESS_GROUP`] across the cores) and
 /// frames them into packs of the plan's size.
-fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<NovelList>, pack_tx: mpsc::SyncSender<Vec<u8>>) {
+fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<NovelList>, pack_tx: mpsc::SyncSender<(u64, Vec<u8>)>) {
     let mut per = vec![(0u64, 0u64); paths.len()];
     pack_inputs(paths, plan, flow, novel_rx, pack_tx, &mut per);
     *flow.per_input.lock().unwrap_or_else(|p| p.into_inner()) = per;
 }
 
 /// [`stage_pack`]'s work; `per`: each input's stored bytes and compressed chunks.
-fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<NovelList>, pack_tx: mpsc::SyncSender<Vec<u8>>, per: &mut [(u64, u64)]) {
+/// Each pack goes with its number ([`PartGate::pack_made`]: the novel chunks it holds, counted
+/// from the first, tell which parts may go once it is stored).
+fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<NovelList>, pack_tx: mpsc::SyncSender<(u64, Vec<u8>)>, per: &mut [(u64, u64)]) {
     let codec = match plan.level {
         Some(_) if plan.group_raw > 0 => Codec::Group,
         Some(_) => Codec::Zstd,
@@ -1673,6 +1902,8 @@ fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiv
     let mut cur: Option<PackWriter<Vec<u8>>> = None;
     let mut sampler = Sampler::default();
     let mut open: Option<(u32, std::fs::File)> = None;
+    // Novel chunks in the packs made so far and in the open one.
+    let mut packed = 0u64;
     for list in novel_rx.iter() {
         for group in list.chunks(COMPRESS_GROUP) {
             if flow.aborted() {
@@ -1723,13 +1954,14 @@ fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiv
                 for (id, raw) in &u.ids[1..] {
                     w.add_member(id, *raw).expect("a group within its bounds");
                 }
+                packed += u.ids.len() as u64;
                 flow.stored.fetch_add(u.data.len() as u64, Ordering::Relaxed);
                 if u.compressed {
                     flow.compressed.fetch_add(u.ids.len() as u64, Ordering::Relaxed);
                 }
                 if w.len() as usize >= plan.pack_target || w.count() >= plan.pack_chunks {
                     let p = cur.take().unwrap().finish().expect("in memory");
-                    if pack_tx.send(p).is_err() {
+                    if pack_tx.send((flow.parts.pack_made(packed), p)).is_err() {
                         return;
                     }
                 }
@@ -1740,7 +1972,7 @@ fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiv
         }
     }
     if let Some(w) = cur.take() {
-        let _ = pack_tx.send(w.finish().expect("in memory"));
+        let _ = pack_tx.send((flow.parts.pack_made(packed), w.finish().expect("in memory")));
     }
 }
 
@@ -1811,9 +2043,9 @@ fn compress_units(read: Vec<(Digest, Vec<u8>)>, level: i32, group_raw: usize, sa
 }
 
 /// One uploader: sends packs until the pack stage is done (after a failure it drains them).
-fn stage_upload(client: &Client, flow: &Flow, pack_rx: &Mutex<mpsc::Receiver<Vec<u8>>>) {
+fn stage_upload(client: &Client, flow: &Flow, pack_rx: &Mutex<mpsc::Receiver<(u64, Vec<u8>)>>) {
     loop {
-        let p = match pack_rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+        let (seq, p) = match pack_rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
             Ok(p) => p,
             Err(_) => return,
         };
@@ -1821,7 +2053,10 @@ fn stage_upload(client: &Client, flow: &Flow, pack_rx: &Mutex<mpsc::Receiver<Vec
             continue;
         }
         match client.upload(&p) {
-            Ok(_) => flow.uploaded(p.len() as u64),
+            Ok(_) => {
+                flow.uploaded(p.len() as u64);
+                flow.parts.pack_stored(seq);
+            }
             Err(e) => flow.fail(e),
         }
     }
@@ -2199,7 +2434,7 @@ fn push_read(
             }
             Sealed::Parts(spool, recipe) => {
                 texts.push(Some(recipe.text()));
-                let r = stage_commit_parts(client, &inputs[i].1, path, plan, &spool, &recipe, &flow).map(|(c, _)| (c.version, 1));
+                let r = stage_commit_parts(client, &inputs[i].1, path, plan, &spool, &recipe, &[], &flow).map(|(c, _)| (c.version, 1));
                 in_parts[i] = Some(r);
                 // A placeholder (never committed as a batch entry): its counts for the report.
                 recipes.push(SealedFile {

@@ -244,8 +244,14 @@ pub fn expand_part_delta_lines(body: &[u8], base: &Part, limit: u64) -> Result<(
 /// out. [`expand_part_delta`] of it against `base` is `new`. A client sends it in place of
 /// `new`'s text where it is shorter.
 pub fn encode_part_delta(new: &Part, base: &Part) -> Vec<u8> {
+    encode_part_delta_on(new, base, &base.id())
+}
+
+/// [`encode_part_delta`] where the caller knows `base`'s id (its text is not written again to
+/// hash it).
+pub fn encode_part_delta_on(new: &Part, base: &Part, base_id: &Digest) -> Vec<u8> {
     let mut s = String::new();
-    let _ = writeln!(s, "{PART_DELTA_MAGIC}\nhash {}\nbase {}", new.hash.name(), hex(&base.id()));
+    let _ = writeln!(s, "{PART_DELTA_MAGIC}\nhash {}\nbase {}", new.hash.name(), hex(base_id));
     write_ops(&mut s, &new.entries, &base.entries, |x, y| x == y);
     let n = new.entries.len();
     let _ = writeln!(s, "end {n} {}", new.bytes());
@@ -427,7 +433,8 @@ impl PartWindow {
             return None;
         }
         let (_, base) = self.loaded.iter().find(|(i, _)| *i == best)?;
-        let d = encode_part_delta(p, base);
+        // A loaded part hashed to its line's id (`load`).
+        let d = encode_part_delta_on(p, base, &self.lines[best].id);
         if d.len() as u64 >= text_len {
             return None;
         }
