@@ -103,7 +103,7 @@ pub struct Store {
     part_loads: std::sync::atomic::AtomicU64,
 }
 
-/// Entries (about 40 bytes each) of the parts a [`PartCache`] holds at most: 16 MiB.
+/// Entries (40 bytes each) of the parts a [`PartCache`] holds at most: about 20 MiB.
 const PART_CACHE_ENTRIES: usize = 1 << 19;
 
 /// The parts put last (parsed, by namespace and id), the oldest dropped first beyond
