@@ -521,8 +521,10 @@ export class PushRun {
    * compress nothing (the first SAMPLE of every COMPRESS_GROUP chunks; where every chunk is
    * novel, those are the ones), so that they are not read from the file again, each a round trip
    * to the browser's blob system (450 reads of a 1 GiB push of random bytes: 0.6-0.9 CPU s of
-   * Chromium's, loaded). A chunk tried there that the sampler does not ask for costs its
-   * compression only; one it asks for that was not tried is read and compressed as before.
+   * Chromium's, loaded). A chunk tried there is not compressed again wherever the sampler
+   * asks for it (a group tried whole takes its first SAMPLE from there too); one it asks for
+   * that was not tried is read and compressed as before; one it does not ask for (known
+   * present, or raw by the sampler's rule) costs its compression only.
    */
   private trialOptions(chunkOpts: ChunkOptions): void {
     if (!this.trialAhead || !this.source || this.level === undefined || this.checked.criterion || this.base || this.partBase || this.journal?.resumed) return
@@ -1115,18 +1117,29 @@ export class PushRun {
   }
 
   /**
+   * Chunks' frames: those the hash jobs tried (`trialFrames`, heads first), the others
+   * compressed in the workers (`compressJobs`).
+   */
+  private async compressChunks(chunks: Novel[], raws?: Uint8Array[]): Promise<Frame[]> {
+    const tried = !raws && this.pack instanceof HeadsFirstPack ? this.trialFrames(chunks) : undefined
+    if (!tried) return this.compressJobs(chunks, raws)
+    const rest = chunks.filter((_, k) => !tried[k])
+    const done = rest.length ? await this.compressJobs(rest) : []
+    let j = 0
+    return tried.map((f) => f ?? done[j++])
+  }
+
+  /**
    * Chunks compressed in the workers (`compressGroup` of the wasm, about equal shares, each job
    * a copy of its chunks' bytes, or heads first their offsets in the file, which the worker
    * reads): each chunk's frame, its compressed data or its raw bytes (heads first: none).
    */
-  private async compressChunks(chunks: Novel[], raws?: Uint8Array[]): Promise<Frame[]> {
+  private async compressJobs(chunks: Novel[], raws?: Uint8Array[]): Promise<Frame[]> {
     if (!chunks.length) return []
     // Heads first (a File/Blob in a browser) the workers read the chunks from the file
     // themselves: the page's thread neither reads them (a Blob slice and a read, each a round
     // trip to the browser's blob system: 2 s of a 1 GiB push's page thread) nor copies them.
     const source = !raws && this.pack instanceof HeadsFirstPack ? this.source : undefined
-    const tried = source && this.trialFrames(chunks)
-    if (tried) return tried
     const got = source ? undefined : (raws ?? (await this.readChunks(chunks)))
     // The chunker's workers are initialised once chunking starts; should they not be, the
     // client's compression workers.
@@ -1180,24 +1193,28 @@ export class PushRun {
   }
 
   /**
-   * The chunks' frames from the hash jobs' trials (`trialOptions`), where every one of them was
-   * tried there (as a compression job answers: the same core function, level and bytes); else
-   * undefined (they are read and compressed).
+   * The chunks' frames from the hash jobs' trials (`trialOptions`; as a compression job answers:
+   * the same core function, level and bytes), undefined for a chunk not tried there (it is read
+   * and compressed); undefined when none was.
    */
-  private trialFrames(chunks: Novel[]): Frame[] | undefined {
-    const frames: Frame[] = []
-    for (const n of chunks) {
+  private trialFrames(chunks: Novel[]): (Frame | undefined)[] | undefined {
+    if (!this.trials.size) return undefined
+    let used = 0
+    const frames = chunks.map((n): Frame | undefined => {
       const t = this.trials.get(n.off)
       if (!t || t.len !== n.len || t.out.length < 4) return undefined
       const h = new DataView(t.out.buffer, t.out.byteOffset, 4).getUint32(0, true)
       const len = h & 0x7fffffff
-      if (h >>> 31 && len < n.len && t.out.length === 4 + len) frames.push({ data: t.out.subarray(4), compressed: true })
-      else if (h === n.len && t.out.length === 4) frames.push({ compressed: false })
-      else return undefined
-    }
-    for (const n of chunks) this.trials.delete(n.off)
-    this.trialsUsed += chunks.length
-    return frames
+      let f: Frame | undefined
+      if (h >>> 31 && len < n.len && t.out.length === 4 + len) f = { data: t.out.subarray(4), compressed: true }
+      else if (h === n.len && t.out.length === 4) f = { compressed: false }
+      if (!f) return undefined
+      this.trials.delete(n.off)
+      used++
+      return f
+    })
+    this.trialsUsed += used
+    return used ? frames : undefined
   }
 
   /**
