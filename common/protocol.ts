@@ -53,6 +53,12 @@ export interface HashMsg {
   bytes?: Uint8Array
   /** The retained slice that holds these chunks' bytes (from its start on); dropped afterwards. */
   slice?: number
+  /**
+   * Chunks of this job (indices into `lengths`, ascending) also compressed at `level` while
+   * their bytes are here (`compressGroup`): a push's compression sample, tried ahead so that
+   * the chunks are not read from the file a second time (see push.ts `trialOf`).
+   */
+  trial?: { level: number; idx: Uint32Array }
 }
 
 /** Drops a retained slice. */
@@ -140,6 +146,8 @@ export interface HashRes {
   type: 'cutpoint:hash'
   id: number
   digests: Uint8Array
+  /** The `trial` chunks' `compressGroup` output (as CompressRes's `out`). */
+  trial?: Uint8Array
 }
 /** Per chunk a u32 LE stored length (bit 31: compressed), then the compressed frames' data. */
 export interface CompressRes {

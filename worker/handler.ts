@@ -116,6 +116,25 @@ export async function readChunks(blob: Blob, offsets: Float64Array, lengths: Uin
   return out ?? new Uint8Array(0)
 }
 
+/** Chunks `idx` (ascending indices into `lengths`) of a job's `bytes`, copied end to end. */
+export function pick(bytes: Uint8Array, lengths: Uint32Array, idx: Uint32Array): { bytes: Uint8Array; lengths: Uint32Array } {
+  const starts = new Float64Array(lengths.length)
+  for (let i = 1; i < lengths.length; i++) starts[i] = starts[i - 1] + lengths[i - 1]
+  const lens = new Uint32Array(idx.length)
+  let total = 0
+  idx.forEach((i, k) => {
+    if (i >= lengths.length) throw new Error(`trial chunk ${i} of a job of ${lengths.length}`)
+    total += lens[k] = lengths[i]
+  })
+  const out = new Uint8Array(total)
+  let at = 0
+  for (const i of idx) {
+    out.set(bytes.subarray(starts[i], starts[i] + lengths[i]), at)
+    at += lengths[i]
+  }
+  return { bytes: out, lengths: lens }
+}
+
 export class Handler implements RequestHandler {
   private wasm?: Wasm
   private profile = ''
@@ -228,13 +247,15 @@ export class Handler implements RequestHandler {
           if (msg.bytes) {
             if (msg.bytes.length !== total) throw new Error(`job carries ${msg.bytes.length} bytes, expected ${total}`)
             const digests = this.hashPieces(msg.bytes, msg.lengths)
-            return { res: { type: 'cutpoint:hash', id: msg.id, digests }, transfer: [digests.buffer as ArrayBuffer] }
+            return this.hashed(msg.id, digests, msg.trial && this.trial(msg.bytes, msg.lengths, msg.trial))
           }
           const h = this.need(this.hasher)
           h.reserve(total)
           await this.fill(msg.start, msg.start + total, msg.bytes, () => this.wasm!.view(h.inputPtr(), total))
+          // The trial chunks copied out of wasm memory before it is used again.
+          const picked = msg.trial && pick(this.wasm!.view(h.inputPtr(), total), msg.lengths, msg.trial.idx)
           const digests = h.digests(msg.lengths)
-          return { res: { type: 'cutpoint:hash', id: msg.id, digests }, transfer: [digests.buffer as ArrayBuffer] }
+          return this.hashed(msg.id, digests, picked && this.need(this.wasm).mod.compressGroup(picked.bytes, picked.lengths, msg.trial!.level))
         } finally {
           this.buffers.give(own)
         }
@@ -271,6 +292,19 @@ export class Handler implements RequestHandler {
       default:
         throw new Error(`unknown message ${(msg as { type?: unknown } | undefined)?.type}`)
     }
+  }
+
+  /** A hash job's answer, with its trial chunks' compression where it was asked. */
+  private hashed(id: number, digests: Uint8Array, trial?: Uint8Array): Answer {
+    const transfer = [digests.buffer as ArrayBuffer]
+    if (trial) transfer.push(trial.buffer as ArrayBuffer)
+    return { res: { type: 'cutpoint:hash', id, digests, ...(trial ? { trial } : {}) }, transfer }
+  }
+
+  /** A hash job's trial chunks (of `bytes`, the job's) compressed as a compression job would. */
+  private trial(bytes: Uint8Array, lengths: Uint32Array, t: { level: number; idx: Uint32Array }): Uint8Array {
+    const p = pick(bytes, lengths, t.idx)
+    return this.need(this.wasm).mod.compressGroup(p.bytes, p.lengths, t.level)
   }
 
   async close(): Promise<void> {

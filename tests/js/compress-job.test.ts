@@ -5,7 +5,9 @@
 import { describe, expect, it } from 'vitest'
 import { Handler } from '../../web/dist/worker/handler.js'
 import { loadWasm } from '../../web/dist/common/wasm.js'
-import type { CompressRes, Request } from '../../common/protocol.ts'
+import type { CompressRes, HashRes, Request } from '../../common/protocol.ts'
+import { splitTrial } from '../../web/dist/web/src/emitter.js'
+import * as cp from '@cutpoint/web'
 import { randomBytes } from './vectors.mjs'
 
 describe('a compression job that reads the file itself', () => {
@@ -55,5 +57,63 @@ describe('a compression job that reads the file itself', () => {
     h.prefetch(badAhead)
     expect(((await h.handle(badAhead)).res as CompressRes).error).toMatch(/cannot read bytes/)
     await h.close()
+  })
+})
+
+// A push's compression sample tried by the hash jobs (push.ts `trialOptions`: a File pushed from
+// a browser heads first, no base): the chunks the emitter picks (the first `first` of every
+// `every` of the input) carry what a compression job answers for each of them alone, the rest
+// nothing; the chunks themselves are those of a chunk() without the trial.
+describe('a compression trial in the hash jobs', () => {
+  it('a hash job with `trial`: its chunks compressed as a compression job compresses them', async () => {
+    const wasm = await loadWasm()
+    const h = new Handler()
+    await h.handle({ type: 'cutpoint:init', id: 1, flavor: wasm.flavor, profile: 'gear:2k:8k:64k', backend: '', hash: 'blake3', hashImpl: 'wasm', capacity: 1 << 20, source: { kind: 'message' } })
+    const text = new TextEncoder().encode('the quick brown fox jumps over the lazy dog; '.repeat(800))
+    const data = new Uint8Array(text.length + 60_000)
+    data.set(text)
+    data.set(randomBytes(60_000, 7), text.length)
+    const lengths = Uint32Array.of(9000, 12000, 15000, 20000, 30000, data.length - 86000)
+    const idx = Uint32Array.of(0, 2, 4, 5)
+    const res = (await h.handle({ type: 'cutpoint:hash', id: 2, start: 0, lengths, bytes: data.slice(), trial: { level: 4, idx } })).res as HashRes
+    const plain = (await h.handle({ type: 'cutpoint:hash', id: 3, start: 0, lengths, bytes: data.slice() })).res as HashRes
+    expect(Buffer.from(res.digests).equals(Buffer.from(plain.digests))).toBe(true)
+    expect(plain.trial).toBeUndefined()
+    const parts = splitTrial(res.trial!, idx.length)!
+    expect(parts).toHaveLength(idx.length)
+    const starts = [0]
+    for (const l of lengths) starts.push(starts.at(-1)! + l)
+    let id = 4
+    for (const [k, i] of [...idx].entries()) {
+      const bytes = data.slice(starts[i], starts[i + 1])
+      const one = (await h.handle({ type: 'cutpoint:compress', id: id++, level: 4, lengths: Uint32Array.of(lengths[i]), bytes })).res as CompressRes
+      expect(Buffer.from(parts[k]).equals(Buffer.from(one.out))).toBe(true)
+    }
+    // Text compresses, random bytes do not: both kinds of frame.
+    expect(parts.map((p) => new DataView(p.buffer, p.byteOffset, 4).getUint32(0, true) >>> 31)).toEqual([1, 1, 0, 0])
+    await h.close()
+  })
+
+  it('chunk() with `trial`: the same chunks, the picked ones with their compression', async () => {
+    await cp.init()
+    const data = randomBytes(3 << 20, 11)
+    data.set(new TextEncoder().encode('compressible '.repeat(40_000)), 1 << 20)
+    for (const workers of [0, 2]) {
+      const plain: cp.Chunk[] = []
+      for await (const b of cp.chunk(data, { workers, hashBatch: 64 << 10 }).batches()) plain.push(...b)
+      const tried: cp.Chunk[] = []
+      const trial = { level: 4, every: 8, first: 3 }
+      for await (const b of cp.chunk(data, { workers, hashBatch: 64 << 10, trial } as cp.ChunkOptions).batches()) tried.push(...b)
+      expect(tried.map((c) => [c.offset, c.length, c.hash])).toEqual(plain.map((c) => [c.offset, c.length, c.hash]))
+      const w = await loadWasm()
+      let frames = 0
+      tried.forEach((c, i) => {
+        if (i % trial.every >= trial.first) return expect(c.trial).toBeUndefined()
+        const want = w.mod.compressGroup(data.subarray(c.offset, c.offset + c.length), Uint32Array.of(c.length), trial.level)
+        expect(c.trial && Buffer.from(c.trial).equals(Buffer.from(want))).toBe(true)
+        frames += new DataView(want.buffer, want.byteOffset, 4).getUint32(0, true) >>> 31
+      })
+      expect(frames).toBeGreaterThan(0)
+    }
   })
 })

@@ -70,6 +70,11 @@ export interface Chunk {
   hash?: string
   /** With `rapid.hinted`: whether its end came from a hint (else the boundary rule). */
   hinted?: boolean
+  /**
+   * With `trial` (push()'s option): this chunk compressed at the trial's level, as a compression
+   * job answers for one chunk (a u32 LE stored length, bit 31: compressed, then the frame's data).
+   */
+  trial?: Uint8Array
 }
 
 /** A macrotask: lets the event loop run (rendering, input) between batches of chunks. */
@@ -111,7 +116,9 @@ export class Emitter {
   private batchStart = 0
   private lens: number[] = []
   private batchBytes = 0
-  private queue: { start: number; lens: number[]; p: Promise<HashRes>; done: boolean }[] = []
+  private queue: { start: number; lens: number[]; idx?: Uint32Array; p: Promise<HashRes>; done: boolean }[] = []
+  /** Chunks sent to hash jobs so far (their indices in the input: `trial`'s positions). */
+  private count = 0
   private plain: Chunk[] = []
   private breather = new Breather()
 
@@ -159,8 +166,10 @@ export class Emitter {
     const bytes = at === undefined ? this.bytesFor(start, start + this.batchBytes) : undefined
     const transfer = [lengths.buffer as ArrayBuffer]
     if (bytes) transfer.push(bytes.buffer as ArrayBuffer)
-    const p = this.pool.runAt<HashRes>({ type: 'cutpoint:hash', start, lengths, bytes, slice }, transfer, at).then((r) => r.res)
-    const item = { start, lens, p, done: false }
+    const idx = this.trialIdx(lens.length)
+    const trial = idx && { level: this.r.trial!.level, idx }
+    const p = this.pool.runAt<HashRes>({ type: 'cutpoint:hash', start, lengths, bytes, slice, ...(trial ? { trial } : {}) }, transfer, at).then((r) => r.res)
+    const item = { start, lens, idx, p, done: false }
     item.p.then(
       () => (item.done = true),
       () => (item.done = true),
@@ -168,6 +177,20 @@ export class Emitter {
     this.queue.push(item)
     this.lens = []
     this.batchBytes = 0
+  }
+
+  /**
+   * The next `n` chunks' indices (within their job) that `trial` picks: the first `first` of
+   * every `every` chunks of the input; undefined when none (or no trial).
+   */
+  private trialIdx(n: number): Uint32Array | undefined {
+    const t = this.r.trial
+    const from = this.count
+    this.count += n
+    if (!t || this.r.hash === 'none') return undefined
+    const idx: number[] = []
+    for (let i = 0; i < n; i++) if ((from + i) % t.every < t.first) idx.push(i)
+    return idx.length ? Uint32Array.from(idx) : undefined
   }
 
   /** Chunks ready in order; waits for the oldest hash job while more than `maxPending` are out. */
@@ -179,12 +202,38 @@ export class Emitter {
       const item = this.queue.shift()!
       const res = await item.p
       const hashes = hexDigests(res.digests, item.lens.length)
+      const trials = item.idx && res.trial ? splitTrial(res.trial, item.idx.length) : undefined
       let off = item.start
+      let k = 0
       item.lens.forEach((len, i) => {
-        out.push({ offset: off, length: len, hash: hashes[i] })
+        const c: Chunk = { offset: off, length: len, hash: hashes[i] }
+        if (trials && item.idx![k] === i) c.trial = trials[k++]
+        out.push(c)
         off += len
       })
     }
     return out
   }
+}
+
+/**
+ * A compression answer of `n` chunks (per chunk a u32 LE stored length, bit 31: compressed; then
+ * the compressed frames' data) split into one such answer per chunk. A malformed answer: none.
+ */
+export function splitTrial(out: Uint8Array, n: number): Uint8Array[] | undefined {
+  if (out.length < 4 * n) return undefined
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
+  const parts: Uint8Array[] = []
+  let at = 4 * n
+  for (let k = 0; k < n; k++) {
+    const h = view.getUint32(4 * k, true)
+    const len = h >>> 31 ? h & 0x7fffffff : 0
+    if (at + len > out.length) return undefined
+    const one = new Uint8Array(4 + len)
+    one.set(out.subarray(4 * k, 4 * k + 4))
+    one.set(out.subarray(at, at + len), 4)
+    parts.push(one)
+    at += len
+  }
+  return at === out.length ? parts : undefined
 }

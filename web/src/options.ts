@@ -95,6 +95,15 @@ export interface Resolved {
   hashBatch: number
   /** A kept pool (`opts.pool`). */
   pool?: Pool
+  /** push()'s compression sample tried in the hash jobs (`ChunkOptions.trial`). */
+  trial?: Trial
+}
+
+/** Chunks compressed by the hash jobs: the first `first` of every `every`, at zstd `level`. */
+export interface Trial {
+  level: number
+  every: number
+  first: number
 }
 
 /**
@@ -145,5 +154,6 @@ export async function resolve(opts: ChunkOptions, defaultSpan = DEFAULT_SPAN): P
   }
   const hashBatch = opts.hashBatch ?? 4 * MiB
   const hashImpl = opts.hashImpl ?? 'auto'
-  return { profile, workers, span, lane, hash, hashImpl, backend, flavor, hashBatch, pool: opts.pool && pools.get(opts.pool) }
+  const trial = (opts as { trial?: Trial }).trial
+  return { profile, workers, span, lane, hash, hashImpl, backend, flavor, hashBatch, pool: opts.pool && pools.get(opts.pool), trial }
 }

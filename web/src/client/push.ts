@@ -19,6 +19,7 @@
 // The numbers (`novelChunks`, `novelBytes`, `sentBytes`, ...) are counted as `cutpoint push
 // --json` counts them, and the packs are cut where it cuts them, so they are equal.
 import { chunk, createChunker, type Chunk, type ChunkOptions, type WorkerPool } from '../index.js'
+import type { Trial } from '../options.js'
 import { CRITERIA, type Criterion } from '../rapid.js'
 import { hex, unhex, unhexInto } from '../hex.js'
 import { parseProfile } from '../runtime.js'
@@ -290,6 +291,7 @@ export async function push(ctx: PushContext, input: PushInput, opts: PushOptions
   const run = new PushRun(ctx, opts, checked, inner.signal, t0)
   run.forgetIds = true
   run.useBaseParts = true
+  run.trialAhead = true
   try {
     run.progress(true)
     try {
@@ -354,6 +356,13 @@ export class PushRun {
    * deltas against them.
    */
   useBaseParts = false
+  /**
+   * push() (one input): a heads-first push with compression and no base has its compression
+   * sample tried by the hash jobs (`trialOptions`), where the chunks' bytes are at hand.
+   */
+  trialAhead = false
+  /** The hash jobs' trial frames (Chunk.trial) by the chunk's offset, until its group is settled. */
+  private trials = new Map<number, { len: number; out: Uint8Array }>()
   /** The latest version's stored text where it names parts (`fetchBase`), until `prepare` opens the window on it. */
   private partsText?: Uint8Array
   /** The window on the base version's parts (the core's `PartWindow`). */
@@ -372,7 +381,7 @@ export class PushRun {
   private ask = 0
   private askBuf = new Uint8Array(BATCH * 32)
   private askFrom = -1
-  private readonly queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number; table: IdTable }[] = []
+  private readonly queries: { p: Promise<Uint8Array>; n: number; from: number; upto: number; end: number; table: IdTable }[] = []
   private readonly infos: { offset: number; length: number; id: number; hinted: boolean; table: IdTable }[] = []
   // stagePack / stageUpload: the pack being filled, the uploads in flight, the first failure.
   private pack?: HeadsFirstPack | PackBuffer
@@ -409,6 +418,8 @@ export class PushRun {
   private zown?: Promise<Pool>
   compressedBytes = 0
   compressedChunks = 0
+  /** Novel chunks whose frames came from the hash jobs' trials (not read again; `trialFrames`). */
+  trialsUsed = 0
   /** Compression jobs' buffers the workers gave back (browsers: `jobBuffer`). */
   private jobBuffers: ArrayBuffer[] = []
   /** pushMany: told of each novel chunk's frame (its offset, the bytes that travel, compressed). */
@@ -482,6 +493,7 @@ export class PushRun {
     this.recipe = criterion ? undefined : new (wire().StoreRecipe)(profile, hash)
     this.sink = this.newSink()
     const chunkOpts = await this.chunkOptions()
+    this.trialOptions(chunkOpts)
     if (criterion) chunkOpts.rapid = { criterion, base: this.base?.text, recipe: true, hinted: true }
     return chunkOpts
   }
@@ -501,6 +513,23 @@ export class PushRun {
     const header = wire().packHeader(this.hash, source !== undefined, this.level !== undefined)
     this.pack = source ? new HeadsFirstPack(header, source) : new PackBuffer(header, this.packSize)
     this.concurrency = this.ctx.concurrency ?? (source ? HEADS_FIRST_CONCURRENCY : 2)
+  }
+
+  /**
+   * A first push (no base, nothing resumed) of a File/Blob heads first with compression: the hash
+   * jobs also compress the chunks the sampler will try once a group of novel chunks is found to
+   * compress nothing (the first SAMPLE of every COMPRESS_GROUP chunks; where every chunk is
+   * novel, those are the ones), so that they are not read from the file again, each a round trip
+   * to the browser's blob system (450 reads of a 1 GiB push of random bytes: 0.6-0.9 CPU s of
+   * Chromium's, loaded). A chunk tried there is not compressed again wherever the sampler
+   * asks for it (a group tried whole takes its first SAMPLE from there too); one it asks for
+   * that was not tried is read and compressed as before; one it does not ask for (known
+   * present, or raw by the sampler's rule) costs its compression only.
+   */
+  private trialOptions(chunkOpts: ChunkOptions): void {
+    if (!this.trialAhead || !this.source || this.level === undefined || this.checked.criterion || this.base || this.partBase || this.journal?.resumed) return
+    const [every, first] = wire().compressGroupSizes()
+    ;(chunkOpts as { trial?: Trial }).trial = { level: this.level, every, first }
   }
 
   /** The chunker's options (the client's workers, leased until `close`). */
@@ -763,6 +792,7 @@ export class PushRun {
         this.askBuf.set(ids.subarray(i * 32, i * 32 + 32), this.ask * 32)
         this.ask++
       }
+      if (c.trial) this.trials.set(this.fileBase + c.offset, { len: c.length, out: c.trial })
       if (opts.onChunks) this.infos.push({ offset: c.offset, length: c.length, id, hinted: !!c.hinted, table })
       if (this.ask >= this.batch) {
         this.sendQuery()
@@ -942,7 +972,7 @@ export class PushRun {
         }
       })
     p.catch(() => {})
-    this.queries.push({ p, n, from, upto: this.chunks, table: this.table })
+    this.queries.push({ p, n, from, upto: this.chunks, end: this.fileBase + this.bytes, table: this.table })
   }
 
   /** The oldest query's answer: its novel chunks on to stagePack. */
@@ -963,6 +993,8 @@ export class PushRun {
       list.push({ off: table.off(i), len: table.len(i), raw: table.ids, at: i * 32 })
     }
     await this.stagePack(list)
+    // Trial frames of the chunks this query covered that no group used (known present, or not sampled).
+    if (this.trials.size) for (const off of this.trials.keys()) if (off < q.end) this.trials.delete(off)
     this.assignParts(q.upto)
     this.emitInfos(q.upto)
     if (this.window) this.window.release(Math.min(this.queries[0]?.from ?? Infinity, this.askFrom >= 0 ? this.askFrom : Infinity, this.bytes))
@@ -1085,11 +1117,24 @@ export class PushRun {
   }
 
   /**
+   * Chunks' frames: those the hash jobs tried (`trialFrames`, heads first), the others
+   * compressed in the workers (`compressJobs`).
+   */
+  private async compressChunks(chunks: Novel[], raws?: Uint8Array[]): Promise<Frame[]> {
+    const tried = !raws && this.pack instanceof HeadsFirstPack ? this.trialFrames(chunks) : undefined
+    if (!tried) return this.compressJobs(chunks, raws)
+    const rest = chunks.filter((_, k) => !tried[k])
+    const done = rest.length ? await this.compressJobs(rest) : []
+    let j = 0
+    return tried.map((f) => f ?? done[j++])
+  }
+
+  /**
    * Chunks compressed in the workers (`compressGroup` of the wasm, about equal shares, each job
    * a copy of its chunks' bytes, or heads first their offsets in the file, which the worker
    * reads): each chunk's frame, its compressed data or its raw bytes (heads first: none).
    */
-  private async compressChunks(chunks: Novel[], raws?: Uint8Array[]): Promise<Frame[]> {
+  private async compressJobs(chunks: Novel[], raws?: Uint8Array[]): Promise<Frame[]> {
     if (!chunks.length) return []
     // Heads first (a File/Blob in a browser) the workers read the chunks from the file
     // themselves: the page's thread neither reads them (a Blob slice and a read, each a round
@@ -1145,6 +1190,31 @@ export class PushRun {
     }
     checkAbort(this.signal)
     return frames
+  }
+
+  /**
+   * The chunks' frames from the hash jobs' trials (`trialOptions`; as a compression job answers:
+   * the same core function, level and bytes), undefined for a chunk not tried there (it is read
+   * and compressed); undefined when none was.
+   */
+  private trialFrames(chunks: Novel[]): (Frame | undefined)[] | undefined {
+    if (!this.trials.size) return undefined
+    let used = 0
+    const frames = chunks.map((n): Frame | undefined => {
+      const t = this.trials.get(n.off)
+      if (!t || t.len !== n.len || t.out.length < 4) return undefined
+      const h = new DataView(t.out.buffer, t.out.byteOffset, 4).getUint32(0, true)
+      const len = h & 0x7fffffff
+      let f: Frame | undefined
+      if (h >>> 31 && len < n.len && t.out.length === 4 + len) f = { data: t.out.subarray(4), compressed: true }
+      else if (h === n.len && t.out.length === 4) f = { compressed: false }
+      if (!f) return undefined
+      this.trials.delete(n.off)
+      used++
+      return f
+    })
+    this.trialsUsed += used
+    return used ? frames : undefined
   }
 
   /**
@@ -1406,6 +1476,7 @@ export class PushRun {
     this.zrelease?.()
     this.sampler?.free()
     this.sampler = undefined
+    this.trials.clear()
     this.recipe?.free()
     this.recipe = undefined
     this.sink?.free()
