@@ -301,10 +301,36 @@ export class Handler implements RequestHandler {
     return { res: { type: 'cutpoint:hash', id, digests, ...(trial ? { trial } : {}) }, transfer }
   }
 
-  /** A hash job's trial chunks (of `bytes`, the job's) compressed as a compression job would. */
+  /**
+   * A hash job's trial chunks (of `bytes`, the job's) compressed as one compression job of them
+   * would answer: each run of consecutive ones straight from `bytes` (no copy of them here),
+   * the answers joined.
+   */
   private trial(bytes: Uint8Array, lengths: Uint32Array, t: { level: number; idx: Uint32Array }): Uint8Array {
-    const p = pick(bytes, lengths, t.idx)
-    return this.need(this.wasm).mod.compressGroup(p.bytes, p.lengths, t.level)
+    const mod = this.need(this.wasm).mod
+    const starts = new Float64Array(lengths.length + 1)
+    for (let i = 0; i < lengths.length; i++) starts[i + 1] = starts[i] + lengths[i]
+    const outs: { n: number; out: Uint8Array }[] = []
+    for (let k = 0; k < t.idx.length; ) {
+      let e = k + 1
+      while (e < t.idx.length && t.idx[e] === t.idx[e - 1] + 1) e++
+      const a = t.idx[k]
+      const b = t.idx[e - 1] + 1
+      if (b > lengths.length) throw new Error(`trial chunk ${b - 1} of a job of ${lengths.length}`)
+      outs.push({ n: e - k, out: mod.compressGroup(bytes.subarray(starts[a], starts[b]), lengths.subarray(a, b), t.level) })
+      k = e
+    }
+    if (outs.length === 1) return outs[0].out
+    const joined = new Uint8Array(outs.reduce((s, o) => s + o.out.length, 0))
+    let head = 0
+    let at = 4 * t.idx.length
+    for (const { n, out } of outs) {
+      joined.set(out.subarray(0, 4 * n), head)
+      joined.set(out.subarray(4 * n), at)
+      head += 4 * n
+      at += out.length - 4 * n
+    }
+    return joined
   }
 
   async close(): Promise<void> {
