@@ -1121,8 +1121,10 @@ impl RecipeSink {
         self.digest.add(&e.fp, e.size);
         if self.parts_ok {
             if let Some(p) = self.cutter.push(e.clone()) {
-                let p = ClosedPart::new(p);
+                let mut p = ClosedPart::new(p);
                 let delta = p.delta(window);
+                // Its entries are in its text: not kept while it waits in `closed`.
+                p.part.entries = Vec::new();
                 match &mut self.spool {
                     Some(s) => s.add(&p, delta.as_deref())?,
                     None => self.closed.push((p, delta)),

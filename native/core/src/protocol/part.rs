@@ -134,17 +134,43 @@ impl Part {
                 if end != format!("{} {total}", entries.len()) {
                     return Err(bad(n, "the 'end' line does not match the chunks above it"));
                 }
-                let part = Part { hash, entries };
-                if part.text().as_bytes() != body {
-                    return Err(WireError::malformed("the part is not in canonical form (lower-case hex, as PROTOCOL.md 3.7 writes it)"));
-                }
-                return Ok(part);
+                // Every line was checked canonical as it was parsed, the head and the end line
+                // are exact: the body is the part's canonical text (`Part::text`), without
+                // writing that text again.
+                return Ok(Part { hash, entries });
             }
             let e = RecipeEntry::parse_line(l).map_err(|m| bad(n, m))?;
+            if !canonical_line(l.as_bytes()) {
+                return Err(WireError::malformed(format!(
+                    "part line {n}: the part is not in canonical form (lower-case hex, as PROTOCOL.md 3.7 writes it)"
+                )));
+            }
             total += e.size as u64;
             entries.push(e);
         }
         Err(WireError::Truncated("the part ends before its 'end' line".into()))
+    }
+}
+
+/// Whether a chunk line that parses ([`RecipeEntry::parse_line`]) is exactly what
+/// [`RecipeEntry::write_line`] writes for it: 64 lower-case hex digits, the size in decimal
+/// without a sign or leading zero, `-` or two lower-case hex digits, `r` or `h`, one space
+/// between each and nothing else.
+fn canonical_line(l: &[u8]) -> bool {
+    let lower_hex = |c: &u8| matches!(c, b'0'..=b'9' | b'a'..=b'f');
+    if l.len() < 64 + 1 + 1 + 1 + 1 + 1 + 1 || !l[..64].iter().all(lower_hex) || l[64] != b' ' {
+        return false;
+    }
+    let rest = &l[65..];
+    let Some(sp) = rest.iter().position(|&c| c == b' ') else { return false };
+    let size = &rest[..sp];
+    if size.is_empty() || size[0] == b'0' || !size.iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    match &rest[sp + 1..] {
+        [b'-', b' ', b'r' | b'h'] => true,
+        [a, b, b' ', b'r' | b'h'] => lower_hex(a) && lower_hex(b),
+        _ => false,
     }
 }
 
@@ -409,6 +435,59 @@ pub(crate) mod tests {
             let e = Part::parse(bad.as_bytes()).unwrap_err().to_string();
             assert!(e.contains(want), "{want}: {e}");
         }
+    }
+
+    /// Only the canonical text parses, line by line as it was when the whole text was written
+    /// again and compared: edits of each kind, at each line, agree with that reference.
+    #[test]
+    fn only_the_canonical_text_parses_as_the_re_written_text_said() {
+        let p = Part {
+            hash: HashAlg::Blake3,
+            entries: (0..4)
+                .map(|i| RecipeEntry { last: if i == 1 { None } else { Some(0xa0 + i as u8) }, regular: i != 2, ..entry(i) })
+                .collect(),
+        };
+        let t = p.text();
+        // The text as it was checked before: parsed leniently, then written again and compared.
+        let reference = |b: &str| -> bool {
+            let Some(body) = b.strip_suffix('\n') else { return false };
+            let lines: Vec<&str> = body.split('\n').collect();
+            if lines.len() < 4 || lines[0] != PART_MAGIC || lines[1] != "hash blake3" {
+                return false;
+            }
+            let Ok(es) = lines[2..lines.len() - 1].iter().map(|l| RecipeEntry::parse_line(l)).collect::<Result<Vec<_>, _>>() else { return false };
+            Part { hash: HashAlg::Blake3, entries: es }.text() == b
+        };
+        let mut cases = vec![t.clone()];
+        let lines: Vec<&str> = t.lines().collect();
+        for k in 2..lines.len() - 1 {
+            let l = lines[k];
+            let (fp, rest) = l.split_at(64);
+            let edits = [
+                format!("{}{rest}", fp.to_uppercase()),
+                format!("{}A{}", &fp[..10], &fp[11..]) + rest,
+                format!("{fp} 0{}", &rest[1..]),
+                format!("{fp} +{}", &rest[1..]),
+                format!("{fp}  {}", &rest[1..]),
+                format!("{l} "),
+                format!("{l}\r"),
+                format!(" {l}"),
+                l.replace(" r", " R").replace(" h", " H"),
+                l.replace(" a", " A"),
+                l.replace(" - ", " 00 "),
+                l.replace(" r", " x"),
+                format!("{fp}{}", rest.replace(' ', "\t")),
+            ];
+            for e in edits {
+                let mut ls = lines.clone();
+                ls[k] = &e;
+                cases.push(ls.join("\n") + "\n");
+            }
+        }
+        for c in cases {
+            assert_eq!(Part::parse(c.as_bytes()).is_ok(), reference(&c), "{c:?}");
+        }
+        assert!(Part::parse(t.as_bytes()).is_ok());
     }
 
     #[test]

@@ -209,6 +209,17 @@ pub fn expand_part_delta(body: &[u8], base: &Part, limit: u64) -> Result<Part, E
 /// those not copied from the base part by its `=` runs. A store that knows the base part's
 /// chunks are still all present (PROTOCOL.md 3.8) checks only these.
 pub fn expand_part_delta_lines(body: &[u8], base: &Part, limit: u64) -> Result<(Part, Vec<RecipeEntry>), ExpandError> {
+    expand_on(body, base, &base.id(), limit)
+}
+
+/// [`expand_part_delta`] where the caller has checked that `base_id` is `base`'s id (a
+/// [`PartWindow`] hashed the text of each part it holds): the base's text is not written again
+/// to hash it.
+pub fn expand_part_delta_on(body: &[u8], base: &Part, base_id: &Digest, limit: u64) -> Result<Part, ExpandError> {
+    expand_on(body, base, base_id, limit).map(|(p, _)| p)
+}
+
+fn expand_on(body: &[u8], base: &Part, base_id: &Digest, limit: u64) -> Result<(Part, Vec<RecipeEntry>), ExpandError> {
     let head = part_delta_head(body)?;
     if head.hash != base.hash {
         return Err(WireError::malformed(format!(
@@ -218,7 +229,7 @@ pub fn expand_part_delta_lines(body: &[u8], base: &Part, limit: u64) -> Result<(
         ))
         .into());
     }
-    if base.id() != head.base {
+    if *base_id != head.base {
         return Err(WireError::malformed(format!("the base part given is not {}, the one the delta names", hex(&head.base))).into());
     }
     let t = check(body, base, limit)?;
@@ -438,7 +449,7 @@ impl PartWindow {
         if d.len() as u64 >= text_len {
             return None;
         }
-        match expand_part_delta(&d, base, text_len) {
+        match expand_part_delta_on(&d, base, &self.lines[best].id, text_len) {
             Ok(q) if q == *p => Some(d),
             _ => None,
         }
