@@ -359,6 +359,7 @@ impl Client {
                     .map_err(|e| self.net(&what, e))?;
                 decode_ids(&b, part.len()).map_err(|e| ClientError::Protocol(format!("query answer: {e}")))
             })?;
+            answer_was_asked(part, &missing)?;
             out.extend(missing);
         }
         Ok(out)
@@ -1724,6 +1725,32 @@ fn chunk_one(
 
 /// The recipe's entries, and existence queries for the ids not known present; the novel
 /// chunks go on to the pack stage. Returns what it learnt (after a failure: what it had).
+/// A query's answer names only ids that were asked: a store naming another is a protocol error
+/// (the push would otherwise look up an id it never chunked).
+fn answer_was_asked(asked: &[Digest], answer: &[Digest]) -> R<()> {
+    if answer.is_empty() {
+        return Ok(());
+    }
+    let asked: HashSet<&Digest> = asked.iter().collect();
+    match answer.iter().find(|id| !asked.contains(id)) {
+        Some(id) => Err(ClientError::Protocol(format!("the store's query answer names {}, which was not asked", hex(id)))),
+        None => Ok(()),
+    }
+}
+
+/// Ends the push when a stage panics: the part sender would otherwise wait for packs that never
+/// come, and `thread::scope` joins every thread before it passes the panic on.
+struct AbortOnPanic<'a>(&'a Flow<'a>);
+
+impl Drop for AbortOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.abort.store(true, Ordering::Relaxed);
+            self.0.parts.close();
+        }
+    }
+}
+
 fn stage_query(
     client: &Client,
     flow: &Flow,
@@ -1733,6 +1760,7 @@ fn stage_query(
     chunk_rx: mpsc::Receiver<Vec<Item>>,
     novel_tx: mpsc::SyncSender<NovelList>,
 ) -> (Vec<Queried>, Offsets) {
+    let _panic = AbortOnPanic(flow);
     let known_base = known.clone();
     let mut qs: Vec<Queried> = (0..inputs)
         .map(|_| Queried {
@@ -1887,6 +1915,7 @@ pub const GROUP_RAW: usize = 64 << 10;
 /// compresses them (where the plan says, in groups of [`COMPRESS_GROUP`] across the cores) and
 /// frames them into packs of the plan's size.
 fn stage_pack(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiver<NovelList>, pack_tx: mpsc::SyncSender<(u64, Vec<u8>)>) {
+    let _panic = AbortOnPanic(flow);
     let mut per = vec![(0u64, 0u64); paths.len()];
     pack_inputs(paths, plan, flow, novel_rx, pack_tx, &mut per);
     *flow.per_input.lock().unwrap_or_else(|p| p.into_inner()) = per;
@@ -2835,5 +2864,54 @@ fn pull_failed(client: &Client, name: &str, v: u64, pos: u64, i: usize, n: usize
     match client.net_io(&client.what("GET", &url), err) {
         ClientError::Network(m) => ClientError::Network(format!("{m} at byte {pos} (chunk {i} of {n}){tries}")),
         e => e,
+    }
+}
+
+#[cfg(test)]
+mod answer_tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+
+    /// A one-request store on 127.0.0.1 that answers any request with `body` (200).
+    fn answering(body: Vec<u8>) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let Ok((c, _)) = l.accept() else { return };
+            let mut r = BufReader::new(c.try_clone().unwrap());
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut req = vec![0u8; len];
+            let _ = r.read_exact(&mut req);
+            let mut w = c;
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = w.write_all(head.as_bytes());
+            let _ = w.write_all(&body);
+        });
+        url
+    }
+
+    #[test]
+    fn a_query_answer_naming_an_id_not_asked_is_a_protocol_error() {
+        let asked = [[1u8; 32], [2u8; 32]];
+        let url = answering([7u8; 32].to_vec());
+        let err = Client::new(&url, "default", None).unwrap().query(&asked).unwrap_err();
+        assert!(matches!(&err, ClientError::Protocol(m) if m.contains(&hex(&[7u8; 32]))), "{err:?}");
+        // Parts are asked about the same way.
+        let url = answering([7u8; 32].to_vec());
+        let err = Client::new(&url, "default", None).unwrap().query_parts(&asked).unwrap_err();
+        assert!(matches!(err, ClientError::Protocol(_)), "{err:?}");
+        // An answer within the ids asked is taken.
+        let url = answering([2u8; 32].to_vec());
+        assert_eq!(Client::new(&url, "default", None).unwrap().query(&asked).unwrap(), vec![[2u8; 32]]);
     }
 }

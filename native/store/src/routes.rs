@@ -919,8 +919,6 @@ impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for SendTimeout<T> 
     }
 }
 
-/// Opens the store and serves until SIGINT/SIGTERM. `ready` gets the bound address (port 0
-/// picks a free one), what reconcile found, and who may call the store.
 /// glibc's allocator, for a server: blocks under [`MALLOC_MMAP_THRESHOLD`] come from the heap
 /// (not a fresh mapping each), and the heap keeps up to [`MALLOC_TRIM_THRESHOLD`] bytes free at
 /// its top rather than handing them back at once. A body's buffers (hyper's read buffer, up to
@@ -935,7 +933,8 @@ fn tune_malloc() {
         (libc::M_TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_", MALLOC_TRIM_THRESHOLD),
     ] {
         if std::env::var_os(env).is_none() {
-            // SAFETY: mallopt only sets the allocator's parameters (thread-safe in glibc).
+            // SAFETY: mallopt only sets the allocator's parameters; it runs once, before the store
+            // opens and any request is served (glibc takes its arena lock for it).
             unsafe { libc::mallopt(param, value) };
         }
     }
@@ -951,6 +950,8 @@ pub const MALLOC_MMAP_THRESHOLD: i32 = 8 << 20;
 /// during a 32 GiB push at 122.7 MiB against issue #32's 128 MiB bound.
 pub const MALLOC_TRIM_THRESHOLD: i32 = 16 << 20;
 
+/// Opens the store and serves until SIGINT/SIGTERM. `ready` gets the bound address (port 0
+/// picks a free one), what reconcile found, and who may call the store.
 pub async fn serve(
     cfg: ServeConfig,
     ready: impl FnOnce(std::net::SocketAddr, &crate::store::ReconcileReport, &AppState, &Access),

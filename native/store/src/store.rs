@@ -103,47 +103,58 @@ pub struct Store {
     part_loads: std::sync::atomic::AtomicU64,
 }
 
-/// Entries (40 bytes each) of the parts a [`PartCache`] holds at most: about 5 MiB, the parts of
-/// a file of about 1.1 GiB at the default profile. Kept small for issue #32's bound on the
-/// server's memory (≤ 128 MiB during a 32 GiB push and commit): at 2^19 entries with the heap's
-/// 64 MiB trim threshold the server's peak was 122.7 MiB (was 92.6 without either).
-const PART_CACHE_ENTRIES: usize = 1 << 17;
+/// Bytes the parts a [`PartCache`] holds may cost at most ([`PartCache::cost`]): 5 MiB, the parts
+/// of a file of about 1 GiB at the default profile. Kept small for issue #32's bound on the
+/// server's memory (≤ 128 MiB during a 32 GiB push and commit): at 2^19 entries (~20 MiB) with
+/// the heap's 64 MiB trim threshold the server's peak was 122.7 MiB (92.6 without either).
+const PART_CACHE_BYTES: usize = 5 << 20;
+
+/// What a cached part costs beyond its entries: its key twice (the map's and the queue's), their
+/// slots, the `Arc`. Charged so that many tiny parts (one entry each) hold no more than the bound.
+const PART_CACHE_OVERHEAD: usize = 256;
 
 /// The parts put last (parsed, by namespace and id), the oldest dropped first beyond
-/// [`PART_CACHE_ENTRIES`] entries in all: a push puts a file's parts and then commits the recipe
-/// naming them, and that commit takes them from here rather than reading each part's object and
-/// parsing its text again (issue #28). A part's id is the hash of its text, so what is here is
-/// what is stored under that id; whether it is still stored is asked of the objects
-/// ([`Store::query_parts`]) before any is used. Used only in a directory store (in a shared bucket
-/// every part is read).
+/// [`PART_CACHE_BYTES`]: a push puts a file's parts and then commits the recipe naming them, and
+/// that commit takes them from here rather than reading each part's object and parsing its text
+/// again (issue #28). A part's id is the hash of its text, so what is here is what is stored under
+/// that id; whether it is still stored is asked of the objects ([`Store::query_parts`]) before any
+/// is used. Used only in a directory store (in a shared bucket every part is read).
 #[derive(Default)]
 struct PartCache {
     parts: HashMap<(String, Digest), Arc<Part>>,
     order: std::collections::VecDeque<(String, Digest)>,
-    entries: usize,
+    bytes: usize,
 }
 
 impl PartCache {
+    fn cost(ns: &str, part: &Part) -> usize {
+        fn held<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        held(&part.entries) + 2 * ns.len() + PART_CACHE_OVERHEAD
+    }
+
     fn get(&self, ns: &str, id: &Digest) -> Option<Arc<Part>> {
         self.parts.get(&(ns.to_string(), *id)).cloned()
     }
 
-    fn put(&mut self, ns: &str, id: Digest, part: Arc<Part>) {
-        let n = part.entries.len();
-        if n > PART_CACHE_ENTRIES {
+    fn put(&mut self, ns: &str, id: Digest, mut part: Part) {
+        part.entries.shrink_to_fit();
+        let n = Self::cost(ns, &part);
+        if n > PART_CACHE_BYTES {
             return;
         }
         let key = (ns.to_string(), id);
-        if let Some(old) = self.parts.insert(key.clone(), part) {
-            self.entries -= old.entries.len();
+        if let Some(old) = self.parts.insert(key.clone(), Arc::new(part)) {
+            self.bytes -= Self::cost(ns, &old);
         } else {
             self.order.push_back(key);
         }
-        self.entries += n;
-        while self.entries > PART_CACHE_ENTRIES {
+        self.bytes += n;
+        while self.bytes > PART_CACHE_BYTES {
             let Some(k) = self.order.pop_front() else { break };
             if let Some(p) = self.parts.remove(&k) {
-                self.entries -= p.entries.len();
+                self.bytes -= Self::cost(&k.0, &p);
             }
         }
     }
@@ -873,7 +884,7 @@ impl Store {
         self.ensure_ns(ns, part.hash)?;
         self.objects.put_new(&part_key(ns, &rep.part), body.to_vec())?;
         if let (Some(id), false) = (pid, self.shared) {
-            self.parts_put.lock().unwrap_or_else(|p| p.into_inner()).put(ns, id, Arc::new(part));
+            self.parts_put.lock().unwrap_or_else(|p| p.into_inner()).put(ns, id, part);
         }
         Ok(rep)
     }
@@ -2181,4 +2192,57 @@ pub struct PartStored {
     pub part: String,
     pub chunks: u64,
     pub bytes: u64,
+}
+
+#[cfg(test)]
+mod part_cache_tests {
+    use super::*;
+
+    fn part(i: u32, n: usize) -> Part {
+        let entry = |j: usize| {
+            let mut fp = [0u8; 32];
+            fp[..4].copy_from_slice(&i.to_le_bytes());
+            fp[4..12].copy_from_slice(&(j as u64).to_le_bytes());
+            RecipeEntry { fp, size: 8192, last: None, regular: true }
+        };
+        Part { hash: HashAlg::default(), entries: (0..n).map(entry).collect() }
+    }
+
+    fn id(i: u32) -> Digest {
+        let mut d = [0xffu8; 32];
+        d[..4].copy_from_slice(&i.to_le_bytes());
+        d
+    }
+
+    /// A writer putting many one-entry parts (the cheapest to send) holds no more than the bound:
+    /// each part is charged its overhead, not only its entries.
+    #[test]
+    fn many_tiny_parts_hold_no_more_than_the_bound() {
+        let mut c = PartCache::default();
+        let n = 100_000u32;
+        for i in 0..n {
+            c.put("t", id(i), part(i, 1));
+        }
+        assert!(c.bytes <= PART_CACHE_BYTES, "{} bytes", c.bytes);
+        assert!(c.parts.len() <= PART_CACHE_BYTES / PART_CACHE_OVERHEAD, "{} parts", c.parts.len());
+        assert_eq!(c.parts.len(), c.order.len());
+        assert!(c.get("t", &id(n - 1)).is_some(), "the newest part is kept");
+        assert!(c.get("t", &id(0)).is_none(), "the oldest went first");
+    }
+
+    /// A part of a usual size is kept for its namespace only; one past the bound is not kept.
+    #[test]
+    fn parts_are_kept_by_namespace_and_within_the_bound() {
+        let mut c = PartCache::default();
+        c.put("a", id(1), part(1, 4600));
+        assert_eq!(c.get("a", &id(1)).map(|p| p.entries.len()), Some(4600));
+        assert!(c.get("b", &id(1)).is_none());
+        c.put("a", id(2), part(2, PART_CACHE_BYTES / 32));
+        assert!(c.get("a", &id(2)).is_none());
+        assert!(c.bytes <= PART_CACHE_BYTES);
+        // The same id put again is charged once.
+        let before = c.bytes;
+        c.put("a", id(1), part(1, 4600));
+        assert_eq!(c.bytes, before);
+    }
 }
