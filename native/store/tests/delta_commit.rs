@@ -3,7 +3,9 @@
 //! of a large file with a few changed chunks costs index work in the changed chunks only.
 
 use cutpoint_core::protocol::delta;
-use cutpoint_core::protocol::pack::PackWriter;
+#[path = "common/ingest.rs"]
+mod ingest;
+use ingest::upload;
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::rapid::{Recipe, RecipeEntry};
 use cutpoint_core::HashAlg;
@@ -33,15 +35,6 @@ fn recipe(entries: Vec<RecipeEntry>) -> Recipe {
     r
 }
 
-fn upload(store: &Store, ns: &str, cs: &[Vec<u8>]) {
-    for part in cs.chunks(20_000) {
-        let mut w = PackWriter::new(Vec::new(), HashAlg::Blake3).unwrap();
-        for c in part {
-            w.add(&HashAlg::Blake3.digest(c).unwrap(), c).unwrap();
-        }
-        store.ingest(ns, &w.finish().unwrap()[..]).unwrap();
-    }
-}
 
 #[test]
 fn a_delta_commit_looks_up_only_its_new_lines() {

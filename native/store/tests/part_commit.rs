@@ -3,7 +3,9 @@
 //! the parts' presence in its own namespace, their COUNT and BYTES, the file digest. A store
 //! opened again (nothing cached) reads the parts.
 
-use cutpoint_core::protocol::pack::PackWriter;
+#[path = "common/ingest.rs"]
+mod ingest;
+use ingest::upload;
 use cutpoint_core::protocol::part::{Line, Part, PartCutter, PartRecipe};
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::rapid::RecipeEntry;
@@ -45,13 +47,6 @@ fn recipe(es: &[RecipeEntry], parts: &[Part]) -> PartRecipe {
     }
 }
 
-fn upload(store: &Store, ns: &str, cs: &[Vec<u8>]) {
-    let mut w = PackWriter::new(Vec::new(), HashAlg::Blake3).unwrap();
-    for c in cs {
-        w.add(&HashAlg::Blake3.digest(c).unwrap(), c).unwrap();
-    }
-    store.ingest(ns, &w.finish().unwrap()[..]).unwrap();
-}
 
 #[test]
 fn a_commit_takes_the_parts_as_they_were_put_and_checks_them_all_the_same() {
