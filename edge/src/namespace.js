@@ -881,7 +881,7 @@ export class Namespace extends DurableObject {
   async #gcLocked(ns, grace) {
     {
       const rep = { referenced_chunks: 0, packs_deleted: 0, packs_rewritten: 0, chunks_removed: 0, bytes_freed: 0,
-        packs_in_grace: 0, parts_deleted: 0, warnings: [] };
+        packs_in_grace: 0, parts_deleted: 0, parts_in_grace: 0, warnings: [] };
       const cutoff = grace === null ? -Infinity : now() - grace;
       this.sql.exec('DROP TABLE IF EXISTS live');
       this.sql.exec('CREATE TABLE live (id BLOB PRIMARY KEY) WITHOUT ROWID');
@@ -1018,11 +1018,16 @@ export class Namespace extends DurableObject {
       const l = await this.env.BUCKET.list({ prefix: `ns/${ns}/parts/`, cursor });
       for (const o of l.objects) {
         const id = o.key.split('/').pop();
-        if (!named.has(id) && o.uploaded.getTime() / 1000 <= cutoff) {
-          await this.env.BUCKET.delete(o.key);
-          this.sql.exec('DELETE FROM parts WHERE id = ?', unhex(id));
-          rep.parts_deleted++;
-          continue;
+        // Whole seconds, as cutpoint serve's rule (a part's time is its second): with `grace=0`,
+        // a part written in this very second goes too.
+        if (!named.has(id)) {
+          if (Math.floor(o.uploaded.getTime() / 1000) <= cutoff) {
+            await this.env.BUCKET.delete(o.key);
+            this.sql.exec('DELETE FROM parts WHERE id = ?', unhex(id));
+            rep.parts_deleted++;
+            continue;
+          }
+          rep.parts_in_grace++;
         }
         kept.add(id);
         this.#addPartKey(o.key);

@@ -23,14 +23,16 @@ pub fn run(a: &GcArgs) -> Result<(), Fail> {
         println!("{}", serde_json::to_string(&r).map_err(|e| Fail::io(e.to_string()))?);
     } else {
         println!(
-            "gc {}: {} chunks referenced; {} packs deleted, {} rewritten, {} chunks removed, {} freed; {} packs in their grace period",
+            "gc {}: {} chunks referenced; {} packs deleted, {} rewritten, {} chunks removed, {} freed; {} packs in their grace period; {} unnamed parts deleted, {} in their grace period",
             a.store.ns,
             r.referenced_chunks,
             r.packs_deleted,
             r.packs_rewritten,
             r.chunks_removed,
             human(r.bytes_freed),
-            r.packs_in_grace
+            r.packs_in_grace,
+            r.parts_deleted,
+            r.parts_in_grace
         );
     }
     for w in &r.warnings {

@@ -231,9 +231,11 @@ fn gc_keeps_referenced_parts_and_their_chunks_and_deletes_old_unreferenced_ones(
     // Within the grace period the loose part (a root) keeps its chunks.
     let g: Value = json(&srv.cli(&["gc", "--ns", "t", "--json"]).stdout);
     assert_eq!(g["parts_deleted"].as_u64(), Some(0), "{g}");
+    assert_eq!(g["parts_in_grace"].as_u64(), Some(1), "the loose part, counted: {g}");
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let g: Value = json(&srv.cli(&["gc", "--ns", "t", "--grace", "0", "--json"]).stdout);
     assert_eq!(g["parts_deleted"].as_u64(), Some(1), "{g}");
+    assert_eq!(g["parts_in_grace"].as_u64(), Some(0), "{g}");
     assert!(g["chunks_removed"].as_u64().unwrap() >= other.len() as u64, "{g}");
     assert_eq!(get(&srv, &format!("t/parts/{}", hex(&loose[0].id()))).0, 404);
     for p in &parts {

@@ -200,6 +200,9 @@ pub struct GcReport {
     /// Recipe parts no recipe names, older than the grace period, deleted.
     #[serde(default)]
     pub parts_deleted: u64,
+    /// Recipe parts no recipe names, younger than the grace period, kept (for now).
+    #[serde(default)]
+    pub parts_in_grace: u64,
     /// Damaged recipes: the chunk ids still readable in them were kept, the rest of the sweep
     /// went on.
     #[serde(default)]
@@ -1837,6 +1840,9 @@ impl Store {
                 self.objects.delete(&k)?;
                 rep.parts_deleted += 1;
                 continue;
+            }
+            if !named {
+                rep.parts_in_grace += 1;
             }
             let Some(b) = self.objects.get(&k)? else { continue };
             match Part::parse(&b) {
