@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -211,6 +212,65 @@ describe('the store client in Chromium', () => {
     for (const h of heads) expect(h).toBe('43505041434b0001' + '0101' + '01' + '0'.repeat(10))
     await page.close()
     proxy.close()
+  })
+
+  it("a picked File's push holds few spans of it in the workers: 8 MiB ones, at most 2 × workers + 1 at once (the page's memory); the native numbers", async () => {
+    const f = join(dir, 'spans.bin')
+    writeFileSync(f, randomBytes(72 << 20))
+    const page = await open(pageServer.url)
+    await page.setInputFiles('#file', f)
+    const got = await page.evaluate(async (storeUrl) => {
+      // Every job the page sends its workers: a stage-1 job's slice is held by its worker from
+      // the job's sending until its hash job (or its release) is answered.
+      const spans: number[] = []
+      const slices = new Map<Worker, Map<number, number>>()
+      const ends = new Map<number, { w: Worker; key: number }>()
+      let held = 0
+      let most = 0
+      const post = Worker.prototype.postMessage
+      Worker.prototype.postMessage = function (this: Worker, m: any, t?: any) {
+        if (!slices.has(this)) {
+          slices.set(this, new Map())
+          this.addEventListener('message', (e: MessageEvent) => {
+            const end = ends.get(e.data?.id)
+            if (!end) return
+            ends.delete(e.data.id)
+            if (slices.get(end.w)!.delete(end.key)) held--
+          })
+        }
+        if (m?.type === 'cutpoint:stage1' && m.retain !== undefined) {
+          spans.push(m.b - m.a)
+          slices.get(this)!.set(m.retain, m.id)
+          most = Math.max(most, ++held)
+        }
+        if ((m?.type === 'cutpoint:hash' || m?.type === 'cutpoint:release') && m.slice !== undefined) ends.set(m.id, { w: this, key: m.slice })
+        return post.call(this, m, t)
+      }
+      const cp: any = await (window as any).eval("import('/web/dist/web/src/index.js')")
+      await cp.init()
+      const c = cp.createClient({ store: storeUrl, namespace: 'spans', workers: 2 })
+      try {
+        const r = await c.push((document.getElementById('file') as HTMLInputElement).files![0], { name: 'spans.bin' })
+        return { ok: true, chunks: r.chunks, digest: r.digest, spans, most, held }
+      } catch (e: any) {
+        return { ok: false, error: String(e?.message ?? e) }
+      } finally {
+        Worker.prototype.postMessage = post
+        await c.close()
+      }
+    }, store.url)
+    expect(got.ok, got.error).toBe(true)
+    const n = nativePush(ref, f, 'spans.bin', ['--ns', 'spans'])
+    expect([got.chunks, got.digest]).toEqual([n.chunks, n.digest])
+    // 9 spans of 8 MiB (16 MiB ones before: 5), each read once by a worker.
+    expect(got.spans!.length).toBe(9)
+    expect(Math.max(...got.spans!)).toBe(8 << 20)
+    // One stage-1 job ahead per worker: the one stage 2 waits for, 2 ahead, 2 hash jobs pending
+    // (with 2 ahead per worker, 9 of them).
+    expect(got.most).toBeGreaterThan(1)
+    expect(got.most).toBeLessThanOrEqual(5)
+    expect(got.held).toBe(0)
+    await page.close()
   })
 
   it('an abort in the page commits nothing', async () => {

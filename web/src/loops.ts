@@ -63,7 +63,9 @@ export async function* chunkRandom(src: ReturnType<typeof sourceOf>, opts: Chunk
     const em = new Emitter(pool, r, (s, e) => src.bytesFor?.(s, e))
     const W = r.profile.window
     const nseg = Math.ceil(size / r.span)
-    const look = 2 * pool.size
+    // Stage-1 jobs ahead of the one stage 2 waits for, and hash jobs pending: where the workers
+    // read the source once, each holds a span of it in a worker until its hash job has run.
+    const look = r.ahead * pool.size
     // Workers read the source themselves: they keep each stage-1 slice for its hash job.
     const readOnce = !src.bytesFor && r.hash !== 'none' && (opts.readOnce ?? src.desc.kind === 'blob')
     const lead = stage1Lead(r.profile)

@@ -97,6 +97,8 @@ export interface Resolved {
   pool?: Pool
   /** push()'s compression sample tried in the hash jobs (`ChunkOptions.trial`). */
   trial?: Trial
+  /** Stage-1 jobs launched ahead, and hash jobs left pending, per worker (`chunkRandom`): 2, or push()'s `ahead`. */
+  ahead: number
 }
 
 /** Chunks compressed by the hash jobs: the first `first` of every `every`, at zstd `level`. */
@@ -154,6 +156,6 @@ export async function resolve(opts: ChunkOptions, defaultSpan = DEFAULT_SPAN): P
   }
   const hashBatch = opts.hashBatch ?? 4 * MiB
   const hashImpl = opts.hashImpl ?? 'auto'
-  const trial = (opts as { trial?: Trial }).trial
-  return { profile, workers, span, lane, hash, hashImpl, backend, flavor, hashBatch, pool: opts.pool && pools.get(opts.pool), trial }
+  const { trial, ahead = 2 } = opts as { trial?: Trial; ahead?: number }
+  return { profile, workers, span, lane, hash, hashImpl, backend, flavor, hashBatch, pool: opts.pool && pools.get(opts.pool), trial, ahead }
 }

@@ -185,6 +185,13 @@ const HEADS_FIRST_CONCURRENCY = 4
 // their size; a pack cut off by a dropped connection is sent again whole.
 const HEADS_FIRST_PACK_SIZE = 32 << 20
 const PACK_SIZE = 8 << 20
+// A heads-first push's chunking (`headsFirstChunking`): the page's push of a 1 GiB File (2
+// workers, web/app in Chromium 156) added 214-260 MiB to Chromium's processes in 16 MiB spans
+// with 2 jobs ahead per worker (each worker held up to 5 slices of 16 MiB, 5-7 buffers made), and
+// 152-160 MiB in 8 MiB spans with 1 ahead (3 slices at most), its time 7.0-7.4 s against 7.6-7.9
+// (AMD EPYC Zen 4, 2 vCPUs, loaded; `node bench/harness/browser-push.mjs --size 1g --reps 3`).
+const HEADS_FIRST_SPAN = 8 << 20
+const HEADS_FIRST_AHEAD = 1
 
 /** Chunks a compression job takes at least (fewer jobs than workers for a small group). */
 const MIN_COMPRESS_JOB = 32
@@ -494,6 +501,7 @@ export class PushRun {
     this.sink = this.newSink()
     const chunkOpts = await this.chunkOptions()
     this.trialOptions(chunkOpts)
+    this.headsFirstChunking(chunkOpts)
     if (criterion) chunkOpts.rapid = { criterion, base: this.base?.text, recipe: true, hinted: true }
     return chunkOpts
   }
@@ -530,6 +538,19 @@ export class PushRun {
     if (!this.trialAhead || !this.source || this.level === undefined || this.checked.criterion || this.base || this.partBase || this.journal?.resumed) return
     const [every, first] = wire().compressGroupSizes()
     ;(chunkOpts as { trial?: Trial }).trial = { level: this.level, every, first }
+  }
+
+  /**
+   * A heads-first push (a File/Blob in a browser) chunks in spans of HEADS_FIRST_SPAN with
+   * HEADS_FIRST_AHEAD jobs ahead per worker: there each stage-1 job ahead and each hash job
+   * pending holds its span of the file in a worker (the workers read the File once), and the
+   * uploads, not the chunking, set the pace of a first push. Not RapidCDC's (it reads the input
+   * in this thread, in spans of its own). The same chunks whatever the span.
+   */
+  private headsFirstChunking(chunkOpts: ChunkOptions): void {
+    if (!this.source || this.checked.criterion) return
+    chunkOpts.span ??= HEADS_FIRST_SPAN
+    ;(chunkOpts as { ahead?: number }).ahead = HEADS_FIRST_AHEAD
   }
 
   /** The chunker's options (the client's workers, leased until `close`). */
