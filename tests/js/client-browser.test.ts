@@ -221,30 +221,32 @@ describe('the store client in Chromium', () => {
     await page.setInputFiles('#file', f)
     const got = await page.evaluate(async (storeUrl) => {
       // Every job the page sends its workers: a stage-1 job's slice is held by its worker from
-      // the job's sending until its hash job (or its release) is answered.
+      // the job's sending until its hash job (or its release) is answered. The workers are of a
+      // subclass whose listener runs before the library's (which may send the next job at once).
       const spans: number[] = []
-      const slices = new Map<Worker, Map<number, number>>()
-      const ends = new Map<number, { w: Worker; key: number }>()
+      const ends = new Map<number, { slices: Set<number>; key: number }>()
       let held = 0
       let most = 0
-      const post = Worker.prototype.postMessage
-      Worker.prototype.postMessage = function (this: Worker, m: any, t?: any) {
-        if (!slices.has(this)) {
-          slices.set(this, new Map())
+      const Base = Worker
+      ;(window as any).Worker = class extends Base {
+        slices = new Set<number>()
+        constructor(url: string | URL, o?: WorkerOptions) {
+          super(url, o)
           this.addEventListener('message', (e: MessageEvent) => {
             const end = ends.get(e.data?.id)
-            if (!end) return
-            ends.delete(e.data.id)
-            if (slices.get(end.w)!.delete(end.key)) held--
+            ends.delete(e.data?.id)
+            if (end?.slices.delete(end.key)) held--
           })
         }
-        if (m?.type === 'cutpoint:stage1' && m.retain !== undefined) {
-          spans.push(m.b - m.a)
-          slices.get(this)!.set(m.retain, m.id)
-          most = Math.max(most, ++held)
+        postMessage(m: any, t?: any) {
+          if (m?.type === 'cutpoint:stage1' && m.retain !== undefined) {
+            spans.push(m.b - m.a)
+            this.slices.add(m.retain)
+            most = Math.max(most, ++held)
+          }
+          if ((m?.type === 'cutpoint:hash' || m?.type === 'cutpoint:release') && m.slice !== undefined) ends.set(m.id, { slices: this.slices, key: m.slice })
+          super.postMessage(m, t)
         }
-        if ((m?.type === 'cutpoint:hash' || m?.type === 'cutpoint:release') && m.slice !== undefined) ends.set(m.id, { w: this, key: m.slice })
-        return post.call(this, m, t)
       }
       const cp: any = await (window as any).eval("import('/web/dist/web/src/index.js')")
       await cp.init()
@@ -255,7 +257,7 @@ describe('the store client in Chromium', () => {
       } catch (e: any) {
         return { ok: false, error: String(e?.message ?? e) }
       } finally {
-        Worker.prototype.postMessage = post
+        ;(window as any).Worker = Base
         await c.close()
       }
     }, store.url)
@@ -266,7 +268,7 @@ describe('the store client in Chromium', () => {
     expect(got.spans!.length).toBe(9)
     expect(Math.max(...got.spans!)).toBe(8 << 20)
     // One stage-1 job ahead per worker: the one stage 2 waits for, 2 ahead, 2 hash jobs pending
-    // (with 2 ahead per worker, 9 of them).
+    // (with 2 ahead per worker: 6 in this test, 3 runs).
     expect(got.most).toBeGreaterThan(1)
     expect(got.most).toBeLessThanOrEqual(5)
     expect(got.held).toBe(0)
