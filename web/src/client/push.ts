@@ -186,10 +186,12 @@ const HEADS_FIRST_CONCURRENCY = 4
 const HEADS_FIRST_PACK_SIZE = 32 << 20
 const PACK_SIZE = 8 << 20
 // A heads-first push's chunking (`headsFirstChunking`): the page's push of a 1 GiB File (2
-// workers, web/app in Chromium 156) added 214-260 MiB to Chromium's processes in 16 MiB spans
-// with 2 jobs ahead per worker (each worker held up to 5 slices of 16 MiB, 5-7 buffers made), and
-// 152-160 MiB in 8 MiB spans with 1 ahead (3 slices at most), its time 7.0-7.4 s against 7.6-7.9
-// (AMD EPYC Zen 4, 2 vCPUs, loaded; `node bench/harness/browser-push.mjs --size 1g --reps 3`).
+// workers, web/app in Chromium 156) added 213-258 MiB to Chromium's processes in 16 MiB spans
+// with 2 jobs ahead per worker (a worker held up to 5 slices of 16 MiB, and made 5-7 buffers),
+// and 144-158 MiB in 8 MiB spans with 1 ahead (3 slices at most); the native push's time over
+// the page's, medians, 0.38 before and 0.39 after (16 reps each, alternating; AMD EPYC Zen 4,
+// 2 vCPUs, loaded; `node bench/harness/browser-push.mjs --size 1g --reps 3`). 8 MiB spans with
+// 2 ahead: 157-185 MiB; 16 MiB spans with 1 ahead: 174-207 MiB.
 const HEADS_FIRST_SPAN = 8 << 20
 const HEADS_FIRST_AHEAD = 1
 
