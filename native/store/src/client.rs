@@ -2122,7 +2122,9 @@ fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiv
 /// The open pack is closed early (under its target size) once this many parts wait on it
 /// ([`PartGate`]): they go while the file is still chunked, and no more than this many wait for
 /// the last pack (the senders take [`PART_SENDERS`] at a time). A push whose novel chunks fill
-/// packs before parts close (a first push) never closes one early.
+/// packs faster than parts close (a first push) closes one early only where its recipe passes
+/// the parts threshold and the parts closed before it are queued at once (1 GiB: 129 packs,
+/// as before, the same bytes).
 const FLUSH_PARTS: usize = PART_SENDERS;
 
 /// One frame of novel chunks as it goes into a pack: a chunk's (raw, or compressed where that
