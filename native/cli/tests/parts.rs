@@ -802,3 +802,52 @@ fn a_push_in_parts_sends_parts_while_later_packs_are_still_sent() {
     srv.check(&["--ns", "t"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A re-push with a few edits spread over the file: its novel chunks fill far less than one
+/// pack, yet the parts waiting on the open pack do not wait for the end of the file: the pack
+/// is closed early once 4 parts wait on it (before: one pack, every changed part sent after
+/// the file was chunked). The last part is sealed when chunking ends and sent with the others
+/// (the commit stage sends none and asks no `parts/query`: `CUTPOINT_TRACE` shows every part
+/// handled before the commit; before, the last part always went from the commit stage). The
+/// same of a stream; both pull byte-identical.
+#[test]
+fn a_re_push_closes_its_pack_early_for_waiting_parts_and_sends_its_last_part_with_them() {
+    let dir = tmpdir("parts-flush-early");
+    let store = Loc::new(Backend::Local, &dir, None);
+    let srv = Server::start(&store, &["--max-recipe", MAX_RECIPE], &[]);
+    // 1 KiB chunks: a batch of 2,048 chunks is ~2 MiB, parts of ~200 entries close ~10 a batch.
+    let args = ["--ns", "t", "--profile", "gear:512:1k:4k", "--compression", "off", "--pack-size", "4m"];
+    let file = data(12 << 20, 43);
+    let r0 = srv.push(&write(&dir, "f0", &file), "f", &args);
+    assert!(r0["parts"].as_u64().unwrap() > 30, "{r0}");
+    // One edit of 100 bytes a MiB: novel chunks in every batch, a few KiB in all.
+    let edit = |from: &[u8], salt: u8| {
+        let mut v = from.to_vec();
+        for k in 0..12 {
+            let at = k * (1 << 20) + 777 + salt as usize * 4096;
+            v[at..at + 100].fill(k as u8 ^ salt);
+        }
+        v
+    };
+    let file1 = edit(&file, 1);
+    let f1 = write(&dir, "f1", &file1);
+    let out = bin().args(["push", f1.to_str().unwrap(), "--name", "f", "--json", "--store", &srv.url]).args(args).env("CUTPOINT_TRACE", "1").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r1 = json(&out.stdout);
+    let trace = String::from_utf8_lossy(&out.stderr);
+    let n = |r: &Value, k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k}: {r}"));
+    assert!(n(&r1, "novel_bytes") < 256 << 10 && n(&r1, "novel_chunks") >= 12, "{r1}");
+    assert!(n(&r1, "packs") >= 2, "one pack for the whole re-push: every part waited for the end: {r1}");
+    assert!(n(&r1, "parts_sent") >= 12 && n(&r1, "parts_delta") == n(&r1, "parts_sent"), "{r1}");
+    let parts = n(&r1, "parts");
+    let all_early = format!("commit: sealed, {parts} parts, {parts} handled early");
+    assert!(trace.contains(&all_early), "the commit stage sent parts itself: {trace}");
+    assert_eq!(srv.pull("f", None, &["--ns", "t"]), file1);
+    // A stream (its spool counts the pack stage's lists: the empty ones that wake it are not).
+    let file2 = edit(&file1, 2);
+    let r2 = pushed(&push_stdin(&srv, Some("f"), &file2, &args));
+    assert!(n(&r2, "packs") >= 2 && n(&r2, "novel_bytes") < 256 << 10, "{r2}");
+    assert_eq!(srv.pull("f", None, &["--ns", "t"]), file2);
+    srv.check(&["--ns", "t"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

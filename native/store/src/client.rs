@@ -73,6 +73,27 @@ impl std::error::Error for ClientError {}
 
 type R<T> = std::result::Result<T, ClientError>;
 
+/// `CUTPOINT_TRACE=1`: a timeline of a push on stderr (milliseconds since the first line, and
+/// the thread), for finding what a push waits for. Off, it costs one atomic load per call.
+fn trace_on() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("CUTPOINT_TRACE").is_some_and(|v| v == "1"))
+}
+
+fn trace_line(what: fmt::Arguments) {
+    static T0: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let t = T0.get_or_init(Instant::now).elapsed();
+    eprintln!("cutpoint trace {:9.3} ms {what}", t.as_secs_f64() * 1e3);
+}
+
+macro_rules! trace {
+    ($($a:tt)*) => {
+        if trace_on() {
+            trace_line(format_args!($($a)*));
+        }
+    };
+}
+
 /// How long a client waits for a store that does not answer (progress resets it: a body that
 /// moves is never cut for being long), and for a connection to open (at most this).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -756,6 +777,9 @@ impl<'a> Flow<'a> {
             *g = Some(e);
         }
         self.abort.store(true, Ordering::Relaxed);
+        drop(g);
+        // The early part sender waits on the gate: woken to see the failure.
+        self.parts.wake();
     }
 
     fn aborted(&self) -> bool {
@@ -814,7 +838,9 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
         return Err(ClientError::Io(format!("{}: not a regular file", path.display())));
     }
     progress.total.store(meta.len(), Ordering::Relaxed);
+    trace!("push: start");
     let mut plan = prepare(client, Some(name), opts)?;
+    trace!("push: prepared");
     check_limits(&plan, meta.len())?;
     let mut known: HashSet<Digest> = HashSet::new();
     if let Some((_, b)) = &plan.base {
@@ -823,6 +849,7 @@ pub fn push_file(client: &Client, path: &Path, name: &str, opts: &PushOptions, p
     let flow = Flow::new(progress);
     let hints = plan.hints.take();
     let (mut qs, offsets) = run_pipeline(client, &[path], vec![Some(file)], &plan, hints, known, opts, &flow);
+    trace!("push: pipeline done");
     if let Some(e) = flow.take_err() {
         return Err(e);
     }
@@ -914,6 +941,7 @@ fn conclude(client: &Client, name: &str, path: &Path, plan: &Plan, q: Queried, o
         Sealed::Parts(spool, recipe) => {
             let digest = recipe.digest.ok_or_else(|| ClientError::Protocol("internal: file digest".into()))?;
             let early = flow.parts.take_done();
+            trace!("commit: sealed, {} parts, {} handled early", spool.refs.len(), early.len());
             let (c, sent) = stage_commit_parts(client, name, path, plan, &spool, &recipe, &early, flow)?;
             (digest, c, spool.refs.len() as u64, sent)
         }
@@ -1154,6 +1182,19 @@ impl RecipeSink {
         self.bytes - self.cutter.pending_bytes()
     }
 
+    /// The input is all chunked: closes its last part (with its delta against the base parts in
+    /// `window`) into the spool, so that it can be sent with the others; [`RecipeSink::finish`]
+    /// then has none left to close. A recipe not in parts is left as it is.
+    fn close_last(&mut self, window: Option<&BaseWindow>) -> R<()> {
+        let Some(s) = &mut self.spool else { return Ok(()) };
+        if let Some(p) = self.cutter.finish() {
+            let p = ClosedPart::new(p);
+            let delta = p.delta(window);
+            s.add(&p, delta.as_deref())?;
+        }
+        Ok(())
+    }
+
     /// Seals the recipe; the last part gets its delta against the base parts in `window`.
     fn finish(mut self, window: Option<&BaseWindow>) -> R<Sealed> {
         let digest = std::mem::replace(&mut self.digest, FileDigest::new(self.alg)).finish();
@@ -1221,9 +1262,12 @@ fn stage_commit_parts(
     let mut rounds = 0;
     loop {
         sent_parts += send_parts(client, path, plan, spool, &skip, flow)?;
+        trace!("commit: parts sent, committing");
         flow.sent.fetch_add(text.len() as u64, Ordering::Relaxed);
         recipe_bytes += text.len() as u64;
-        match commit_read_back(client, name, &text, recipe.digest, plan.before) {
+        let res = commit_read_back(client, name, &text, recipe.digest, plan.before);
+        trace!("commit: answered");
+        match res {
             Ok(version) => {
                 let c = Committed {
                     version,
@@ -1256,6 +1300,7 @@ fn send_parts(client: &Client, path: &Path, plan: &Plan, spool: &PartSpool, skip
     flow.sent.fetch_add(ids.len() as u64 * 32, Ordering::Relaxed);
     let missing: HashSet<Digest> = client.query_parts(&ids)?.into_iter().collect();
     let todo: Vec<(usize, PartRef)> = asked.into_iter().filter(|&i| missing.contains(&spool.refs[i].0)).map(|i| (i, spool.refs[i])).collect();
+    trace!("commit: {} parts asked, {} to send", ids.len(), todo.len());
     let done = put_parts(client, plan, &spool.file, &todo, flow);
     let mut n = 0;
     for (i, mut r) in done {
@@ -1368,7 +1413,9 @@ impl PartGate {
     fn pack_made(&self, through: u64) -> u64 {
         let mut g = self.lock();
         g.packs.push_back((through, false));
-        g.first + g.packs.len() as u64 - 1
+        let seq = g.first + g.packs.len() as u64 - 1;
+        trace!("pack: {seq} made, novel chunks through {through}");
+        seq
     }
 
     /// Pack `seq` is stored.
@@ -1383,30 +1430,34 @@ impl PartGate {
             g.stored = through;
             g.first += 1;
         }
+        trace!("pack: {seq} stored, novel chunks stored {}", g.stored);
         self.cv.notify_all();
     }
 
     /// Queues the parts spooled since the last call; each needs the first `novel` novel chunks
     /// stored.
-    fn queue(&self, spool: &PartSpool, novel: u64) -> R<()> {
+    /// Returns whether any were.
+    fn queue(&self, spool: &PartSpool, novel: u64) -> R<bool> {
         let mut g = self.lock();
         if g.queued == spool.refs.len() {
-            return Ok(());
+            return Ok(false);
         }
         if g.file.is_none() {
             let f = spool.file.try_clone().map_err(|e| ClientError::Io(format!("the recipe's parts' temporary file: {e}")))?;
             g.file = Some(f);
         }
+        trace!("parts: {}..{} queued, need {novel} novel chunks (stored {})", g.queued, spool.refs.len(), g.stored);
         for i in g.queued..spool.refs.len() {
             g.queue.push_back((i, spool.refs[i], novel));
         }
         g.queued = spool.refs.len();
         self.cv.notify_all();
-        Ok(())
+        Ok(true)
     }
 
     /// The query stage is done: no more parts.
     fn close(&self) {
+        trace!("query: done");
         self.lock().closed = true;
         self.cv.notify_all();
     }
@@ -1433,9 +1484,25 @@ impl PartGate {
                 let file = g.file.as_ref().and_then(|f| f.try_clone().ok())?;
                 return Some((ready, file));
             }
-            // A timeout too, so that a failure elsewhere (which sets the abort flag) is seen.
-            g = self.cv.wait_timeout(g, Duration::from_millis(50)).unwrap_or_else(|p| p.into_inner()).0;
+            // Woken by a pack stored, a part queued, the close, or a failure ([`Flow::fail`]).
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// Wakes the part sender (a failure: it sees the abort flag).
+    fn wake(&self) {
+        // Under the lock, so that a sender between its check and its wait is not missed.
+        let _g = self.lock();
+        self.cv.notify_all();
+    }
+
+    /// How many queued parts need novel chunks after the first `made` (those in packs made)
+    /// and within the first `packed` (those read so far): the parts that wait on the pack
+    /// being filled.
+    fn waiting_on_open(&self, made: u64, packed: u64) -> usize {
+        let g = self.lock();
+        // The queue is in the order of the novel chunks each part needs.
+        g.queue.iter().rev().skip_while(|q| q.2 > packed).take_while(|q| q.2 > made).count()
     }
 }
 
@@ -1451,6 +1518,7 @@ fn send_early_parts(client: &Client, plan: &Plan, flow: &Flow) {
             Err(_) => continue, // the commit stage asks again
         };
         let (todo, present): (Vec<_>, Vec<_>) = ready.into_iter().partition(|(_, r)| missing.contains(&r.0));
+        trace!("early: {} parts ready, {} to send", ids.len(), todo.len());
         let mut done: Vec<(usize, bool)> = present.into_iter().map(|(i, _)| (i, false)).collect();
         for (i, res) in put_parts(client, plan, &file, &todo, flow) {
             if let Ok(delta) = res {
@@ -1460,8 +1528,10 @@ fn send_early_parts(client: &Client, plan: &Plan, flow: &Flow) {
                 done.push((i, true));
             }
         }
+        trace!("early: {} parts handled", done.len());
         flow.parts.lock().done.extend(done);
     }
+    trace!("early: done");
 }
 
 /// Where chunks `ids` lie in the file: found by chunking it again (a push in parts keeps no
@@ -1657,6 +1727,7 @@ fn stage_chunk(engine: &Engine, hints: Option<(HintTable, Criterion)>, files: Ve
     if !batch.is_empty() {
         send(&mut batch);
     }
+    trace!("chunk: done");
 }
 
 /// Files up to this size are read whole into one reused buffer and chunked there
@@ -1781,12 +1852,16 @@ fn stage_query(
     // Novel chunks handed to the pack stage so far: a part closed in a batch may be sent once
     // that many are stored ([`PartGate`]; one input).
     let mut novel_total = 0u64;
-    let queue_parts = |qs: &[Queried], novel: u64| -> R<()> {
+    // Queues the parts closed since (one input); true if any were.
+    let queue_parts = |qs: &[Queried], novel: u64| -> R<bool> {
         match &qs[0].recipe.spool {
             Some(s) if inputs == 1 => flow.parts.queue(s, novel),
-            _ => Ok(()),
+            _ => Ok(false),
         }
     };
+    // After parts were queued in a batch that sent the pack stage no novel chunks: an empty
+    // list, so that it sees them (it may close its open pack for them, [`FLUSH_PARTS`]).
+    let nudge_pack = |queued: bool| queued && novel_tx.send(Vec::new()).is_err();
     for batch in chunk_rx.iter() {
         if flow.aborted() {
             break;
@@ -1845,9 +1920,13 @@ fn stage_query(
             if let Some(s) = &plan.stream {
                 s.batch_done(end, false);
             }
-            if let Err(e) = queue_parts(&qs, novel_total) {
-                flow.fail(e);
-                break;
+            match queue_parts(&qs, novel_total) {
+                Ok(queued) if nudge_pack(queued) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    flow.fail(e);
+                    break;
+                }
             }
             continue;
         }
@@ -1870,6 +1949,7 @@ fn stage_query(
             list.push((file, off, len, id));
         }
         let listed = !list.is_empty();
+        trace!("query: batch to {end}: {} asked, {} novel", ask.len(), list.len());
         novel_total += list.len() as u64;
         if listed && novel_tx.send(list).is_err() {
             break;
@@ -1877,9 +1957,20 @@ fn stage_query(
         if let Some(s) = &plan.stream {
             s.batch_done(end, listed);
         }
-        if let Err(e) = queue_parts(&qs, novel_total) {
+        match queue_parts(&qs, novel_total) {
+            Ok(queued) if !listed && nudge_pack(queued) => break,
+            Ok(_) => {}
+            Err(e) => {
+                flow.fail(e);
+                break;
+            }
+        }
+    }
+    // The input is all chunked (one input in parts): its last part goes with the others.
+    if inputs == 1 && !flow.aborted() {
+        let closed = qs[0].recipe.close_last(window.as_ref()).and_then(|_| queue_parts(&qs, novel_total));
+        if let Err(e) = closed {
             flow.fail(e);
-            break;
         }
     }
     flow.parts.close();
@@ -1933,9 +2024,26 @@ fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiv
     let mut cur: Option<PackWriter<Vec<u8>>> = None;
     let mut sampler = Sampler::default();
     let mut open: Option<(u32, std::fs::File)> = None;
-    // Novel chunks in the packs made so far and in the open one.
+    // Novel chunks in the packs made so far and in the open one; in the packs made.
     let mut packed = 0u64;
+    let mut made = 0u64;
+    // Closes the open pack early where [`FLUSH_PARTS`] parts wait on it; false once the
+    // uploaders are gone.
+    let flush_for_parts = |cur: &mut Option<PackWriter<Vec<u8>>>, made: &mut u64, packed: u64| -> bool {
+        if cur.is_none() || flow.parts.waiting_on_open(*made, packed) < FLUSH_PARTS {
+            return true;
+        }
+        let p = cur.take().expect("an open pack").finish().expect("in memory");
+        *made = packed;
+        trace!("pack: closed early for the parts waiting on it");
+        pack_tx.send((flow.parts.pack_made(packed), p)).is_ok()
+    };
     for list in novel_rx.iter() {
+        // The parts queued since the last list are in the gate by now (the query stage queues
+        // them before it sends the next list).
+        if !flush_for_parts(&mut cur, &mut made, packed) {
+            return;
+        }
         for group in list.chunks(COMPRESS_GROUP) {
             if flow.aborted() {
                 return;
@@ -1992,20 +2100,32 @@ fn pack_inputs(paths: &[&Path], plan: &Plan, flow: &Flow, novel_rx: mpsc::Receiv
                 }
                 if w.len() as usize >= plan.pack_target || w.count() >= plan.pack_chunks {
                     let p = cur.take().unwrap().finish().expect("in memory");
+                    made = packed;
                     if pack_tx.send((flow.parts.pack_made(packed), p)).is_err() {
                         return;
                     }
                 }
             }
         }
-        if let Some(s) = &plan.stream {
+        if let Some(s) = plan.stream.as_ref().filter(|_| !list.is_empty()) {
             s.list_done();
+        }
+        if !flush_for_parts(&mut cur, &mut made, packed) {
+            return;
         }
     }
     if let Some(w) = cur.take() {
         let _ = pack_tx.send((flow.parts.pack_made(packed), w.finish().expect("in memory")));
     }
 }
+
+/// The open pack is closed early (under its target size) once this many parts wait on it
+/// ([`PartGate`]): they go while the file is still chunked, and no more than this many wait for
+/// the last pack (the senders take [`PART_SENDERS`] at a time). A push whose novel chunks fill
+/// packs faster than parts close (a first push) closes one early only where its recipe passes
+/// the parts threshold and the parts closed before it are queued at once (1 GiB: 129 packs,
+/// as before, the same bytes).
+const FLUSH_PARTS: usize = PART_SENDERS;
 
 /// One frame of novel chunks as it goes into a pack: a chunk's (raw, or compressed where that
 /// saves at least 1/16) or a group's (compressed; its chunks' ids and raw lengths, the first
@@ -2075,6 +2195,7 @@ fn compress_units(read: Vec<(Digest, Vec<u8>)>, level: i32, group_raw: usize, sa
 
 /// One uploader: sends packs until the pack stage is done (after a failure it drains them).
 fn stage_upload(client: &Client, flow: &Flow, pack_rx: &Mutex<mpsc::Receiver<(u64, Vec<u8>)>>) {
+    let _panic = AbortOnPanic(flow);
     loop {
         let (seq, p) = match pack_rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
             Ok(p) => p,
