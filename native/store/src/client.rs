@@ -1871,9 +1871,22 @@ fn stage_query(
             _ => Ok(false),
         }
     };
-    // After parts were queued in a batch that sent the pack stage no novel chunks: an empty
-    // list, so that it sees them (it may close its open pack for them, [`FLUSH_PARTS`]).
-    let nudge_pack = |queued: bool| queued && novel_tx.send(Vec::new()).is_err();
+    // The end of a batch (its novel chunks, if any, `listed` to the pack stage): the stream's
+    // spool told, the parts closed since queued, and then an empty list, so that the pack stage
+    // counts them at once (it may close its open pack for them, [`FLUSH_PARTS`]; parts queued
+    // after a list would be seen only at the next one). False where the push stops.
+    let end_batch = |qs: &[Queried], end: u64, listed: bool, novel: u64| -> bool {
+        if let Some(s) = &plan.stream {
+            s.batch_done(end, listed);
+        }
+        match queue_parts(qs, novel) {
+            Ok(queued) => !(queued && novel_tx.send(Vec::new()).is_err()),
+            Err(e) => {
+                flow.fail(e);
+                false
+            }
+        }
+    };
     for batch in chunk_rx.iter() {
         if flow.aborted() {
             break;
@@ -1929,16 +1942,8 @@ fn stage_query(
         let held = known.len() + known_base.len() + offsets.len() + here.len() + entries_held + window.as_ref().map_or(0, |w| w.len());
         flow.ids_held.fetch_max(held as u64, Ordering::Relaxed);
         if ask.is_empty() {
-            if let Some(s) = &plan.stream {
-                s.batch_done(end, false);
-            }
-            match queue_parts(&qs, novel_total) {
-                Ok(queued) if nudge_pack(queued) => break,
-                Ok(_) => {}
-                Err(e) => {
-                    flow.fail(e);
-                    break;
-                }
+            if !end_batch(&qs, end, false, novel_total) {
+                break;
             }
             continue;
         }
@@ -1966,18 +1971,8 @@ fn stage_query(
         if listed && novel_tx.send(list).is_err() {
             break;
         }
-        if let Some(s) = &plan.stream {
-            s.batch_done(end, listed);
-        }
-        match queue_parts(&qs, novel_total) {
-            // Parts queued after this batch's list (if any) may be counted by the pack stage
-            // only at its next list: an empty one now, so that it counts them at once.
-            Ok(queued) if nudge_pack(queued) => break,
-            Ok(_) => {}
-            Err(e) => {
-                flow.fail(e);
-                break;
-            }
+        if !end_batch(&qs, end, listed, novel_total) {
+            break;
         }
     }
     // The input is all chunked (one input in parts): its last part goes with the others.
