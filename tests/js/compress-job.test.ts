@@ -10,22 +10,34 @@ import { splitTrial } from '../../web/dist/web/src/emitter.js'
 import * as cp from '@cutpoint/web'
 import { randomBytes } from './vectors.mjs'
 
+/** A worker's handler, initialised with the default profile, hashing with `hash` (or not). */
+async function handler(hash: 'none' | 'blake3', capacity: number): Promise<Handler> {
+  const wasm = await loadWasm()
+  const h = new Handler()
+  await h.handle({ type: 'cutpoint:init', id: 1, flavor: wasm.flavor, profile: 'gear:2k:8k:64k', backend: '', hash, hashImpl: 'wasm', capacity, source: { kind: 'message' } })
+  return h
+}
+
+/** A sentence `repeat` times (compressible), then `random` random bytes (seed `seed`). */
+function textThenRandom(repeat: number, random: number, seed: number): Uint8Array {
+  const text = new TextEncoder().encode('the quick brown fox jumps over the lazy dog; '.repeat(repeat))
+  const data = new Uint8Array(text.length + random)
+  data.set(text)
+  data.set(randomBytes(random, seed), text.length)
+  return data
+}
+
 describe('a compression job that reads the file itself', () => {
   it('gives the frames of the job carrying the bytes; an unreadable range is an error answer', async () => {
-    const wasm = await loadWasm()
-    const h = new Handler()
-    await h.handle({ type: 'cutpoint:init', id: 1, flavor: wasm.flavor, profile: 'gear:2k:8k:64k', backend: '', hash: 'none', hashImpl: 'wasm', capacity: 1 << 16, source: { kind: 'message' } })
+    const h = await handler('none', 1 << 16)
     // Half compressible text, half random bytes: compressed and raw frames both.
-    const text = new TextEncoder().encode('the quick brown fox jumps over the lazy dog; '.repeat(3000))
-    const data = new Uint8Array(text.length + 200_000)
-    data.set(text)
-    data.set(randomBytes(200_000, 5), text.length)
+    const data = textThenRandom(3000, 200_000, 5)
     const blob = new Blob([data])
     const cases: [number, number][][] = [
       // consecutive chunks (one read)
       [[0, 9000], [9000, 12000], [21000, 8000], [29000, 50000], [79000, 56000], [135000, 60000]],
       // gaps between them and out of order (a read each)
-      [[100, 7000], [40000, 9000], [5, 90], [text.length - 4000, 30000], [data.length - 8192, 8192]],
+      [[100, 7000], [40000, 9000], [5, 90], [data.length - 200_000 - 4000, 30000], [data.length - 8192, 8192]],
     ]
     let id = 2
     for (const c of cases) {
@@ -66,13 +78,8 @@ describe('a compression job that reads the file itself', () => {
 // nothing; the chunks themselves are those of a chunk() without the trial.
 describe('a compression trial in the hash jobs', () => {
   it('a hash job with `trial`: its chunks compressed as a compression job compresses them', async () => {
-    const wasm = await loadWasm()
-    const h = new Handler()
-    await h.handle({ type: 'cutpoint:init', id: 1, flavor: wasm.flavor, profile: 'gear:2k:8k:64k', backend: '', hash: 'blake3', hashImpl: 'wasm', capacity: 1 << 20, source: { kind: 'message' } })
-    const text = new TextEncoder().encode('the quick brown fox jumps over the lazy dog; '.repeat(800))
-    const data = new Uint8Array(text.length + 60_000)
-    data.set(text)
-    data.set(randomBytes(60_000, 7), text.length)
+    const h = await handler('blake3', 1 << 20)
+    const data = textThenRandom(800, 60_000, 7)
     const lengths = Uint32Array.of(9000, 12000, 15000, 20000, 30000, data.length - 86000)
     const idx = Uint32Array.of(0, 2, 4, 5)
     const res = (await h.handle({ type: 'cutpoint:hash', id: 2, start: 0, lengths, bytes: data.slice(), trial: { level: 4, idx } })).res as HashRes

@@ -217,8 +217,32 @@ export class Emitter {
 }
 
 /**
- * A compression answer of `n` chunks (per chunk a u32 LE stored length, bit 31: compressed; then
- * the compressed frames' data) split into one such answer per chunk. A malformed answer: none.
+ * The frames of a compression answer for chunks of raw lengths `lens` (per chunk a u32 LE stored
+ * length, bit 31: compressed, else the raw length; then the compressed frames' data, in order):
+ * each chunk's compressed data (a view into `out`), or `compressed: false`; undefined for an
+ * answer that does not fit those chunks.
+ */
+export function readFrames(out: Uint8Array, lens: ArrayLike<number>): ({ data: Uint8Array; compressed: true } | { data?: undefined; compressed: false })[] | undefined {
+  const n = lens.length
+  if (out.length < 4 * n) return undefined
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
+  const frames: ({ data: Uint8Array; compressed: true } | { data?: undefined; compressed: false })[] = []
+  let at = 4 * n
+  for (let k = 0; k < n; k++) {
+    const h = view.getUint32(4 * k, true)
+    const len = h & 0x7fffffff
+    if (h >>> 31 && len < lens[k] && at + len <= out.length) {
+      frames.push({ data: out.subarray(at, at + len), compressed: true })
+      at += len
+    } else if (h === lens[k]) frames.push({ compressed: false })
+    else return undefined
+  }
+  return at === out.length ? frames : undefined
+}
+
+/**
+ * A compression answer of `n` chunks (as [`readFrames`] reads it) split into one such answer per
+ * chunk. A malformed answer: none.
  */
 export function splitTrial(out: Uint8Array, n: number): Uint8Array[] | undefined {
   if (out.length < 4 * n) return undefined

@@ -50,25 +50,7 @@ fn cut(es: &[RecipeEntry]) -> Vec<Part> {
 }
 
 fn part_recipe(es: &[RecipeEntry], parts: &[Part]) -> PartRecipe {
-    let mut d = FileDigest::new(HashAlg::Blake3);
-    for e in es {
-        d.add(&e.fp, e.size);
-    }
-    PartRecipe {
-        profile: "gear:2k:8k:64k".into(),
-        hash: HashAlg::Blake3,
-        digest: d.finish(),
-        lines: parts
-            .iter()
-            .map(|p| Line::Part {
-                id: p.id(),
-                count: p.entries.len() as u64,
-                bytes: p.bytes(),
-            })
-            .collect(),
-        count: es.len() as u64,
-        bytes: es.iter().map(|e| e.size as u64).sum(),
-    }
+    PartRecipe::of_parts("gear:2k:8k:64k", HashAlg::Blake3, es, parts)
 }
 
 /// Chunks of 8,000 bytes (the last shorter) of `bytes`, uploaded in one pack to namespace `ns`.

@@ -5,7 +5,7 @@
 use cutpoint_core::protocol::delta;
 #[path = "common/ingest.rs"]
 mod ingest;
-use ingest::upload;
+use ingest::{entry, upload};
 use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::rapid::{Recipe, RecipeEntry};
 use cutpoint_core::HashAlg;
@@ -13,15 +13,6 @@ use cutpoint_store::{Limits, Store, StoreError};
 
 fn chunk(i: u64) -> Vec<u8> {
     format!("chunk number {i} of the delta test").into_bytes()
-}
-
-fn entry(c: &[u8]) -> RecipeEntry {
-    RecipeEntry {
-        fp: HashAlg::Blake3.digest(c).unwrap(),
-        size: c.len() as u32,
-        last: None,
-        regular: true,
-    }
 }
 
 fn recipe(entries: Vec<RecipeEntry>) -> Recipe {

@@ -5,9 +5,8 @@
 
 #[path = "common/ingest.rs"]
 mod ingest;
-use ingest::upload;
+use ingest::{entry, upload};
 use cutpoint_core::protocol::part::{Line, Part, PartCutter, PartRecipe};
-use cutpoint_core::protocol::FileDigest;
 use cutpoint_core::rapid::RecipeEntry;
 use cutpoint_core::HashAlg;
 use cutpoint_store::{Limits, Store, StoreError};
@@ -16,35 +15,8 @@ fn chunk(i: u64) -> Vec<u8> {
     format!("chunk number {i} of the part commit test").into_bytes()
 }
 
-fn entry(c: &[u8]) -> RecipeEntry {
-    RecipeEntry {
-        fp: HashAlg::Blake3.digest(c).unwrap(),
-        size: c.len() as u32,
-        last: None,
-        regular: true,
-    }
-}
-
 fn recipe(es: &[RecipeEntry], parts: &[Part]) -> PartRecipe {
-    let mut d = FileDigest::new(HashAlg::Blake3);
-    for e in es {
-        d.add(&e.fp, e.size);
-    }
-    PartRecipe {
-        profile: "gear:2k:8k:64k".into(),
-        hash: HashAlg::Blake3,
-        digest: d.finish(),
-        lines: parts
-            .iter()
-            .map(|p| Line::Part {
-                id: p.id(),
-                count: p.entries.len() as u64,
-                bytes: p.bytes(),
-            })
-            .collect(),
-        count: es.len() as u64,
-        bytes: es.iter().map(|e| e.size as u64).sum(),
-    }
+    PartRecipe::of_parts("gear:2k:8k:64k", HashAlg::Blake3, es, parts)
 }
 
 

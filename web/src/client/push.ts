@@ -20,6 +20,7 @@
 // --json` counts them, and the packs are cut where it cuts them, so they are equal.
 import { chunk, createChunker, type Chunk, type ChunkOptions, type WorkerPool } from '../index.js'
 import type { Trial } from '../options.js'
+import { readFrames } from '../emitter.js'
 import { CRITERIA, type Criterion } from '../rapid.js'
 import { hex, unhex, unhexInto } from '../hex.js'
 import { parseProfile } from '../runtime.js'
@@ -1198,18 +1199,9 @@ export class PushRun {
     const frames: Frame[] = new Array(chunks.length)
     for (const { a, out } of await Promise.all(jobs)) {
       const b = Math.min(chunks.length, a + per)
-      const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
-      let at = 4 * (b - a)
-      for (let k = a; k < b; k++) {
-        const h = view.getUint32(4 * (k - a), true)
-        const len = h & 0x7fffffff
-        if (h >>> 31 && len < chunks[k].len && at + len <= out.length) {
-          frames[k] = { data: out.subarray(at, at + len), compressed: true }
-          at += len
-        } else if (h === chunks[k].len) frames[k] = { data: got?.[k], compressed: false }
-        else throw new StoreError('cutpoint: internal error: a compression worker answered out of order', { code: 'protocol' })
-      }
-      if (at !== out.length) throw new StoreError('cutpoint: internal error: a compression worker answered out of order', { code: 'protocol' })
+      const read = readFrames(out, chunks.slice(a, b).map((c) => c.len))
+      if (!read) throw new StoreError('cutpoint: internal error: a compression worker answered out of order', { code: 'protocol' })
+      read.forEach((f, i) => (frames[a + i] = f.compressed ? f : { data: got?.[a + i], compressed: false }))
     }
     checkAbort(this.signal)
     return frames
@@ -1225,12 +1217,7 @@ export class PushRun {
     let used = 0
     const frames = chunks.map((n): Frame | undefined => {
       const t = this.trials.get(n.off)
-      if (!t || t.len !== n.len || t.out.length < 4) return undefined
-      const h = new DataView(t.out.buffer, t.out.byteOffset, 4).getUint32(0, true)
-      const len = h & 0x7fffffff
-      let f: Frame | undefined
-      if (h >>> 31 && len < n.len && t.out.length === 4 + len) f = { data: t.out.subarray(4), compressed: true }
-      else if (h === n.len && t.out.length === 4) f = { compressed: false }
+      const f = t && t.len === n.len ? readFrames(t.out, [n.len])?.[0] : undefined
       if (!f) return undefined
       this.trials.delete(n.off)
       used++

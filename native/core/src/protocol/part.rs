@@ -378,6 +378,23 @@ impl PartRecipe {
         self.lines.iter().any(|l| matches!(l, Line::Part { .. }))
     }
 
+    /// The recipe in parts of the file of `entries`, cut into `parts` (a part line each; the
+    /// totals and the file digest over `entries`).
+    pub fn of_parts(profile: &str, hash: HashAlg, entries: &[RecipeEntry], parts: &[Part]) -> PartRecipe {
+        let mut d = super::FileDigest::new(hash);
+        for e in entries {
+            d.add(&e.fp, e.size);
+        }
+        PartRecipe {
+            profile: profile.into(),
+            hash,
+            digest: d.finish(),
+            lines: parts.iter().map(|p| Line::Part { id: p.id(), count: p.entries.len() as u64, bytes: p.bytes() }).collect(),
+            count: entries.len() as u64,
+            bytes: entries.iter().map(|e| e.size as u64).sum(),
+        }
+    }
+
     /// The plain recipe, when no line names a part.
     pub fn into_recipe(self) -> Option<Recipe> {
         let mut entries = Vec::with_capacity(self.lines.len());
